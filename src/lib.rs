@@ -1,0 +1,8 @@
+//! ampd: a web server for Linux built on Flash's AMPED architecture.
+//!
+//! See `docs/architecture.md` for the request path drawn top to bottom. Layers, left to right
+//! (a module may only import the ones to its left; `tests/imports.rs` checks it):
+//! `ampd_http`, `ampd_sys` → `config` → `job` → `content` → `conn` → `engine` → `main`.
+#![forbid(unsafe_code)]
+
+pub mod content;
