@@ -2,7 +2,10 @@
 //!
 //! See `docs/architecture.md` for the request path drawn top to bottom. Layers, left to right
 //! (a module may only import the ones to its left; `tests/imports.rs` checks it):
-//! `ampd_http`, `ampd_sys` → `config` → `job` → `content` → `conn` → `engine` → `main`.
+//! `ampd_http`, `ampd_sys` → `config` → `content` → `conn` → `engine` → `main`.
 #![forbid(unsafe_code)]
 
+pub mod config;
+pub mod conn;
 pub mod content;
+pub mod engine;

@@ -1,11 +1,21 @@
 //! Static content: path translation, MIME types, directory listings and the three Flash caches.
 //!
-//! Owns: turning a request path into a file on disk (safely), and the caches of that work.
+//! Owns: turning a request path into a file on disk (safely), the caches of that work, and the
+//! static-file response (`serve`).
 //! Must not touch: sockets, threads, the clock (callers pass `now`). Anything that can block on
-//! disk is done by the caller (engine helpers) through `crate::job`.
+//! disk is a `job::Job`, which the engine runs inline (`sped`) or on a helper (`amped`).
 //! Sources: Flash (Pai et al. 1999) §5.2–5.4; JAWS §3 (cached virtual filesystem, `~user`).
 
 pub mod autoindex;
+pub mod caches;
+pub mod file;
+pub mod file_cache;
+pub mod head_cache;
+pub mod job;
 pub mod lru;
 pub mod mime;
 pub mod path;
+pub mod path_cache;
+pub mod resolve;
+pub mod serve;
+pub mod status_page;

@@ -1,0 +1,152 @@
+//! The bytes a connection owes its client, in order: heads and small bodies in one buffer,
+//! shared file-cache bodies by reference, large bodies as file ranges for `sendfile`.
+//!
+//! Owns: the send queue and what has been sent of it. Pipelined responses queue up behind each
+//! other so the engine can send them in one `writev` (AFPA's batching, without copies).
+//! Must not touch: sockets — the engine asks `memory_slices` / `front_file` and reports
+//! progress with `advance`.
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::sync::Arc;
+
+use crate::content::file::OpenFile;
+use crate::content::serve::Sink;
+
+#[derive(Debug)]
+enum Segment {
+    /// `buffer[start..end]`.
+    Buffer { start: usize, end: usize },
+    Shared { data: Arc<[u8]>, start: usize, end: usize },
+    File { file: Arc<OpenFile>, start: u64, end: u64 },
+}
+
+impl Segment {
+    fn len(&self) -> u64 {
+        match self {
+            Segment::Buffer { start, end } | Segment::Shared { start, end, .. } => (end - start) as u64,
+            Segment::File { start, end, .. } => end - start,
+        }
+    }
+}
+
+/// A file range to send next: `(file, offset, end)`.
+pub struct FileRange<'a> {
+    pub file: &'a Arc<OpenFile>,
+    pub offset: u64,
+    pub end: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct Output {
+    buffer: Vec<u8>,
+    segments: VecDeque<Segment>,
+    /// Bytes of `segments` not yet sent.
+    pending: u64,
+    /// `buffer[..sealed]` is covered by segments (or already sent).
+    sealed: usize,
+}
+
+/// Most iovecs handed to one `writev` (Linux's `IOV_MAX` is 1024).
+const MAX_SLICES: usize = 64;
+
+impl Output {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty() && self.buffer.len() == self.sealed
+    }
+
+    /// Bytes queued and not yet sent.
+    #[must_use]
+    pub fn pending(&self) -> u64 {
+        self.pending + (self.buffer.len() - self.sealed) as u64
+    }
+
+    /// Turn bytes appended to the buffer since the last call into a segment, so they keep
+    /// their place in the queue relative to shared and file segments pushed after them.
+    fn seal(&mut self) {
+        let len = self.buffer.len();
+        if len == self.sealed {
+            return;
+        }
+        match self.segments.back_mut() {
+            Some(Segment::Buffer { end, .. }) if *end == self.sealed => *end = len,
+            _ => self.segments.push_back(Segment::Buffer { start: self.sealed, end: len }),
+        }
+        self.pending += (len - self.sealed) as u64;
+        self.sealed = len;
+    }
+
+    /// The memory at the front of the queue, as slices for one `writev`; empty if the front is
+    /// a file range.
+    pub fn memory_slices(&mut self) -> Vec<IoSlice<'_>> {
+        self.seal();
+        let mut slices = Vec::new();
+        for segment in &self.segments {
+            if slices.len() == MAX_SLICES {
+                break;
+            }
+            match segment {
+                Segment::Buffer { start, end } => slices.push(IoSlice::new(&self.buffer[*start..*end])),
+                Segment::Shared { data, start, end } => slices.push(IoSlice::new(&data[*start..*end])),
+                Segment::File { .. } => break,
+            }
+        }
+        slices
+    }
+
+    /// The file range at the front of the queue, if the front is one.
+    pub fn front_file(&mut self) -> Option<FileRange<'_>> {
+        self.seal();
+        match self.segments.front() {
+            Some(Segment::File { file, start, end }) => Some(FileRange { file, offset: *start, end: *end }),
+            _ => None,
+        }
+    }
+
+    /// Record that `sent` bytes from the front were written.
+    pub fn advance(&mut self, mut sent: u64) {
+        self.pending -= sent.min(self.pending);
+        while sent > 0 {
+            let Some(front) = self.segments.front_mut() else { break };
+            let len = front.len();
+            if sent < len {
+                match front {
+                    Segment::Buffer { start, .. } | Segment::Shared { start, .. } => {
+                        *start += usize::try_from(sent).unwrap_or(usize::MAX);
+                    }
+                    Segment::File { start, .. } => *start += sent,
+                }
+                return;
+            }
+            sent -= len;
+            self.segments.pop_front();
+        }
+        if self.segments.is_empty() && self.sealed == self.buffer.len() {
+            self.buffer.clear();
+            self.sealed = 0;
+        }
+    }
+}
+
+impl Sink for Output {
+    fn bytes(&mut self) -> &mut Vec<u8> {
+        &mut self.buffer
+    }
+
+    fn shared(&mut self, data: Arc<[u8]>, start: usize, end: usize) {
+        self.seal();
+        if end > start {
+            self.pending += (end - start) as u64;
+            self.segments.push_back(Segment::Shared { data, start, end });
+        }
+    }
+
+    fn file(&mut self, file: Arc<OpenFile>, start: u64, end: u64) {
+        self.seal();
+        if end > start {
+            self.pending += end - start;
+            self.segments.push_back(Segment::File { file, start, end });
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! What a resolved request path is: an open file with its metadata and representations.
+//!
+//! Owns: `OpenFile`, `StaticFile`, `Representation`, `Resolution`, `FileKey`.
+//! Must not touch: the disk (these are built by `resolve`, which runs on a helper thread).
+
+use std::fs::File;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ampd_http::coding::Coding;
+use ampd_http::date::format_http_date;
+use ampd_sys::file::FileStat;
+
+/// Identity and version of a file's contents: a cache entry keyed by it can only be stale if the
+/// file changed without its size or nanosecond mtime changing, which inotify reports (see
+/// `watch.rs`) — the two together are the freshness guarantee documented in docs/architecture.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_secs: i64,
+    pub mtime_nanos: u32,
+}
+
+impl FileKey {
+    #[must_use]
+    pub fn of(stat: &FileStat) -> FileKey {
+        FileKey {
+            dev: stat.dev,
+            ino: stat.ino,
+            size: stat.size,
+            mtime_secs: stat.mtime_secs,
+            mtime_nanos: stat.mtime_nanos,
+        }
+    }
+}
+
+/// A regular file held open, so that a rename or delete on disk cannot change what an in-flight
+/// response sends (the bytes come from this inode, by `sendfile` or from the file cache).
+#[derive(Debug)]
+pub struct OpenFile {
+    pub file: File,
+    pub key: FileKey,
+}
+
+impl OpenFile {
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.key.size
+    }
+}
+
+/// One encoding of a resource: the file itself, or a precompressed `.gz`/`.br` sibling.
+#[derive(Debug)]
+pub struct Representation {
+    pub coding: Coding,
+    pub file: Arc<OpenFile>,
+    /// Strong validator, quoted: `"<mtime hex>-<size hex>[-gz|-br]"` (nginx's shape, plus the
+    /// coding so that no two representations share an ETag: RFC 9110 §8.8.3).
+    pub etag: Box<[u8]>,
+    pub last_modified: u64,
+    pub last_modified_text: [u8; 29],
+}
+
+impl Representation {
+    #[must_use]
+    pub fn new(coding: Coding, file: OpenFile) -> Representation {
+        let mtime = u64::try_from(file.key.mtime_secs).unwrap_or(0);
+        let suffix = match coding {
+            Coding::Identity => "",
+            Coding::Gzip => "-gz",
+            Coding::Brotli => "-br",
+        };
+        let etag = format!("\"{:x}-{:x}{suffix}\"", mtime, file.key.size).into_bytes().into_boxed_slice();
+        Representation {
+            coding,
+            file: Arc::new(file),
+            etag,
+            last_modified: mtime,
+            last_modified_text: format_http_date(mtime),
+        }
+    }
+}
+
+/// A static file with everything a response needs that does not depend on the request.
+#[derive(Debug)]
+pub struct StaticFile {
+    pub identity: Representation,
+    /// Precompressed siblings, best first (Brotli, then gzip).
+    pub encoded: Vec<Representation>,
+    pub content_type: &'static str,
+}
+
+impl StaticFile {
+    /// Whether responses for this file depend on `Accept-Encoding` (and so carry `Vary`).
+    #[must_use]
+    pub fn varies(&self) -> bool {
+        !self.encoded.is_empty()
+    }
+
+    /// The codings this file can be served in, for `ampd_http::coding::negotiate`.
+    #[must_use]
+    pub fn codings(&self) -> Vec<Coding> {
+        let mut codings: Vec<Coding> = self.encoded.iter().map(|r| r.coding).collect();
+        codings.push(Coding::Identity);
+        codings
+    }
+
+    #[must_use]
+    pub fn representation(&self, coding: Coding) -> &Representation {
+        self.encoded.iter().find(|r| r.coding == coding).unwrap_or(&self.identity)
+    }
+}
+
+/// What a request path translates to. Cached by `PathCache` (negative answers too).
+#[derive(Debug)]
+pub enum Resolution {
+    File(Arc<StaticFile>),
+    /// A directory named without its trailing slash: `301` to the same path plus `/`.
+    AddSlash,
+    /// A directory without an index file, listed (autoindex on). Never cached: it is cheap to
+    /// rebuild and a listing that lags the directory would confuse.
+    Listing(Arc<[u8]>),
+    /// A directory without an index file, autoindex off.
+    DirectoryForbidden,
+    NotFound,
+    /// The file exists but may not be read (permissions, or not a regular file).
+    Forbidden,
+    /// The translation failed for a reason that is ours, not the client's.
+    Failed,
+}
+
+/// A resolution plus what the cache needs to keep it honest.
+#[derive(Debug)]
+pub struct Resolved {
+    pub resolution: Resolution,
+    /// The inotify watch on the directory whose changes invalidate this resolution.
+    pub watch: Option<i32>,
+    pub at: Instant,
+}

@@ -1,0 +1,313 @@
+//! The static-file response: representation, preconditions, ranges, head and body.
+//!
+//! Owns: the decisions RFC 9110 makes for a `GET`/`HEAD` of a file — content negotiation of
+//! precompressed siblings (§12.5.3), preconditions in §13.2.2 order, ranges (§14), and the
+//! choice of body source: file cache + `writev` for small files, `sendfile` for large ones
+//! (JAWS §4.3). Writes the head into the caller's buffer and names the body segments.
+//! Must not touch: sockets; the disk except a residency test and reads of resident pages.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+
+use ampd_http::coding::{self, Coding};
+use ampd_http::conditional::{self, Precondition, Validators};
+use ampd_http::multipart::Multipart;
+use ampd_http::range::{self, ByteRange, RangeOutcome};
+use ampd_http::request::{Method, RequestHead};
+use ampd_http::response::{write_content_length, write_header, write_status_line};
+
+use super::caches::Caches;
+use super::file::{OpenFile, Representation, StaticFile};
+use super::job::{self, Job};
+use super::status_page;
+
+/// Where the response goes: a head buffer and body segments, in order.
+pub trait Sink {
+    /// Bytes appended here are sent before any body segment pushed after them.
+    fn bytes(&mut self) -> &mut Vec<u8>;
+    fn shared(&mut self, data: Arc<[u8]>, start: usize, end: usize);
+    fn file(&mut self, file: Arc<OpenFile>, start: u64, end: u64);
+}
+
+/// Whether the event loop may block on disk (`sped`) or must hand it to helpers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskAccess {
+    Inline,
+    Helpers,
+}
+
+/// What `Connection` header the response carries (decided by `conn`, RFC 9112 §9.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persistence {
+    /// HTTP/1.1 keep-alive: no header needed.
+    Implicit,
+    /// HTTP/1.0 keep-alive: `Connection: keep-alive`.
+    KeepAlive,
+    Close,
+}
+
+/// Per-response facts that the engine and connection supply.
+#[derive(Debug)]
+pub struct ResponseContext<'a> {
+    /// `Date` value, rendered once a second by the engine.
+    pub date: &'a [u8; 29],
+    pub persistence: Persistence,
+    pub disk: DiskAccess,
+    pub sendfile_threshold: u64,
+    pub max_ranges: usize,
+}
+
+/// The outcome of `serve_file`.
+#[derive(Debug)]
+pub enum Served {
+    /// The response was written to the sink.
+    Sent { status: u16 },
+    /// The body must come into memory first: run the job, store its result with
+    /// `Caches::remember_data`, then call `serve_file` again.
+    NeedData(Job),
+}
+
+/// Write the response to `request` for `file` into `sink`.
+pub fn serve_file(
+    request: &RequestHead,
+    file: &StaticFile,
+    watch: Option<i32>,
+    caches: &mut Caches,
+    context: &ResponseContext<'_>,
+    sink: &mut dyn Sink,
+) -> Served {
+    let coding = if file.varies() {
+        coding::negotiate(request.header("accept-encoding"), &file.codings())
+    } else {
+        Coding::Identity
+    };
+    let representation = file.representation(coding);
+    let validators = Validators { etag: Some(&representation.etag), last_modified: Some(representation.last_modified) };
+    match conditional::evaluate(request, &validators) {
+        Precondition::Proceed => {}
+        Precondition::NotModified => {
+            let out = sink.bytes();
+            write_status_line(out, 304);
+            common_headers(out, context);
+            validator_headers(out, file, representation);
+            out.extend_from_slice(b"\r\n");
+            return Served::Sent { status: 304 };
+        }
+        Precondition::Failed => {
+            status_page::write(sink.bytes(), 412, context, &[], request.method != Method::Head);
+            return Served::Sent { status: 412 };
+        }
+    }
+
+    let size = representation.file.size();
+    let ranges = match request.header("range") {
+        Some(value) if conditional::if_range_allows_partial(request, &validators) => {
+            range::parse_range(value, size, context.max_ranges)
+        }
+        _ => RangeOutcome::Full,
+    };
+    if let RangeOutcome::Unsatisfiable = ranges {
+        let content_range = format!("bytes */{size}");
+        status_page::write(
+            sink.bytes(),
+            416,
+            context,
+            &[("Content-Range", content_range.as_bytes())],
+            request.method != Method::Head,
+        );
+        return Served::Sent { status: 416 };
+    }
+
+    let head_only = request.method == Method::Head;
+    let body = if head_only {
+        Body::None
+    } else {
+        match body_source(representation, watch, caches, context) {
+            Ok(body) => body,
+            Err(job) => return Served::NeedData(job),
+        }
+    };
+
+    match ranges {
+        RangeOutcome::Partial(ranges) if ranges.len() == 1 => {
+            let range = ranges[0];
+            let out = sink.bytes();
+            write_status_line(out, 206);
+            common_headers(out, context);
+            write_header(out, "Content-Type", file.content_type.as_bytes());
+            write_content_length(out, range.len());
+            let content_range = format!("bytes {}-{}/{size}", range.start, range.end);
+            write_header(out, "Content-Range", content_range.as_bytes());
+            validator_headers(out, file, representation);
+            out.extend_from_slice(b"\r\n");
+            body.push(sink, range);
+            Served::Sent { status: 206 }
+        }
+        RangeOutcome::Partial(ranges) => {
+            let multipart = Multipart::new(boundary(), file.content_type, &ranges, size);
+            let out = sink.bytes();
+            write_status_line(out, 206);
+            common_headers(out, context);
+            write_header(out, "Content-Type", multipart.content_type_value().as_bytes());
+            write_content_length(out, multipart.body_len());
+            validator_headers(out, file, representation);
+            out.extend_from_slice(b"\r\n");
+            if !head_only {
+                for (index, range) in ranges.iter().enumerate() {
+                    sink.bytes().extend_from_slice(&multipart.part_head(index));
+                    body.push(sink, *range);
+                }
+                sink.bytes().extend_from_slice(&multipart.trailer());
+            }
+            Served::Sent { status: 206 }
+        }
+        _ => {
+            let prefix = caches.heads.full_response(file, representation);
+            let out = sink.bytes();
+            out.extend_from_slice(&prefix);
+            date_and_persistence(out, context);
+            out.extend_from_slice(b"\r\n");
+            if size > 0 {
+                body.push(sink, ByteRange { start: 0, end: size - 1 });
+            }
+            Served::Sent { status: 200 }
+        }
+    }
+}
+
+/// Where the body bytes come from.
+enum Body {
+    None,
+    Memory(Arc<[u8]>),
+    File(Arc<OpenFile>),
+}
+
+impl Body {
+    fn push(&self, sink: &mut dyn Sink, range: ByteRange) {
+        match self {
+            Body::None => {}
+            Body::Memory(data) => {
+                // Range ends are within the representation, which is exactly `data`.
+                let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(data.len());
+                let end = usize::try_from(range.end + 1).unwrap_or(usize::MAX).min(data.len());
+                sink.shared(data.clone(), start, end);
+            }
+            Body::File(file) => sink.file(file.clone(), range.start, range.end + 1),
+        }
+    }
+}
+
+/// Small files come from the file cache (loaded on a miss: inline when the pages are resident
+/// or blocking is allowed, else by a helper); large ones, or all when the file cache is off,
+/// by `sendfile` from the open descriptor.
+fn body_source(
+    representation: &Representation,
+    watch: Option<i32>,
+    caches: &mut Caches,
+    context: &ResponseContext<'_>,
+) -> Result<Body, Job> {
+    let file = &representation.file;
+    if file.size() == 0 || file.size() > context.sendfile_threshold || !caches.files.enabled() {
+        return Ok(Body::File(file.clone()));
+    }
+    if let Some(data) = caches.files.get(&file.key) {
+        return Ok(Body::Memory(data));
+    }
+    let may_read = match context.disk {
+        DiskAccess::Inline => true,
+        DiskAccess::Helpers => resident(file),
+    };
+    if !may_read {
+        return Err(Job::Load { file: file.clone() });
+    }
+    match job::read_whole(file) {
+        Ok(data) => {
+            caches.remember_data(file.key, data.clone(), watch);
+            Ok(Body::Memory(data))
+        }
+        // The file shrank or failed to read: send from the descriptor, which will fall short
+        // and close the connection rather than send a torn copy under a full-length head.
+        Err(_) => Ok(Body::File(file.clone())),
+    }
+}
+
+/// Whether all of a file is in the page cache, so reading it cannot block (Flash's `mincore`
+/// test, done with `cachestat` where the kernel has it).
+#[must_use]
+pub fn resident(file: &OpenFile) -> bool {
+    range_resident(file, 0, file.size())
+}
+
+/// Whether `[offset, offset + len)` of the file is in the page cache.
+#[must_use]
+pub fn range_resident(file: &OpenFile, offset: u64, len: u64) -> bool {
+    use std::os::fd::AsFd;
+    match ampd_sys::file::cachestat(file.file.as_fd(), offset, len) {
+        Ok(stat) => stat.cached_pages >= pages(offset, len),
+        Err(_) => false,
+    }
+}
+
+fn pages(offset: u64, len: u64) -> u64 {
+    const PAGE: u64 = 4096;
+    if len == 0 {
+        return 0;
+    }
+    let first = offset / PAGE;
+    let last = (offset + len - 1) / PAGE;
+    last - first + 1
+}
+
+fn boundary() -> String {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(0x616d_7064);
+    format!("{:016x}", hasher.finish())
+}
+
+/// `Server`, `Date` and `Connection`: on every response.
+pub fn common_headers(out: &mut Vec<u8>, context: &ResponseContext<'_>) {
+    out.extend_from_slice(b"Server: ampd\r\n");
+    date_and_persistence(out, context);
+}
+
+fn date_and_persistence(out: &mut Vec<u8>, context: &ResponseContext<'_>) {
+    out.extend_from_slice(b"Date: ");
+    out.extend_from_slice(context.date);
+    out.extend_from_slice(b"\r\n");
+    match context.persistence {
+        Persistence::Implicit => {}
+        Persistence::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+        Persistence::Close => out.extend_from_slice(b"Connection: close\r\n"),
+    }
+}
+
+fn validator_headers(out: &mut Vec<u8>, file: &StaticFile, representation: &Representation) {
+    write_header(out, "Last-Modified", &representation.last_modified_text);
+    write_header(out, "ETag", &representation.etag);
+    out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+    if file.varies() {
+        out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+    }
+    match representation.coding {
+        Coding::Identity => {}
+        Coding::Gzip => out.extend_from_slice(b"Content-Encoding: gzip\r\n"),
+        Coding::Brotli => out.extend_from_slice(b"Content-Encoding: br\r\n"),
+    }
+}
+
+/// The file-dependent part of a full `200` head, without `Date`/`Connection` and the final
+/// CRLF: what the header cache stores.
+pub fn write_representation_headers(
+    out: &mut Vec<u8>,
+    status: u16,
+    file: &StaticFile,
+    representation: &Representation,
+    content_length: u64,
+) {
+    write_status_line(out, status);
+    out.extend_from_slice(b"Server: ampd\r\n");
+    write_header(out, "Content-Type", file.content_type.as_bytes());
+    write_content_length(out, content_length);
+    validator_headers(out, file, representation);
+}

@@ -1,0 +1,126 @@
+//! Flash's helpers (§4.2): threads that do the work that can block on disk, so the event loop
+//! never does. Jobs go in through a queue; results come back through a completion list and an
+//! eventfd that the loop's epoll watches.
+//!
+//! Owns: the helper threads, the job queue and the completion list of one event loop.
+//! Must not touch: connections (a completion names its connection by token only).
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use ampd_sys::eventfd::EventFd;
+
+use crate::content::job::{self, Job, JobDone};
+
+/// Identifies the connection (slot and generation) a job belongs to.
+pub type Token = u64;
+
+struct Queue {
+    jobs: VecDeque<(Token, Job)>,
+    stopping: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+    done: Mutex<Vec<(Token, JobDone)>>,
+    wake: EventFd,
+    busy: std::sync::atomic::AtomicUsize,
+}
+
+pub struct Helpers {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Helpers {
+    /// Start `count` helper threads.
+    ///
+    /// # Errors
+    /// The eventfd or a thread cannot be created.
+    pub fn start(count: usize, name: &str) -> io::Result<Helpers> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue { jobs: VecDeque::new(), stopping: false }),
+            ready: Condvar::new(),
+            done: Mutex::new(Vec::new()),
+            wake: EventFd::new()?,
+            busy: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let mut threads = Vec::with_capacity(count);
+        for index in 0..count.max(1) {
+            let shared = shared.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("{name}-helper-{index}"))
+                .spawn(move || work(&shared))?;
+            threads.push(thread);
+        }
+        Ok(Helpers { shared, threads })
+    }
+
+    /// The descriptor that becomes readable when results are waiting.
+    #[must_use]
+    pub fn wake_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.shared.wake.as_fd()
+    }
+
+    pub fn submit(&self, token: Token, job: Job) {
+        let mut queue = self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.jobs.push_back((token, job));
+        drop(queue);
+        self.shared.ready.notify_one();
+    }
+
+    /// Take every finished job.
+    pub fn completed(&self, into: &mut Vec<(Token, JobDone)>) {
+        self.shared.wake.drain();
+        let mut done = self.shared.done.lock().unwrap_or_else(PoisonError::into_inner);
+        into.append(&mut done);
+    }
+
+    /// Jobs waiting for a helper.
+    #[must_use]
+    pub fn queued(&self) -> usize {
+        self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner).jobs.len()
+    }
+}
+
+impl Drop for Helpers {
+    fn drop(&mut self) {
+        self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner).stopping = true;
+        self.shared.ready.notify_all();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn work(shared: &Shared) {
+    loop {
+        let (token, job) = {
+            let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            loop {
+                if queue.stopping {
+                    return;
+                }
+                if let Some(next) = queue.jobs.pop_front() {
+                    break next;
+                }
+                queue = shared.ready.wait(queue).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        shared.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let done = job::run(job);
+        shared.busy.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let mut finished = shared.done.lock().unwrap_or_else(PoisonError::into_inner);
+        let was_empty = finished.is_empty();
+        finished.push((token, done));
+        drop(finished);
+        // One wake-up per batch: the loop takes everything that finished when it reads.
+        if was_empty {
+            shared.wake.notify();
+        }
+    }
+}

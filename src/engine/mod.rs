@@ -1,0 +1,98 @@
+//! Engines: who owns threads and who does blocking disk work. Only `main` imports this.
+//!
+//! Owns: binding listeners and starting the loops of the chosen architecture.
+//! Must not touch: HTTP or content decisions — every engine runs the same `conn` and
+//! `content` code, so a comparison measures the architecture alone (Flash §6).
+//! Sources: Flash §3–4 (SPED, AMPED); Zeus/nginx worker-per-core for `reactor`.
+
+pub mod event_loop;
+pub mod helpers;
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+
+use ampd_sys::socket;
+
+use crate::config::{Arch, Config};
+use crate::content::resolve::DocRoot;
+use crate::content::serve::DiskAccess;
+use event_loop::{EventLoop, LoopSettings};
+
+/// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
+const BACKLOG: i32 = 4096;
+
+/// Listening sockets bound and ready, before any loop runs (so start-up errors are reported
+/// before the server says it is serving).
+pub struct Bound {
+    listeners: Vec<OwnedFd>,
+    pub local: SocketAddr,
+}
+
+/// How many event loops an architecture runs.
+#[must_use]
+pub fn loop_count(config: &Config) -> usize {
+    match config.arch {
+        Arch::Sped | Arch::Amped => 1,
+        Arch::Reactor => config.threads.max(1),
+    }
+}
+
+/// Bind the listeners: one for `sped`/`amped`, one per loop with `SO_REUSEPORT` for
+/// `reactor`, so the kernel spreads connections across loops with no shared accept lock.
+///
+/// # Errors
+/// The address cannot be bound (in use, no permission, not local).
+pub fn bind(config: &Config) -> io::Result<Bound> {
+    let count = loop_count(config);
+    let reuse_port = config.arch == Arch::Reactor;
+    let first = socket::listen_tcp(config.listen, reuse_port, BACKLOG)?;
+    let local = socket::local_addr(first.as_fd())?;
+    let mut listeners = vec![first];
+    for _ in 1..count {
+        listeners.push(socket::listen_tcp(local, true, BACKLOG)?);
+    }
+    Ok(Bound { listeners, local })
+}
+
+/// Run the architecture's loops until the process ends.
+///
+/// # Errors
+/// A loop cannot be set up, or fails.
+pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
+    ampd_sys::process::ignore_sigpipe();
+    let _ = ampd_sys::process::raise_nofile_limit();
+    let config = Arc::new(config);
+    let root = Arc::new(root);
+    let disk = match config.arch {
+        Arch::Sped => DiskAccess::Inline,
+        Arch::Amped | Arch::Reactor => DiskAccess::Helpers,
+    };
+    let mut loops = Vec::new();
+    for (index, listener) in bound.listeners.into_iter().enumerate() {
+        let settings = LoopSettings {
+            name: format!("{}-{index}", config.arch.name()),
+            config: config.clone(),
+            root: root.clone(),
+            disk,
+            helpers: config.helpers,
+        };
+        loops.push(EventLoop::new(listener, settings)?);
+    }
+    let mut handles = Vec::new();
+    let last = loops.pop().expect("at least one loop");
+    for (index, mut event_loop) in loops.into_iter().enumerate() {
+        let handle = std::thread::Builder::new()
+            .name(format!("{}-loop-{index}", config.arch.name()))
+            .spawn(move || event_loop.run())?;
+        handles.push(handle);
+    }
+    // The last loop runs on the main thread.
+    let mut last = last;
+    last.run()?;
+    for handle in handles {
+        handle.join().map_err(|_| io::Error::other("an event loop panicked"))??;
+    }
+    Ok(())
+}
