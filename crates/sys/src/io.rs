@@ -1,0 +1,253 @@
+//! Moving bytes: read, write, writev, send and sendfile on borrowed descriptors.
+//!
+//! Owns: the data-transfer calls, each retried on `EINTR` and clamped to what the kernel accepts
+//! in one call. Must not touch: buffering policy (the connection decides what to send and when).
+
+use std::io::{self, IoSlice};
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use crate::cvt::{cvt_retry, to_usize};
+
+/// Linux's `UIO_MAXIOV`: more slices than this in one `writev` fail with `EINVAL`.
+pub const IOV_MAX: usize = 1024;
+
+/// The most one `read`/`write`/`sendfile` moves on Linux (`MAX_RW_COUNT`); asking for more is
+/// silently clamped by the kernel, clamping here keeps the arithmetic honest.
+pub const MAX_RW_COUNT: usize = 0x7fff_f000;
+
+/// Reads up to `buf.len()` bytes; `Ok(0)` is end of stream.
+///
+/// # Errors
+/// `WouldBlock` on an empty non-blocking descriptor, `ECONNRESET`, `EBADF`…
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    let len = buf.len().min(MAX_RW_COUNT);
+    // SAFETY: `buf` is live and writable for `len` ≤ buf.len() bytes.
+    let count = cvt_retry(|| unsafe {
+        libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast::<libc::c_void>(), len)
+    })?;
+    Ok(to_usize(count))
+}
+
+/// Writes up to `buf.len()` bytes; returns how many were taken.
+///
+/// On a socket whose peer has gone this raises `SIGPIPE` unless it is ignored
+/// (`process::ignore_sigpipe`); prefer [`send`] with [`MSG_NOSIGNAL`] on sockets.
+///
+/// # Errors
+/// `WouldBlock` when the descriptor is full, `EPIPE`, `ECONNRESET`…
+pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    let len = buf.len().min(MAX_RW_COUNT);
+    // SAFETY: `buf` is live and readable for `len` ≤ buf.len() bytes.
+    let count = cvt_retry(|| unsafe {
+        libc::write(fd.as_raw_fd(), buf.as_ptr().cast::<libc::c_void>(), len)
+    })?;
+    Ok(to_usize(count))
+}
+
+/// Writes the slices in order as one call (a response head and a small body in one segment);
+/// at most [`IOV_MAX`] slices are sent, the caller resumes with the rest.
+///
+/// # Errors
+/// As [`write`].
+pub fn writev(fd: BorrowedFd<'_>, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+    let slices = &slices[..slices.len().min(IOV_MAX)];
+    // IoSlice is guaranteed ABI-compatible with `struct iovec` on Unix.
+    let count = libc::c_int::try_from(slices.len()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `slices` is a live array of `count` iovec-compatible IoSlices whose buffers are
+    // borrowed for the duration of the call; the kernel only reads them.
+    let written = cvt_retry(|| unsafe {
+        libc::writev(fd.as_raw_fd(), slices.as_ptr().cast::<libc::iovec>(), count)
+    })?;
+    Ok(to_usize(written))
+}
+
+/// `MSG_NOSIGNAL`: a send to a closed peer returns `EPIPE` instead of raising `SIGPIPE`.
+pub const MSG_NOSIGNAL: i32 = libc::MSG_NOSIGNAL;
+/// `MSG_MORE`: more data follows (as `TCP_CORK` for one call).
+pub const MSG_MORE: i32 = libc::MSG_MORE;
+
+/// Sends on a socket with `flags` (`MSG_NOSIGNAL`, `MSG_MORE`…).
+///
+/// # Errors
+/// As [`write`]; `ENOTSOCK` for non-sockets.
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8], flags: i32) -> io::Result<usize> {
+    let len = buf.len().min(MAX_RW_COUNT);
+    // SAFETY: `buf` is live and readable for `len` ≤ buf.len() bytes.
+    let count = cvt_retry(|| unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            buf.as_ptr().cast::<libc::c_void>(),
+            len,
+            flags,
+        )
+    })?;
+    Ok(to_usize(count))
+}
+
+/// Copies up to `count` bytes of `in_file` starting at `*offset` to `out` inside the kernel
+/// (Flash §5.5's zero-copy path); advances `*offset` by the amount sent.
+///
+/// Offsets are 64-bit, so files over 4 GiB work. `Ok(0)` with `count > 0` means `*offset` is at
+/// or past the end of the file (it was truncated under us).
+///
+/// # Errors
+/// `WouldBlock` when the socket is full; `EINVAL` when `*offset` does not fit in `off_t`; `EIO`.
+pub fn sendfile(
+    out: BorrowedFd<'_>,
+    in_file: BorrowedFd<'_>,
+    offset: &mut u64,
+    count: usize,
+) -> io::Result<usize> {
+    let mut kernel_offset =
+        libc::off64_t::try_from(*offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let count = count.min(MAX_RW_COUNT);
+    // SAFETY: `kernel_offset` is a live, writable off64_t the kernel reads and advances; both
+    // descriptors are open for the duration of the call.
+    let sent = cvt_retry(|| unsafe {
+        libc::sendfile64(
+            out.as_raw_fd(),
+            in_file.as_raw_fd(),
+            &mut kernel_offset,
+            count,
+        )
+    })?;
+    *offset = u64::try_from(kernel_offset).unwrap_or(*offset);
+    Ok(to_usize(sent))
+}
+
+/// Reads at `offset` without moving the file position (helper threads reading small files).
+///
+/// # Errors
+/// `EINVAL` when `offset` does not fit in `off_t`, `EIO`.
+pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let offset =
+        libc::off64_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let len = buf.len().min(MAX_RW_COUNT);
+    // SAFETY: `buf` is live and writable for `len` ≤ buf.len() bytes.
+    let count = cvt_retry(|| unsafe {
+        libc::pread64(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast::<libc::c_void>(),
+            len,
+            offset,
+        )
+    })?;
+    Ok(to_usize(count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::socket::socket_pair;
+    use crate::test_support::TempDir;
+    use std::fs::File;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileExt;
+
+    fn read_all_available(fd: BorrowedFd<'_>, want: usize) -> Vec<u8> {
+        let mut collected = Vec::new();
+        let mut buf = [0u8; 4096];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while collected.len() < want {
+            match read(fd, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => collected.extend_from_slice(&buf[..n]),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(std::time::Instant::now() < deadline, "timed out");
+                    std::thread::yield_now();
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
+        collected
+    }
+
+    #[test]
+    fn write_read_and_would_block() {
+        let (left, right) = socket_pair().unwrap();
+        let mut buf = [0u8; 8];
+        let empty = read(right.as_fd(), &mut buf).unwrap_err();
+        assert_eq!(empty.kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(write(left.as_fd(), b"abc").unwrap(), 3);
+        assert_eq!(read(right.as_fd(), &mut buf).unwrap(), 3);
+        assert_eq!(&buf[..3], b"abc");
+        drop(left);
+        assert_eq!(read(right.as_fd(), &mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn writev_sends_slices_in_order_and_clamps_to_iov_max() {
+        let (left, right) = socket_pair().unwrap();
+        let parts = [
+            IoSlice::new(b"HTTP/1.1 200 OK\r\n\r\n"),
+            IoSlice::new(b"body"),
+        ];
+        assert_eq!(writev(left.as_fd(), &parts).unwrap(), 23);
+        assert_eq!(
+            read_all_available(right.as_fd(), 23),
+            b"HTTP/1.1 200 OK\r\n\r\nbody"
+        );
+        let byte = [b'x'];
+        let many = vec![IoSlice::new(&byte); IOV_MAX + 10];
+        assert_eq!(writev(left.as_fd(), &many).unwrap(), IOV_MAX);
+    }
+
+    #[test]
+    fn send_to_closed_peer_is_epipe_not_a_signal() {
+        let (left, right) = socket_pair().unwrap();
+        drop(right);
+        let error = send(left.as_fd(), b"x", MSG_NOSIGNAL).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EPIPE));
+    }
+
+    #[test]
+    fn sendfile_advances_offset_and_reports_end_of_file() {
+        let dir = TempDir::new("sendfile");
+        let path = dir.path().join("data");
+        File::create(&path)
+            .unwrap()
+            .write_all(b"0123456789")
+            .unwrap();
+        let file = File::open(&path).unwrap();
+        let (left, right) = socket_pair().unwrap();
+        let mut offset = 3;
+        assert_eq!(
+            sendfile(left.as_fd(), file.as_fd(), &mut offset, 4).unwrap(),
+            4
+        );
+        assert_eq!(offset, 7);
+        assert_eq!(read_all_available(right.as_fd(), 4), b"3456");
+        let mut past_end = 10;
+        assert_eq!(
+            sendfile(left.as_fd(), file.as_fd(), &mut past_end, 4).unwrap(),
+            0
+        );
+        assert_eq!(past_end, 10);
+    }
+
+    #[test]
+    fn sendfile_and_pread_work_past_four_gibibytes_on_a_sparse_file() {
+        let dir = TempDir::new("sendfile-big");
+        let path = dir.path().join("sparse");
+        let file = File::create(&path).unwrap();
+        let far: u64 = (5 << 30) + 123;
+        file.write_all_at(b"far away", far).unwrap();
+        drop(file);
+        let file = File::open(&path).unwrap();
+        let (left, right) = socket_pair().unwrap();
+        let mut offset = far;
+        assert_eq!(
+            sendfile(left.as_fd(), file.as_fd(), &mut offset, 100).unwrap(),
+            8
+        );
+        assert_eq!(offset, far + 8);
+        assert_eq!(read_all_available(right.as_fd(), 8), b"far away");
+        let mut buf = [0u8; 3];
+        assert_eq!(pread(file.as_fd(), &mut buf, far + 4).unwrap(), 3);
+        assert_eq!(&buf, b"awa");
+        let mut huge = u64::MAX;
+        let error = sendfile(left.as_fd(), file.as_fd(), &mut huge, 1).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EINVAL));
+    }
+}

@@ -1,0 +1,511 @@
+//! TCP sockets: listening, accepting, connecting and the options a web server tunes.
+//!
+//! Owns: socket creation and socket options, address conversion to and from `sockaddr`.
+//! Must not touch: reading and writing (see `io.rs`), readiness (see `epoll.rs`).
+
+use std::io;
+use std::mem::{size_of, MaybeUninit};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use crate::cvt::{cvt, cvt_retry};
+
+/// A socket address in the kernel's layout, with its length.
+struct RawAddr {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+}
+
+impl RawAddr {
+    fn from_std(addr: SocketAddr) -> RawAddr {
+        // SAFETY: sockaddr_storage is plain old data for which all-zero bytes are valid.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let len = match addr {
+            SocketAddr::V4(v4) => {
+                let raw = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: v4.port().to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                    },
+                    sin_zero: [0; 8],
+                };
+                // SAFETY: sockaddr_storage is larger than and suitably aligned for sockaddr_in.
+                unsafe {
+                    std::ptr::write(
+                        std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in>(),
+                        raw,
+                    );
+                }
+                size_of::<libc::sockaddr_in>()
+            }
+            SocketAddr::V6(v6) => {
+                let raw = libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: v6.port().to_be(),
+                    sin6_flowinfo: v6.flowinfo().to_be(),
+                    sin6_addr: libc::in6_addr {
+                        s6_addr: v6.ip().octets(),
+                    },
+                    sin6_scope_id: v6.scope_id(),
+                };
+                // SAFETY: sockaddr_storage is larger than and suitably aligned for sockaddr_in6.
+                unsafe {
+                    std::ptr::write(
+                        std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in6>(),
+                        raw,
+                    );
+                }
+                size_of::<libc::sockaddr_in6>()
+            }
+        };
+        RawAddr {
+            storage,
+            len: len as libc::socklen_t,
+        }
+    }
+
+    fn empty() -> RawAddr {
+        RawAddr {
+            // SAFETY: sockaddr_storage is plain old data for which all-zero bytes are valid.
+            storage: unsafe { std::mem::zeroed() },
+            len: size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+        }
+    }
+
+    fn as_ptr(&self) -> *const libc::sockaddr {
+        std::ptr::addr_of!(self.storage).cast()
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut libc::sockaddr {
+        std::ptr::addr_of_mut!(self.storage).cast()
+    }
+
+    fn to_std(&self) -> io::Result<SocketAddr> {
+        match i32::from(self.storage.ss_family) {
+            libc::AF_INET if self.len as usize >= size_of::<libc::sockaddr_in>() => {
+                // SAFETY: the family says the storage holds a sockaddr_in, the kernel wrote at
+                // least that many bytes, and sockaddr_storage is aligned for it.
+                let raw = unsafe { &*std::ptr::addr_of!(self.storage).cast::<libc::sockaddr_in>() };
+                let ip = Ipv4Addr::from(raw.sin_addr.s_addr.to_ne_bytes());
+                Ok(SocketAddr::V4(SocketAddrV4::new(
+                    ip,
+                    u16::from_be(raw.sin_port),
+                )))
+            }
+            libc::AF_INET6 if self.len as usize >= size_of::<libc::sockaddr_in6>() => {
+                // SAFETY: as above, for sockaddr_in6.
+                let raw =
+                    unsafe { &*std::ptr::addr_of!(self.storage).cast::<libc::sockaddr_in6>() };
+                Ok(SocketAddr::V6(SocketAddrV6::new(
+                    Ipv6Addr::from(raw.sin6_addr.s6_addr),
+                    u16::from_be(raw.sin6_port),
+                    u32::from_be(raw.sin6_flowinfo),
+                    raw.sin6_scope_id,
+                )))
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "socket address is neither IPv4 nor IPv6",
+            )),
+        }
+    }
+}
+
+fn family(addr: &SocketAddr) -> i32 {
+    match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    }
+}
+
+fn new_tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
+    // SAFETY: socket takes no pointers; a non-negative result is a fresh descriptor.
+    let fd = cvt(unsafe {
+        libc::socket(
+            family(addr),
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn set_option<T: Copy>(fd: BorrowedFd<'_>, level: i32, name: i32, value: T) -> io::Result<()> {
+    // SAFETY: `value` is a live T and the length passed is exactly its size; the kernel copies
+    // it in and keeps no pointer.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            std::ptr::addr_of!(value).cast::<libc::c_void>(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+fn get_int_option(fd: BorrowedFd<'_>, level: i32, name: i32) -> io::Result<i32> {
+    let mut value: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are live and writable, and `len` holds the size of `value`.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            std::ptr::addr_of_mut!(value).cast::<libc::c_void>(),
+            &mut len,
+        )
+    })?;
+    Ok(value)
+}
+
+fn flag(on: bool) -> libc::c_int {
+    libc::c_int::from(on)
+}
+
+/// A non-blocking, close-on-exec TCP listener bound to `addr` with `SO_REUSEADDR`.
+///
+/// `reuse_port` sets `SO_REUSEPORT` so several processes or threads can each own a listener on
+/// the same port and let the kernel spread connections. IPv6 listeners are `IPV6_V6ONLY`, so
+/// `[::]` and `0.0.0.0` can be bound side by side.
+///
+/// # Errors
+/// `EADDRINUSE`, `EACCES` (privileged port), `EADDRNOTAVAIL`, descriptor exhaustion.
+pub fn listen_tcp(addr: SocketAddr, reuse_port: bool, backlog: i32) -> io::Result<OwnedFd> {
+    let socket = new_tcp_socket(&addr)?;
+    let fd = std::os::fd::AsFd::as_fd(&socket);
+    set_option(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, flag(true))?;
+    if reuse_port {
+        set_option(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, flag(true))?;
+    }
+    if addr.is_ipv6() {
+        set_option(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, flag(true))?;
+    }
+    let raw = RawAddr::from_std(addr);
+    // SAFETY: `raw` holds a valid sockaddr of `raw.len` bytes; the socket is open.
+    cvt(unsafe { libc::bind(fd.as_raw_fd(), raw.as_ptr(), raw.len) })?;
+    // SAFETY: listen takes no pointers; the socket is open.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
+    Ok(socket)
+}
+
+/// The address a socket is bound to (the real port after binding port 0).
+///
+/// # Errors
+/// `ENOTSOCK`, or `InvalidData` for a non-IP socket.
+pub fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+    let mut raw = RawAddr::empty();
+    // SAFETY: `raw.storage` is writable for `raw.len` bytes and the kernel updates `raw.len`.
+    cvt(unsafe { libc::getsockname(fd.as_raw_fd(), raw.as_mut_ptr(), &mut raw.len) })?;
+    raw.to_std()
+}
+
+/// The address of the connected peer.
+///
+/// # Errors
+/// `ENOTCONN`, `ENOTSOCK`.
+pub fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+    let mut raw = RawAddr::empty();
+    // SAFETY: `raw.storage` is writable for `raw.len` bytes and the kernel updates `raw.len`.
+    cvt(unsafe { libc::getpeername(fd.as_raw_fd(), raw.as_mut_ptr(), &mut raw.len) })?;
+    raw.to_std()
+}
+
+/// Accepts one connection as a non-blocking, close-on-exec socket.
+///
+/// # Errors
+/// `WouldBlock` when the queue is empty; `EMFILE`/`ENFILE` when out of descriptors (callers
+/// match `raw_os_error()` to pause accepting); `ECONNABORTED` for a connection reset while
+/// queued.
+pub fn accept(listener: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddr)> {
+    let mut raw = RawAddr::empty();
+    // SAFETY: `raw.storage` is writable for `raw.len` bytes and the kernel updates `raw.len`.
+    let fd = cvt_retry(|| unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            raw.as_mut_ptr(),
+            &mut raw.len,
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by accept4 and is owned by nobody else.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok((socket, raw.to_std()?))
+}
+
+/// Starts a non-blocking connect; returns once the kernel has it in progress.
+///
+/// Wait for writability, then call [`take_socket_error`] to learn whether it succeeded.
+///
+/// # Errors
+/// Immediate failures such as `ECONNREFUSED` (possible on loopback) or `ENETUNREACH`.
+pub fn connect_tcp_nonblocking(addr: SocketAddr) -> io::Result<OwnedFd> {
+    let socket = new_tcp_socket(&addr)?;
+    let raw = RawAddr::from_std(addr);
+    // SAFETY: `raw` holds a valid sockaddr of `raw.len` bytes; the socket is open.
+    let result = cvt(unsafe { libc::connect(socket.as_raw_fd(), raw.as_ptr(), raw.len) });
+    match result {
+        Ok(_) => Ok(socket),
+        // EINTR on a non-blocking connect also leaves it in progress (connect(2)).
+        Err(error)
+            if matches!(
+                error.raw_os_error(),
+                Some(libc::EINPROGRESS) | Some(libc::EINTR)
+            ) =>
+        {
+            Ok(socket)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Reads and clears `SO_ERROR`: `None` when the socket has no pending error.
+///
+/// # Errors
+/// Only if `fd` is not a socket.
+pub fn take_socket_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
+    let code = get_int_option(fd, libc::SOL_SOCKET, libc::SO_ERROR)?;
+    Ok((code != 0).then(|| io::Error::from_raw_os_error(code)))
+}
+
+/// `TCP_NODELAY`: send small segments at once instead of waiting (Nagle).
+///
+/// # Errors
+/// `ENOTSOCK`, `EOPNOTSUPP` for non-TCP sockets.
+pub fn set_nodelay(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    set_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, flag(on))
+}
+
+/// `TCP_CORK`: hold partial frames so a header and a `sendfile` body leave in full segments;
+/// clearing it flushes.
+///
+/// # Errors
+/// `ENOTSOCK`, `EOPNOTSUPP` for non-TCP sockets.
+pub fn set_cork(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    set_option(fd, libc::IPPROTO_TCP, libc::TCP_CORK, flag(on))
+}
+
+/// `SO_LINGER`: `None` restores the default (close returns at once, the kernel finishes
+/// sending); `Some(ZERO)` makes close send a reset.
+///
+/// # Errors
+/// `ENOTSOCK`.
+pub fn set_linger(fd: BorrowedFd<'_>, linger: Option<Duration>) -> io::Result<()> {
+    let value = libc::linger {
+        l_onoff: flag(linger.is_some()),
+        l_linger: linger.map_or(0, |duration| {
+            libc::c_int::try_from(duration.as_secs()).unwrap_or(libc::c_int::MAX)
+        }),
+    };
+    set_option(fd, libc::SOL_SOCKET, libc::SO_LINGER, value)
+}
+
+/// Half-closes the sending side (a FIN), as lingering close needs (RFC 9112 §9.6).
+///
+/// # Errors
+/// `ENOTCONN`, `ENOTSOCK`.
+pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: shutdown takes no pointers; the descriptor is open.
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) })?;
+    Ok(())
+}
+
+/// `SO_RCVBUF` (the kernel doubles the value for bookkeeping).
+///
+/// # Errors
+/// `ENOTSOCK`.
+pub fn set_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    let size = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_option(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, size)
+}
+
+/// `SO_SNDBUF` (the kernel doubles the value for bookkeeping).
+///
+/// # Errors
+/// `ENOTSOCK`.
+pub fn set_send_buffer(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    let size = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_option(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, size)
+}
+
+/// The current `SO_SNDBUF` size in bytes.
+///
+/// # Errors
+/// `ENOTSOCK`.
+pub fn send_buffer(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let size = get_int_option(fd, libc::SOL_SOCKET, libc::SO_SNDBUF)?;
+    Ok(usize::try_from(size).unwrap_or(0))
+}
+
+/// Sets or clears `O_NONBLOCK` on any descriptor.
+///
+/// # Errors
+/// `EBADF`.
+pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL takes no pointer argument; the descriptor is open.
+    let flags = cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    let wanted = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if wanted != flags {
+        // SAFETY: F_SETFL takes an int argument; the descriptor is open.
+        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, wanted) })?;
+    }
+    Ok(())
+}
+
+/// Whether `O_NONBLOCK` is set.
+///
+/// # Errors
+/// `EBADF`.
+pub fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    // SAFETY: F_GETFL takes no pointer argument; the descriptor is open.
+    let flags = cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    Ok(flags & libc::O_NONBLOCK != 0)
+}
+
+/// A connected pair of Unix stream sockets (non-blocking, close-on-exec): for tests and for
+/// wiring helper processes.
+///
+/// # Errors
+/// Descriptor exhaustion.
+pub fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = MaybeUninit::<[libc::c_int; 2]>::uninit();
+    // SAFETY: `fds` is writable storage for the two descriptors socketpair returns.
+    cvt(unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr().cast::<libc::c_int>(),
+        )
+    })?;
+    // SAFETY: socketpair succeeded, so both entries are initialised.
+    let [left, right] = unsafe { fds.assume_init() };
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(left), OwnedFd::from_raw_fd(right)) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::epoll::{Epoll, Events, Interest};
+    use crate::io::{read, write};
+    use std::os::fd::AsFd;
+    use std::time::Instant;
+
+    fn loopback() -> SocketAddr {
+        "127.0.0.1:0".parse().unwrap()
+    }
+
+    fn wait_for(epoll: &Epoll, fd: BorrowedFd<'_>, interest: Interest) {
+        epoll.add(fd, 0, interest).unwrap();
+        let mut events = Events::with_capacity(1);
+        assert_eq!(epoll.wait(&mut events, 5000).unwrap(), 1);
+        epoll.delete(fd).unwrap();
+    }
+
+    #[test]
+    fn listen_connect_accept_exchange_bytes() {
+        let listener = listen_tcp(loopback(), false, 16).unwrap();
+        let bound = local_addr(listener.as_fd()).unwrap();
+        assert_ne!(bound.port(), 0);
+        assert!(is_nonblocking(listener.as_fd()).unwrap());
+        let would_block = accept(listener.as_fd()).unwrap_err();
+        assert_eq!(would_block.kind(), io::ErrorKind::WouldBlock);
+
+        let client = connect_tcp_nonblocking(bound).unwrap();
+        let epoll = Epoll::new().unwrap();
+        wait_for(&epoll, client.as_fd(), Interest::WRITABLE);
+        assert!(take_socket_error(client.as_fd()).unwrap().is_none());
+        wait_for(&epoll, listener.as_fd(), Interest::READABLE);
+        let (server, peer) = accept(listener.as_fd()).unwrap();
+        assert_eq!(peer, local_addr(client.as_fd()).unwrap());
+        assert_eq!(peer_addr(server.as_fd()).unwrap(), peer);
+        assert!(is_nonblocking(server.as_fd()).unwrap());
+
+        set_nodelay(server.as_fd(), true).unwrap();
+        set_cork(server.as_fd(), true).unwrap();
+        set_cork(server.as_fd(), false).unwrap();
+        set_linger(server.as_fd(), Some(Duration::from_secs(1))).unwrap();
+        set_linger(server.as_fd(), None).unwrap();
+        set_send_buffer(server.as_fd(), 64 * 1024).unwrap();
+        set_recv_buffer(server.as_fd(), 64 * 1024).unwrap();
+        assert!(send_buffer(server.as_fd()).unwrap() >= 64 * 1024);
+
+        assert_eq!(write(server.as_fd(), b"hello").unwrap(), 5);
+        shutdown_write(server.as_fd()).unwrap();
+        wait_for(&epoll, client.as_fd(), Interest::READABLE);
+        let mut buf = [0u8; 16];
+        assert_eq!(read(client.as_fd(), &mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"hello");
+        // After the FIN, reads return 0 (end of stream).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match read(client.as_fd(), &mut buf) {
+                Ok(0) => break,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(Instant::now() < deadline, "no end of stream");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn refused_connect_shows_up_as_socket_error() {
+        // Bind a port, then close it, so nothing listens there.
+        let port = {
+            let listener = listen_tcp(loopback(), false, 1).unwrap();
+            local_addr(listener.as_fd()).unwrap().port()
+        };
+        let target = SocketAddr::from(([127, 0, 0, 1], port));
+        match connect_tcp_nonblocking(target) {
+            Err(error) => assert_eq!(error.raw_os_error(), Some(libc::ECONNREFUSED)),
+            Ok(client) => {
+                let epoll = Epoll::new().unwrap();
+                wait_for(&epoll, client.as_fd(), Interest::WRITABLE);
+                let pending = take_socket_error(client.as_fd()).unwrap().unwrap();
+                assert_eq!(pending.raw_os_error(), Some(libc::ECONNREFUSED));
+            }
+        }
+    }
+
+    #[test]
+    fn reuse_port_allows_two_listeners_and_plain_bind_does_not() {
+        let first = listen_tcp(loopback(), true, 4).unwrap();
+        let addr = local_addr(first.as_fd()).unwrap();
+        let second = listen_tcp(addr, true, 4).unwrap();
+        assert_eq!(local_addr(second.as_fd()).unwrap(), addr);
+        let clash = listen_tcp(addr, false, 4).unwrap_err();
+        assert_eq!(clash.raw_os_error(), Some(libc::EADDRINUSE));
+    }
+
+    #[test]
+    fn ipv6_loopback_round_trips_the_address() {
+        // Some sandboxes have no IPv6; only check the conversion when binding works.
+        let Ok(listener) = listen_tcp("[::1]:0".parse().unwrap(), false, 4) else {
+            return;
+        };
+        let addr = local_addr(listener.as_fd()).unwrap();
+        assert!(addr.is_ipv6());
+        assert_eq!(addr.ip(), "::1".parse::<std::net::IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn set_nonblocking_toggles_the_flag() {
+        let (left, _right) = socket_pair().unwrap();
+        set_nonblocking(left.as_fd(), false).unwrap();
+        assert!(!is_nonblocking(left.as_fd()).unwrap());
+        set_nonblocking(left.as_fd(), true).unwrap();
+        assert!(is_nonblocking(left.as_fd()).unwrap());
+    }
+}
