@@ -61,7 +61,7 @@ pub fn bind(config: &Config) -> io::Result<Bound> {
 /// # Errors
 /// A loop cannot be set up, or fails.
 pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
-    ampd_sys::process::ignore_sigpipe();
+    ampd_sys::process::ignore_sigpipe()?;
     let _ = ampd_sys::process::raise_nofile_limit();
     let config = Arc::new(config);
     let root = Arc::new(root);

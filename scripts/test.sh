@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The project's one test command (README.md, .ci/run): installs what the tests need on a
+# Debian machine (as root, or with sudo), then runs formatting, lints and every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(curl python3 python3-fusepy fuse3 libfuse2)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test"
+cargo test --workspace
