@@ -54,6 +54,16 @@ impl TempRoot {
         write_creating_parents(&self.base.join(relative), contents.as_ref())
     }
 
+    /// Sets a file's modification time (e.g. an hour back, so its Last-Modified is a strong
+    /// validator per RFC 9110 §8.8.2.2).
+    pub fn set_mtime(&self, relative: &str, when: std::time::SystemTime) {
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(self.www.join(relative))
+            .expect("open for set_mtime");
+        file.set_modified(when).expect("set mtime");
+    }
+
     pub fn dir(&self, relative: &str) -> PathBuf {
         let path = self.www.join(relative);
         fs::create_dir_all(&path).expect("create dir");
