@@ -1,0 +1,44 @@
+//! Shared harness for the whole-server tests: starts the built `ampd` binary on port 0, builds
+//! throw-away document roots, and talks HTTP/1.x over raw sockets with a strict response reader.
+//! It must not know anything about the server's internals: only its command line, its ready line
+//! and the bytes on the wire. Every wait here is bounded.
+#![allow(dead_code)]
+
+pub mod http;
+pub mod root;
+pub mod server;
+
+#[allow(unused_imports)]
+pub use http::{get, request, send_raw, Conn, Response};
+#[allow(unused_imports)]
+pub use root::TempRoot;
+#[allow(unused_imports)]
+pub use server::{curl, is_root_user, Options, Server};
+
+/// Runs one test body under every engine: `for_each_arch!(fn name(arch) { ... })` expands to
+/// `mod name { #[test] fn sped() ..; #[test] fn amped() ..; ... }`. This macro is the ONE place the
+/// engine list lives; adding an engine (mt, tpc, mp, uring) is one line here.
+#[macro_export]
+macro_rules! for_each_arch {
+    (fn $name:ident($arch:ident) $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn run($arch: &'static str) $body
+
+            #[test]
+            fn sped() {
+                run("sped")
+            }
+            #[test]
+            fn amped() {
+                run("amped")
+            }
+            #[test]
+            fn reactor() {
+                run("reactor")
+            }
+        }
+    };
+}

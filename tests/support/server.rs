@@ -1,0 +1,245 @@
+//! Starting and stopping the `ampd` binary under test, and running curl.
+//! Owns: child processes of the server (killed on Drop) and the parse of the ready line.
+//! Must not touch: anything inside the document root (that is `root.rs`).
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long the server may take to print its ready line.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a SIGTERM'd server may take to exit before it is SIGKILLed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Path of the server binary Cargo built for these tests.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_ampd")
+}
+
+/// What to start: `ampd serve ROOT --listen 127.0.0.1:0 --arch ARCH [extra args]`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    root: PathBuf,
+    arch: String,
+    extra: Vec<String>,
+}
+
+impl Options {
+    pub fn new(root: &Path, arch: &str) -> Self {
+        Options {
+            root: root.to_path_buf(),
+            arch: arch.to_string(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// Adds one command-line argument after the standard ones.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.extra.push(arg.into());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.extra.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    fn command_line(&self) -> Vec<String> {
+        let mut line = vec![
+            "serve".to_string(),
+            self.root.display().to_string(),
+            "--listen".to_string(),
+            "127.0.0.1:0".to_string(),
+            "--arch".to_string(),
+            self.arch.clone(),
+        ];
+        line.extend(self.extra.iter().cloned());
+        line
+    }
+}
+
+/// A running server. Dropping it sends SIGTERM, waits (bounded), then SIGKILLs.
+pub struct Server {
+    child: Child,
+    addr: SocketAddr,
+    ready_line: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Spawns the server and waits for `... at http://ADDR/ ...` on stdout.
+    ///
+    /// # Panics
+    /// If the binary cannot be spawned, exits early, or prints no ready line within 10 s; the
+    /// message carries whatever it wrote on stderr.
+    pub fn start(options: Options) -> Server {
+        let line = options.command_line();
+        let mut child = Command::new(binary())
+            .args(&line)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot spawn {}: {error}", binary()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        drain_into(child.stderr.take().expect("piped stderr"), Arc::clone(&stderr));
+        let (lines_tx, lines_rx) = mpsc::channel::<String>();
+        let stdout = child.stdout.take().expect("piped stdout");
+        thread::spawn(move || {
+            // Keep reading after the ready line so the server never blocks on a full pipe.
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines_tx.send(line).is_err() {
+                    // Receiver gone: keep draining silently.
+                }
+            }
+        });
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines_rx.recv_timeout(left.max(Duration::from_millis(1))) {
+                Ok(text) => {
+                    if let Some(addr) = parse_ready_line(&text) {
+                        return Server {
+                            child,
+                            addr,
+                            ready_line: text,
+                            stderr,
+                        };
+                    }
+                }
+                Err(_) => {
+                    let status = child.try_wait().ok().flatten();
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    // Give the stderr drainer a moment to finish (bounded).
+                    thread::sleep(Duration::from_millis(50));
+                    panic!(
+                        "ampd {line:?} printed no ready line within {READY_TIMEOUT:?} \
+                         (exit status: {status:?}); stderr:\n{}",
+                        stderr.lock().unwrap()
+                    );
+                }
+            }
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn ready_line(&self) -> &str {
+        &self.ready_line
+    }
+
+    /// Everything the server has written on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The server process id (for tests that inspect it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True while the process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `ampd 0.1.0 serving /dir at http://127.0.0.1:PORT/ (arch ...)` → the socket address.
+pub fn parse_ready_line(line: &str) -> Option<SocketAddr> {
+    let start = line.find("http://")? + "http://".len();
+    let rest = &line[start..];
+    let end = rest.find('/')?;
+    rest[..end].parse().ok()
+}
+
+fn drain_into(mut source: impl Read + Send + 'static, sink: Arc<Mutex<String>>) {
+    thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match source.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sink
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n])),
+            }
+        }
+    });
+}
+
+/// Runs `curl` with the given arguments (plus `--max-time 20`), returning its output.
+///
+/// # Panics
+/// If curl is not installed (install the `curl` package).
+pub fn curl<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new("curl")
+        .args(["--max-time", "20", "--noproxy", "*"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("curl must be installed (apt-get install curl)")
+}
+
+/// Tests run as root in CI; permission checks (chmod 000) mean nothing for root.
+pub fn is_root_user() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("Uid:"))
+                .and_then(|line| line.split_whitespace().nth(2).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ready_line;
+
+    #[test]
+    fn ready_line_yields_address() {
+        let line = "ampd 0.1.0 serving /tmp/x at http://127.0.0.1:41234/ (arch amped, 1 thread)";
+        assert_eq!(
+            parse_ready_line(line),
+            Some("127.0.0.1:41234".parse().unwrap())
+        );
+        assert_eq!(parse_ready_line("ampd: something else"), None);
+    }
+}
