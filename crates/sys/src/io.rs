@@ -135,6 +135,29 @@ pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usiz
     Ok(to_usize(count))
 }
 
+/// Reads at `offset` only if the data is already in the page cache (`preadv2` with
+/// `RWF_NOWAIT`): the event loop can copy a small cached file without risking a disk wait, and
+/// hand the read to a helper when this says `WouldBlock`.
+///
+/// # Errors
+/// `WouldBlock` when any of the range would need disk I/O (a short count means a partial hit);
+/// `EOPNOTSUPP` on file systems without support (before Linux 4.14, or some FUSE mounts);
+/// `EINVAL` when `offset` does not fit in `off_t`.
+pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let offset =
+        libc::off64_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let slice = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast::<libc::c_void>(),
+        iov_len: buf.len().min(MAX_RW_COUNT),
+    };
+    // SAFETY: `slice` describes `buf`, live and writable for iov_len ≤ buf.len() bytes; one
+    // iovec is passed.
+    let count = cvt_retry(|| unsafe {
+        libc::preadv2(fd.as_raw_fd(), &slice, 1, offset, libc::RWF_NOWAIT)
+    })?;
+    Ok(to_usize(count))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +247,20 @@ mod tests {
             0
         );
         assert_eq!(past_end, 10);
+    }
+
+    #[test]
+    fn pread_nowait_reads_cached_data() {
+        let dir = TempDir::new("nowait");
+        let path = dir.path().join("cached");
+        std::fs::write(&path, b"hot bytes").unwrap();
+        let file = File::open(&path).unwrap();
+        let mut buf = [0u8; 16];
+        match pread_nowait(file.as_fd(), &mut buf, 4) {
+            Ok(count) => assert_eq!(&buf[..count], b"bytes"),
+            // Some file systems refuse RWF_NOWAIT outright; that is the documented fallback.
+            Err(error) => assert_eq!(error.raw_os_error(), Some(libc::EOPNOTSUPP)),
+        }
     }
 
     #[test]
