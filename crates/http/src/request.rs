@@ -378,7 +378,7 @@ impl HeadParser {
             let pending = &buf[start..];
             // A CR may still be waiting for its LF, so allow one byte over the limit for it.
             let over = pending.len() > self.limits.max_request_line
-                && !(pending.len() == self.limits.max_request_line + 1
+                && !(pending.len() == self.limits.max_request_line.saturating_add(1)
                     && pending.last() == Some(&b'\r'));
             if over {
                 return Err(ParseError::RequestLineTooLong);
