@@ -1,1 +1,41 @@
-//! placeholder
+//! `ampd-http`: ampd's sans-I/O HTTP/1.x core (RFC 9110, RFC 9112).
+//!
+//! Everything here takes bytes (and, where time matters, unix seconds passed by the caller)
+//! and returns values. No module makes a system call, reads a clock or uses `unsafe`, so every
+//! function can be unit-tested, property-tested and fuzzed, and every engine of the server
+//! shares one protocol implementation.
+//!
+//! * [`request`]: resumable request-head parser ([`HeadParser`]) and [`RequestHead`].
+//! * [`error`]: [`ParseError`], each variant with the status to answer.
+//! * [`response`]: status line and header encoder into a caller's buffer.
+//! * [`date`]: IMF-fixdate formatting and HTTP-date parsing.
+//! * [`range`], [`multipart`]: `Range` requests and `multipart/byteranges` framing.
+//! * [`conditional`]: entity tags and the RFC 9110 §13.2.2 precondition order.
+//! * [`coding`]: `Accept-Encoding` negotiation.
+//! * [`chunked`]: resumable chunked request-body decoder.
+//! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
+#![forbid(unsafe_code)]
+
+pub mod chunked;
+pub mod coding;
+pub mod conditional;
+pub mod date;
+pub mod error;
+mod framing;
+pub mod fuzz;
+pub mod multipart;
+pub mod range;
+pub mod request;
+pub mod response;
+mod token;
+
+pub use chunked::{ChunkedDecoder, ChunkedError, Progress};
+pub use coding::{negotiate, Coding};
+pub use conditional::{evaluate, if_range_allows_partial, EntityTag, Precondition, Validators};
+pub use date::{format_http_date, parse_http_date};
+pub use error::ParseError;
+pub use multipart::Multipart;
+pub use range::{parse_range, ByteRange, RangeOutcome};
+pub use request::{
+    split_target, BodyFraming, HeadParser, Header, Limits, Method, Parse, RequestHead, Version,
+};

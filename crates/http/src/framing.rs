@@ -1,0 +1,252 @@
+//! Message semantics decided once the head is complete: Host rules, body framing and
+//! persistence (RFC 9112 §3.2, §6, §9.3). This is where request smuggling is refused.
+//!
+//! Owns the checks that span several fields. Must not parse syntax (`request.rs` has done it)
+//! or touch I/O.
+//!
+//! Order of checks, so every input maps to one error: per-field faults in the order the fields
+//! were sent (bad Host, bad or repeated Content-Length), then Host count, then
+//! Transfer-Encoding in HTTP/1.0, then Content-Length with Transfer-Encoding, then the coding
+//! list (final coding not chunked → 400 before an unknown coding → 501, since the framing
+//! fault is a MUST in RFC 9112 §6.3 and the 501 only a SHOULD in §6.1).
+
+use crate::error::ParseError;
+use crate::request::{BodyFraming, Header, Method, RequestHead, Version};
+use crate::token::list_elements;
+
+/// What the Transfer-Encoding field lines add up to.
+#[derive(Debug, Default)]
+struct TransferCodings {
+    present: bool,
+    last_is_chunked: bool,
+    chunked_count: usize,
+    has_other_coding: bool,
+}
+
+impl TransferCodings {
+    fn add(&mut self, value: &[u8]) {
+        self.present = true;
+        for coding in list_elements(value) {
+            let chunked = coding.eq_ignore_ascii_case(b"chunked");
+            self.last_is_chunked = chunked;
+            if chunked {
+                self.chunked_count += 1;
+            } else {
+                self.has_other_coding = true;
+            }
+        }
+    }
+
+    fn framing(&self) -> Result<BodyFraming, ParseError> {
+        if !self.last_is_chunked || self.chunked_count != 1 {
+            return Err(ParseError::TransferEncodingNotChunked);
+        }
+        if self.has_other_coding {
+            return Err(ParseError::UnknownTransferCoding);
+        }
+        Ok(BodyFraming::Chunked)
+    }
+}
+
+/// Validates the cross-field rules and builds the head.
+pub(crate) fn finish(
+    method: Method,
+    target: Box<str>,
+    version: Version,
+    headers: Vec<Header>,
+) -> Result<RequestHead, ParseError> {
+    let mut host_count = 0usize;
+    let mut content_length: Option<u64> = None;
+    let mut codings = TransferCodings::default();
+    let mut connection_close = false;
+    let mut connection_keep_alive = false;
+    let mut expect_continue = false;
+
+    for header in &headers {
+        let name = header.name.as_bytes();
+        let value = &*header.value;
+        // Dispatch on length first: most fields are none of these, and a length compare is
+        // cheaper than five case-insensitive compares.
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => {
+                host_count += 1;
+                if !is_valid_host(value) {
+                    return Err(ParseError::BadHost);
+                }
+            }
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                expect_continue |= value.eq_ignore_ascii_case(b"100-continue");
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for option in list_elements(value) {
+                    connection_close |= option.eq_ignore_ascii_case(b"close");
+                    connection_keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                if content_length.is_some() {
+                    return Err(ParseError::DuplicateContentLength);
+                }
+                content_length = Some(parse_content_length(value)?);
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => codings.add(value),
+            _ => {}
+        }
+    }
+
+    if host_count > 1 {
+        return Err(ParseError::MultipleHost);
+    }
+    if host_count == 0 && version == Version::Http11 {
+        return Err(ParseError::MissingHost);
+    }
+    let body = if codings.present {
+        if version == Version::Http10 {
+            return Err(ParseError::TransferEncodingInHttp10);
+        }
+        if content_length.is_some() {
+            return Err(ParseError::ContentLengthWithTransferEncoding);
+        }
+        codings.framing()?
+    } else {
+        content_length.map_or(BodyFraming::None, BodyFraming::Length)
+    };
+    let keep_alive = !connection_close
+        && match version {
+            Version::Http11 => true,
+            Version::Http10 => connection_keep_alive,
+        };
+
+    Ok(RequestHead {
+        method,
+        target,
+        version,
+        headers,
+        body,
+        keep_alive,
+        expect_continue: expect_continue && version == Version::Http11,
+    })
+}
+
+/// `Content-Length = 1*DIGIT` that fits a `u64`. A comma means a list, which ampd refuses as a
+/// duplicate rather than collapsing equal members (RFC 9112 §6.3 item 5 allows either).
+fn parse_content_length(value: &[u8]) -> Result<u64, ParseError> {
+    if value.contains(&b',') {
+        return Err(ParseError::DuplicateContentLength);
+    }
+    if value.is_empty() {
+        return Err(ParseError::InvalidContentLength);
+    }
+    value.iter().try_fold(0u64, |total, &b| {
+        if !b.is_ascii_digit() {
+            return Err(ParseError::InvalidContentLength);
+        }
+        total
+            .checked_mul(10)
+            .and_then(|total| total.checked_add(u64::from(b - b'0')))
+            .ok_or(ParseError::InvalidContentLength)
+    })
+}
+
+/// `uri-host [ ":" port ]` (RFC 9112 §3.2), checked by alphabet: reg-name, IP-literal and
+/// IPv4 characters plus `:`. Anything that could smuggle a path, userinfo or whitespace into
+/// virtual-host routing (`/`, `@`, `\`, SP) is refused. Empty is allowed (RFC 9110 §7.2).
+fn is_valid_host(value: &[u8]) -> bool {
+    value.iter().all(|&b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'['
+                    | b']'
+                    | b'%'
+            )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_length_syntax() {
+        assert_eq!(parse_content_length(b"0"), Ok(0));
+        assert_eq!(parse_content_length(b"00042"), Ok(42));
+        assert_eq!(parse_content_length(b"18446744073709551615"), Ok(u64::MAX));
+        for bad in [
+            &b"18446744073709551616"[..],
+            b"+5",
+            b"-1",
+            b"5 ",
+            b"",
+            b"0x10",
+            b"1e3",
+        ] {
+            assert_eq!(
+                parse_content_length(bad),
+                Err(ParseError::InvalidContentLength),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            parse_content_length(b"5, 5"),
+            Err(ParseError::DuplicateContentLength)
+        );
+    }
+
+    #[test]
+    fn host_alphabet() {
+        for good in [
+            &b"example.com"[..],
+            b"example.com:8080",
+            b"[::1]:80",
+            b"",
+            b"xn--bcher-kva.de",
+        ] {
+            assert!(is_valid_host(good), "{good:?}");
+        }
+        for bad in [&b"a b"[..], b"a/b", b"user@host", b"a\\b", b"\x80"] {
+            assert!(!is_valid_host(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn transfer_codings() {
+        let mut codings = TransferCodings::default();
+        codings.add(b"gzip");
+        codings.add(b"Chunked");
+        assert_eq!(codings.framing(), Err(ParseError::UnknownTransferCoding));
+
+        let mut codings = TransferCodings::default();
+        codings.add(b"chunked, chunked");
+        assert_eq!(
+            codings.framing(),
+            Err(ParseError::TransferEncodingNotChunked)
+        );
+
+        let mut codings = TransferCodings::default();
+        codings.add(b"");
+        assert_eq!(
+            codings.framing(),
+            Err(ParseError::TransferEncodingNotChunked)
+        );
+
+        let mut codings = TransferCodings::default();
+        codings.add(b" chunked ,");
+        assert_eq!(codings.framing(), Ok(BodyFraming::Chunked));
+    }
+}

@@ -1,0 +1,123 @@
+//! Fuzzing entry points, shared by the cargo-fuzz targets in `fuzz/` and the corpus replay
+//! test in `tests/fuzz_corpus.rs`, so a crash found by libFuzzer replays under `cargo test`.
+//!
+//! Owns the invariants checked on arbitrary input. Must not be used by the server; every
+//! check panics on violation because a panic is what the fuzzer reports.
+
+use crate::chunked::ChunkedDecoder;
+use crate::conditional::{evaluate, if_range_allows_partial, Validators};
+use crate::date::{format_http_date, parse_http_date, MAX_HTTP_DATE};
+use crate::range::{parse_range, RangeOutcome};
+use crate::request::{BodyFraming, HeadParser, Limits, Parse, RequestHead};
+
+/// Feeds `data` to the request-head parser whole and in pieces, and checks:
+///
+/// * whole and piecewise parsing agree (same head and length, or the same error);
+/// * a complete head consumed at most `data.len()` bytes, and re-encoding it parses back to
+///   an equal head of exactly the encoded length;
+/// * the helpers that read request fields (Range, HTTP-dates, preconditions, a chunked body
+///   after the head) never panic and keep their own invariants.
+///
+/// # Panics
+/// Only when an invariant is violated, which is the bug the fuzzer is looking for.
+pub fn request_head(data: &[u8]) {
+    let limits = Limits {
+        max_request_line: 512,
+        max_head_bytes: 2048,
+        max_headers: 32,
+    };
+    let whole = HeadParser::new(limits).parse(data);
+    assert_eq!(piecewise(data, limits), whole, "piecewise parse differs");
+
+    let Ok(Parse::Complete { head, len }) = whole else {
+        return;
+    };
+    assert!(len > 0 && len <= data.len(), "len {len} out of bounds");
+
+    let mut encoded = Vec::new();
+    head.encode(&mut encoded);
+    match HeadParser::new(Limits::default()).parse(&encoded) {
+        Ok(Parse::Complete {
+            head: again,
+            len: again_len,
+        }) => {
+            assert_eq!(again, head, "re-encoded head parses differently");
+            assert_eq!(again_len, encoded.len());
+        }
+        other => panic!("re-encoded head failed to parse: {other:?}"),
+    }
+
+    check_fields(&head);
+    if head.body == BodyFraming::Chunked {
+        check_chunked(&data[len..]);
+    }
+}
+
+/// Feeds growing prefixes in steps that vary with the input, like reads of different sizes.
+fn piecewise(data: &[u8], limits: Limits) -> Result<Parse, crate::error::ParseError> {
+    let mut parser = HeadParser::new(limits);
+    let step = 1 + data.first().map_or(0, |&b| usize::from(b % 7));
+    let mut end = 0;
+    while end < data.len() {
+        end = (end + step).min(data.len());
+        match parser.parse(&data[..end])? {
+            Parse::Partial => {}
+            complete @ Parse::Complete { .. } => return Ok(complete),
+        }
+    }
+    parser.parse(data)
+}
+
+fn check_fields(head: &RequestHead) {
+    const LEN: u64 = 10_000;
+    if let Some(value) = head.header("range") {
+        if let RangeOutcome::Partial(ranges) = parse_range(value, LEN, 8) {
+            assert!(!ranges.is_empty());
+            for pair in ranges.windows(2) {
+                assert!(
+                    pair[0].end + 1 < pair[1].start,
+                    "ranges overlap: {ranges:?}"
+                );
+            }
+            assert!(ranges.iter().all(|r| r.start <= r.end && r.end < LEN));
+        }
+    }
+    for name in ["if-modified-since", "if-unmodified-since", "date"] {
+        if let Some(secs) = head.header(name).and_then(parse_http_date) {
+            if secs <= MAX_HTTP_DATE {
+                let formatted = format_http_date(secs);
+                assert_eq!(parse_http_date(&formatted), Some(secs));
+            }
+        }
+    }
+    let validators = Validators {
+        etag: Some(b"\"fuzz\""),
+        last_modified: Some(784_111_777),
+    };
+    let _ = evaluate(head, &validators);
+    let _ = if_range_allows_partial(head, &validators);
+    let _ = head.host();
+}
+
+fn check_chunked(body: &[u8]) {
+    let mut decoder = ChunkedDecoder::with_limits(64, 256);
+    let mut decoded = 0u64;
+    if let Ok(progress) = decoder.feed(body, &mut |data| decoded += data.len() as u64) {
+        assert!(progress.consumed <= body.len());
+        assert_eq!(decoded, decoder.body_bytes());
+        assert!(decoded <= progress.consumed as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::request_head;
+
+    #[test]
+    fn accepts_valid_and_invalid_input() {
+        request_head(b"POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nRange: bytes=0-1,-5\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+        request_head(b"GET / HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n");
+        request_head(b"");
+        request_head(&[0xff; 600]);
+    }
+}

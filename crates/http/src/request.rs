@@ -1,0 +1,549 @@
+//! The request head: its types and the resumable, I/O-free parser (RFC 9112 §2-§5).
+//!
+//! Owns `RequestHead`, `HeadParser`, request-line and field-line syntax, and `split_target`.
+//! Must not touch sockets, clocks or configuration; body framing and connection semantics are
+//! decided in `framing.rs` once the head is complete.
+//!
+//! The parser is line-at-a-time like nginx's `ngx_http_parse.c`: every complete line is
+//! validated and stored as soon as its LF arrives, and the parser remembers where it stopped,
+//! so a head fed one byte per call costs O(n) in total rather than picohttpparser's re-scan.
+
+use std::fmt;
+
+use memchr::memchr;
+
+use crate::error::ParseError;
+use crate::framing;
+use crate::token::{is_field_value, is_ows, is_tchar, is_token, trim_ows};
+
+/// A request method (RFC 9110 §9). The registered ones are variants so matching is cheap;
+/// extension methods keep their token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Options,
+    Trace,
+    Connect,
+    Patch,
+    /// Any other token, exactly as sent (methods are case-sensitive, RFC 9110 §9.1).
+    Other(Box<str>),
+}
+
+impl Method {
+    /// The method named by `token`, or `None` when `token` is not a valid token.
+    #[inline]
+    #[must_use]
+    pub fn from_token(token: &[u8]) -> Option<Self> {
+        Some(match token {
+            b"GET" => Self::Get,
+            b"HEAD" => Self::Head,
+            b"POST" => Self::Post,
+            b"PUT" => Self::Put,
+            b"DELETE" => Self::Delete,
+            b"OPTIONS" => Self::Options,
+            b"TRACE" => Self::Trace,
+            b"CONNECT" => Self::Connect,
+            b"PATCH" => Self::Patch,
+            other if is_token(other) => Self::Other(std::str::from_utf8(other).ok()?.into()),
+            _ => return None,
+        })
+    }
+
+    /// The method token.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Get => "GET",
+            Self::Head => "HEAD",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Delete => "DELETE",
+            Self::Options => "OPTIONS",
+            Self::Trace => "TRACE",
+            Self::Connect => "CONNECT",
+            Self::Patch => "PATCH",
+            Self::Other(token) => token,
+        }
+    }
+
+    /// GET or HEAD: the methods conditional GET and ranges apply to (RFC 9110 §13.1.3, §14.2).
+    #[inline]
+    #[must_use]
+    pub fn is_get_or_head(&self) -> bool {
+        matches!(self, Self::Get | Self::Head)
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The protocol version of a request. `HTTP/1.2`..`HTTP/1.9` are treated as 1.1, the highest
+/// minor version ampd implements (RFC 9110 §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+impl Version {
+    /// `"HTTP/1.0"` or `"HTTP/1.1"`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http10 => "HTTP/1.0",
+            Self::Http11 => "HTTP/1.1",
+        }
+    }
+}
+
+/// One field line. The name keeps the case the client sent; the value has its surrounding OWS
+/// removed (RFC 9112 §5.1) and may hold obs-text, hence bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Header {
+    pub name: Box<str>,
+    pub value: Box<[u8]>,
+}
+
+/// How the request body is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BodyFraming {
+    /// No Content-Length and no Transfer-Encoding: the request has no body.
+    None,
+    /// Exactly this many bytes follow the head.
+    Length(u64),
+    /// A chunked body follows; decode it with `ChunkedDecoder`.
+    Chunked,
+}
+
+/// A parsed and validated request head.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RequestHead {
+    pub method: Method,
+    /// The request-target exactly as sent; see [`split_target`].
+    pub target: Box<str>,
+    pub version: Version,
+    pub headers: Vec<Header>,
+    pub body: BodyFraming,
+    /// Whether the connection persists after this exchange (RFC 9112 §9.3): HTTP/1.1 unless
+    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request (HTTP/1.0 ones are ignored, RFC 9110
+    /// §10.1.1). Other expectations are left in `headers` for the caller to answer 417.
+    pub expect_continue: bool,
+}
+
+impl RequestHead {
+    /// The value of the first field named `name` (ASCII case-insensitive).
+    #[inline]
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|header| header.name.eq_ignore_ascii_case(name))
+            .map(|header| &*header.value)
+    }
+
+    /// The values of every field named `name`, in the order sent.
+    #[inline]
+    pub fn headers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> {
+        self.headers
+            .iter()
+            .filter(move |header| header.name.eq_ignore_ascii_case(name))
+            .map(|header| &*header.value)
+    }
+
+    /// The authority the request is for: an absolute-form target's authority wins over `Host`
+    /// (RFC 9112 §3.2.2); otherwise the `Host` value, which the parser has validated as ASCII.
+    #[must_use]
+    pub fn host(&self) -> Option<&str> {
+        if let Some((Some(authority), _, _)) = split_target(&self.target) {
+            return Some(authority);
+        }
+        std::str::from_utf8(self.header("host")?).ok()
+    }
+
+    /// Writes the head back out in wire form; parsing the result yields an equal head. Used by
+    /// the proxy to forward a request and by the fuzz target to check the parser.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(self.method.as_str().as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(self.target.as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(self.version.as_str().as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        for header in &self.headers {
+            buf.extend_from_slice(header.name.as_bytes());
+            buf.extend_from_slice(b": ");
+            buf.extend_from_slice(&header.value);
+            buf.extend_from_slice(b"\r\n");
+        }
+        buf.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Splits a request-target into `(authority, path, query)`.
+///
+/// origin-form `/p?q` gives `(None, "/p", Some("q"))`; absolute-form `http://h:1/p?q` gives
+/// `(Some("h:1"), "/p", Some("q"))`, with path `"/"` when the target has none (RFC 9112
+/// §3.2.1); asterisk-form gives `(None, "*", None)`. Returns `None` for anything else:
+/// authority-form, other schemes, an empty authority, or userinfo, which RFC 9110 §4.2.4 says
+/// to treat as an error.
+#[must_use]
+pub fn split_target(target: &str) -> Option<(Option<&str>, &str, Option<&str>)> {
+    if target == "*" {
+        return Some((None, "*", None));
+    }
+    let (authority, rest) = if target.starts_with('/') {
+        (None, target)
+    } else {
+        let after_scheme = strip_prefix_ignore_case(target, "http://")
+            .or_else(|| strip_prefix_ignore_case(target, "https://"))?;
+        let end = after_scheme.find(['/', '?']).unwrap_or(after_scheme.len());
+        let authority = &after_scheme[..end];
+        if authority.is_empty() || authority.contains('@') {
+            return None;
+        }
+        (Some(authority), &after_scheme[end..])
+    };
+    let (path, query) = match rest.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (rest, None),
+    };
+    let path = if path.is_empty() { "/" } else { path };
+    Some((authority, path, query))
+}
+
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// Size limits enforced while parsing, including on partial input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest request line in bytes, excluding its CRLF (414 beyond).
+    pub max_request_line: usize,
+    /// Longest head in bytes, leading empty lines and the final CRLF included (431 beyond).
+    pub max_head_bytes: usize,
+    /// Most field lines (431 beyond).
+    pub max_headers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_request_line: 8192,
+            max_head_bytes: 32768,
+            max_headers: 100,
+        }
+    }
+}
+
+/// The outcome of feeding the parser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parse {
+    /// The head is complete; it occupied the first `len` bytes of the buffer.
+    Complete { head: RequestHead, len: usize },
+    /// More bytes are needed.
+    Partial,
+}
+
+/// The request line, kept while the field lines arrive.
+#[derive(Debug)]
+struct RequestLine {
+    method: Method,
+    target: Box<str>,
+    version: Version,
+}
+
+/// Where the parser is within the head. Every position is an index into the caller's buffer.
+#[derive(Debug)]
+enum State {
+    /// Skipping empty lines before the request line (RFC 9112 §2.2 SHOULD ignore at least one).
+    Leading,
+    /// Waiting for the LF that ends the request line starting at `start`.
+    RequestLine { start: usize },
+    /// Collecting field lines; the current one starts at `line_start`.
+    Fields {
+        request: RequestLine,
+        headers: Vec<Header>,
+        line_start: usize,
+    },
+}
+
+/// What one step of the parser produced.
+enum Step {
+    Continue(State),
+    NeedMore(State),
+    Done(RequestHead, usize),
+}
+
+/// A resumable request-head parser.
+///
+/// Call [`HeadParser::parse`] with the whole input buffered so far, appending to the same
+/// buffer between calls. After `Complete { len, .. }` drain `len` bytes; the parser is then
+/// ready for the next pipelined request. After an error the connection must be closed; call
+/// [`HeadParser::reset`] before reusing the parser for a new connection.
+#[derive(Debug)]
+pub struct HeadParser {
+    limits: Limits,
+    state: State,
+    /// Bytes before this index have been examined; scanning resumes here.
+    scanned: usize,
+}
+
+impl HeadParser {
+    /// A parser enforcing `limits`.
+    #[must_use]
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            state: State::Leading,
+            scanned: 0,
+        }
+    }
+
+    /// Forgets any partial progress.
+    pub fn reset(&mut self) {
+        self.state = State::Leading;
+        self.scanned = 0;
+    }
+
+    /// Continues parsing `buf`, which must start with the bytes given to earlier calls.
+    ///
+    /// # Errors
+    /// Returns a [`ParseError`] as soon as the input is known to be invalid or over a limit,
+    /// even when the head is still incomplete; its `status()` is the answer to send.
+    #[inline]
+    pub fn parse(&mut self, buf: &[u8]) -> Result<Parse, ParseError> {
+        if buf.len() < self.scanned {
+            // The caller replaced the buffer instead of appending: start over rather than
+            // index out of bounds.
+            self.reset();
+        }
+        let mut state = std::mem::replace(&mut self.state, State::Leading);
+        loop {
+            match self.step(state, buf)? {
+                Step::Continue(next) => state = next,
+                Step::NeedMore(next) => {
+                    self.state = next;
+                    return Ok(Parse::Partial);
+                }
+                Step::Done(head, len) => {
+                    self.reset();
+                    return Ok(Parse::Complete { head, len });
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn step(&mut self, state: State, buf: &[u8]) -> Result<Step, ParseError> {
+        match state {
+            State::Leading => self.skip_empty_line(buf),
+            State::RequestLine { start } => self.on_request_line(start, buf),
+            State::Fields {
+                request,
+                headers,
+                line_start,
+            } => self.on_field_line(request, headers, line_start, buf),
+        }
+    }
+
+    fn skip_empty_line(&mut self, buf: &[u8]) -> Result<Step, ParseError> {
+        let at = self.scanned;
+        let skip = match (buf.get(at), buf.get(at + 1)) {
+            (None, _) | (Some(b'\r'), None) => return Ok(Step::NeedMore(State::Leading)),
+            (Some(b'\n'), _) => 1,
+            (Some(b'\r'), Some(b'\n')) => 2,
+            _ => return Ok(Step::Continue(State::RequestLine { start: at })),
+        };
+        self.scanned += skip;
+        if self.scanned > self.limits.max_head_bytes {
+            return Err(ParseError::HeaderSectionTooLarge);
+        }
+        Ok(Step::Continue(State::Leading))
+    }
+
+    fn on_request_line(&mut self, start: usize, buf: &[u8]) -> Result<Step, ParseError> {
+        let Some(lf) = self.find_lf(buf) else {
+            let pending = &buf[start..];
+            // A CR may still be waiting for its LF, so allow one byte over the limit for it.
+            let over = pending.len() > self.limits.max_request_line
+                && !(pending.len() == self.limits.max_request_line.saturating_add(1)
+                    && pending.last() == Some(&b'\r'));
+            if over {
+                return Err(ParseError::RequestLineTooLong);
+            }
+            self.check_head_size(buf.len())?;
+            return Ok(Step::NeedMore(State::RequestLine { start }));
+        };
+        let line = strip_cr(&buf[start..lf]);
+        if line.len() > self.limits.max_request_line {
+            return Err(ParseError::RequestLineTooLong);
+        }
+        self.check_head_size(lf + 1)?;
+        let request = parse_request_line(line)?;
+        Ok(Step::Continue(State::Fields {
+            request,
+            headers: Vec::with_capacity(16),
+            line_start: lf + 1,
+        }))
+    }
+
+    fn on_field_line(
+        &mut self,
+        request: RequestLine,
+        mut headers: Vec<Header>,
+        line_start: usize,
+        buf: &[u8],
+    ) -> Result<Step, ParseError> {
+        let Some(lf) = self.find_lf(buf) else {
+            self.check_head_size(buf.len())?;
+            return Ok(Step::NeedMore(State::Fields {
+                request,
+                headers,
+                line_start,
+            }));
+        };
+        self.check_head_size(lf + 1)?;
+        let line = strip_cr(&buf[line_start..lf]);
+        if line.is_empty() {
+            let head = framing::finish(request.method, request.target, request.version, headers)?;
+            return Ok(Step::Done(head, lf + 1));
+        }
+        if headers.len() >= self.limits.max_headers {
+            return Err(ParseError::TooManyHeaders);
+        }
+        headers.push(parse_field_line(line)?);
+        Ok(Step::Continue(State::Fields {
+            request,
+            headers,
+            line_start: lf + 1,
+        }))
+    }
+
+    /// Finds the next LF at or after `scanned` and moves `scanned` past it, or to the end of
+    /// `buf` when there is none, so no byte is searched twice.
+    #[inline]
+    fn find_lf(&mut self, buf: &[u8]) -> Option<usize> {
+        match memchr(b'\n', &buf[self.scanned..]) {
+            Some(offset) => {
+                let lf = self.scanned + offset;
+                self.scanned = lf + 1;
+                Some(lf)
+            }
+            None => {
+                self.scanned = buf.len();
+                None
+            }
+        }
+    }
+
+    #[inline]
+    fn check_head_size(&self, len: usize) -> Result<(), ParseError> {
+        if len > self.limits.max_head_bytes {
+            Err(ParseError::HeaderSectionTooLarge)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// `line` without the CR of a CRLF terminator (a bare LF is accepted, RFC 9112 §2.2).
+#[inline]
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// `method SP request-target SP HTTP-version`, single spaces only (RFC 9112 §3).
+fn parse_request_line(line: &[u8]) -> Result<RequestLine, ParseError> {
+    if memchr(b'\r', line).is_some() {
+        return Err(ParseError::BareCr);
+    }
+    let first_space = memchr(b' ', line).ok_or(ParseError::MalformedRequestLine)?;
+    let last_space = memchr::memrchr(b' ', line).ok_or(ParseError::MalformedRequestLine)?;
+    if first_space == last_space {
+        return Err(ParseError::MalformedRequestLine);
+    }
+    let version = parse_version(&line[last_space + 1..])?;
+    let method = Method::from_token(&line[..first_space]).ok_or(ParseError::BadMethod)?;
+    let target = parse_target(&line[first_space + 1..last_space], &method)?;
+    Ok(RequestLine {
+        method,
+        target,
+        version,
+    })
+}
+
+/// `HTTP/DIGIT.DIGIT`, case-sensitive (RFC 9112 §2.3).
+#[inline]
+fn parse_version(version: &[u8]) -> Result<Version, ParseError> {
+    match version {
+        b"HTTP/1.1" => Ok(Version::Http11),
+        b"HTTP/1.0" => Ok(Version::Http10),
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            if *major == b'1' {
+                Ok(Version::Http11)
+            } else {
+                Err(ParseError::UnsupportedVersion)
+            }
+        }
+        _ => Err(ParseError::MalformedRequestLine),
+    }
+}
+
+/// Visible ASCII without `#` (a fragment is never sent, RFC 9112 §3.2), in one of the forms
+/// `split_target` accepts; asterisk-form only with OPTIONS (RFC 9112 §3.2.4).
+fn parse_target(target: &[u8], method: &Method) -> Result<Box<str>, ParseError> {
+    if target.is_empty() || !target.iter().all(|&b| b > b' ' && b < 0x7f && b != b'#') {
+        return Err(ParseError::BadTarget);
+    }
+    let target = std::str::from_utf8(target).map_err(|_| ParseError::BadTarget)?;
+    split_target(target).ok_or(ParseError::BadTarget)?;
+    if target == "*" && *method != Method::Options {
+        return Err(ParseError::BadTarget);
+    }
+    Ok(target.into())
+}
+
+/// `field-name ":" OWS field-value OWS` (RFC 9112 §5).
+#[inline]
+fn parse_field_line(line: &[u8]) -> Result<Header, ParseError> {
+    if is_ows(line[0]) {
+        return Err(ParseError::ObsFold);
+    }
+    if memchr(b'\r', line).is_some() {
+        return Err(ParseError::BareCr);
+    }
+    let colon = memchr(b':', line).ok_or(ParseError::BadHeaderName)?;
+    let name = &line[..colon];
+    if name.last().copied().is_some_and(is_ows) {
+        return Err(ParseError::SpaceBeforeColon);
+    }
+    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+        return Err(ParseError::BadHeaderName);
+    }
+    let value = trim_ows(&line[colon + 1..]);
+    if !is_field_value(value) {
+        return Err(ParseError::InvalidHeaderValue);
+    }
+    let name = std::str::from_utf8(name).map_err(|_| ParseError::BadHeaderName)?;
+    Ok(Header {
+        name: name.into(),
+        value: value.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
