@@ -74,7 +74,9 @@ fn start(args: Vec<String>) -> Result<(), Failure> {
             Ok(())
         }
         Some("serve") => serve(args.collect()),
-        Some(other) => Err(Failure(format!("unknown command '{other}' (try 'ampd --help')"))),
+        Some(other) => Err(Failure(format!(
+            "unknown command '{other}' (try 'ampd --help')"
+        ))),
     }
 }
 
@@ -83,7 +85,10 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
     let mut config = Config::new(PathBuf::new());
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| Failure(format!("{name} needs a value")));
+        let mut value = |name: &str| {
+            args.next()
+                .ok_or_else(|| Failure(format!("{name} needs a value")))
+        };
         match arg.as_str() {
             "--help" | "-h" => {
                 print!("{}", usage());
@@ -91,15 +96,20 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
             }
             "--listen" => {
                 let text = value("--listen")?;
-                config.listen = text
-                    .parse()
-                    .map_err(|_| Failure(format!("--listen: '{text}' is not an address like 127.0.0.1:8080")))?;
+                config.listen = text.parse().map_err(|_| {
+                    Failure(format!(
+                        "--listen: '{text}' is not an address like 127.0.0.1:8080"
+                    ))
+                })?;
             }
             "--arch" => {
                 let text = value("--arch")?;
                 config.arch = Arch::from_name(&text).ok_or_else(|| {
                     let names: Vec<&str> = Arch::ALL.iter().map(|arch| arch.name()).collect();
-                    Failure(format!("--arch: unknown architecture '{text}' (one of: {})", names.join(", ")))
+                    Failure(format!(
+                        "--arch: unknown architecture '{text}' (one of: {})",
+                        names.join(", ")
+                    ))
                 })?;
             }
             "--threads" => {
@@ -115,35 +125,72 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
             "--no-header-cache" => config.caches.header_cache = false,
             "--no-file-cache" => config.caches.file_cache = false,
             "--sendfile-threshold" => {
-                config.send.sendfile_threshold = number("--sendfile-threshold", &value("--sendfile-threshold")?)?;
+                config.send.sendfile_threshold =
+                    number("--sendfile-threshold", &value("--sendfile-threshold")?)?;
             }
             "--max-body" => config.limits.max_body = number("--max-body", &value("--max-body")?)?,
-            "--header-timeout" => config.limits.header_timeout = seconds("--header-timeout", &value("--header-timeout")?)?,
-            "--keepalive-timeout" => {
-                config.limits.keepalive_timeout = seconds("--keepalive-timeout", &value("--keepalive-timeout")?)?;
+            "--header-timeout" => {
+                config.limits.header_timeout =
+                    seconds("--header-timeout", &value("--header-timeout")?)?
             }
-            "--send-timeout" => config.limits.send_timeout = seconds("--send-timeout", &value("--send-timeout")?)?,
+            "--keepalive-timeout" => {
+                config.limits.keepalive_timeout =
+                    seconds("--keepalive-timeout", &value("--keepalive-timeout")?)?;
+            }
+            "--send-timeout" => {
+                config.limits.send_timeout = seconds("--send-timeout", &value("--send-timeout")?)?
+            }
             flag if flag.starts_with('-') => {
-                return Err(Failure(format!("unknown option '{flag}' (try 'ampd serve --help')")));
+                return Err(Failure(format!(
+                    "unknown option '{flag}' (try 'ampd serve --help')"
+                )));
             }
             path if dir.is_none() => dir = Some(PathBuf::from(path)),
-            extra => return Err(Failure(format!("unexpected argument '{extra}': serve takes one directory"))),
+            extra => {
+                return Err(Failure(format!(
+                    "unexpected argument '{extra}': serve takes one directory"
+                )))
+            }
         }
     }
 
     let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-    let root = std::fs::canonicalize(&dir)
-        .map_err(|error| Failure(format!("document root {}: {}", dir.display(), plain(&error))))?;
+    let root = std::fs::canonicalize(&dir).map_err(|error| {
+        Failure(format!(
+            "document root {}: {}",
+            dir.display(),
+            plain(&error)
+        ))
+    })?;
     if !root.is_dir() {
-        return Err(Failure(format!("document root {}: not a directory", root.display())));
+        return Err(Failure(format!(
+            "document root {}: not a directory",
+            root.display()
+        )));
     }
-    std::fs::read_dir(&root).map_err(|error| Failure(format!("document root {}: {}", root.display(), plain(&error))))?;
+    std::fs::read_dir(&root).map_err(|error| {
+        Failure(format!(
+            "document root {}: {}",
+            root.display(),
+            plain(&error)
+        ))
+    })?;
     config.static_files.root = root.clone();
-    let doc_root = DocRoot::open(config.static_files.clone())
-        .map_err(|error| Failure(format!("document root {}: {}", root.display(), plain(&error))))?;
+    let doc_root = DocRoot::open(config.static_files.clone()).map_err(|error| {
+        Failure(format!(
+            "document root {}: {}",
+            root.display(),
+            plain(&error)
+        ))
+    })?;
 
-    let bound = engine::bind(&config)
-        .map_err(|error| Failure(format!("cannot listen on {}: {}", config.listen, plain(&error))))?;
+    let bound = engine::bind(&config).map_err(|error| {
+        Failure(format!(
+            "cannot listen on {}: {}",
+            config.listen,
+            plain(&error)
+        ))
+    })?;
     let loops = engine::loop_count(&config);
     let helpers = match config.arch {
         Arch::Sped => "no helpers".to_owned(),
@@ -159,7 +206,8 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
         if loops == 1 { "" } else { "s" },
     );
     let _ = stdout.flush();
-    engine::run(config, doc_root, bound).map_err(|error| Failure(format!("server stopped: {}", plain(&error))))
+    engine::run(config, doc_root, bound)
+        .map_err(|error| Failure(format!("server stopped: {}", plain(&error))))
 }
 
 /// An I/O error's message without Rust's "(os error N)" suffix.
@@ -172,18 +220,23 @@ fn plain(error: &std::io::Error) -> String {
 }
 
 fn number(name: &str, text: &str) -> Result<u64, Failure> {
-    text.parse().map_err(|_| Failure(format!("{name}: '{text}' is not a whole number")))
+    text.parse()
+        .map_err(|_| Failure(format!("{name}: '{text}' is not a whole number")))
 }
 
 fn positive(name: &str, text: &str) -> Result<usize, Failure> {
     match text.parse::<usize>() {
         Ok(value) if value > 0 => Ok(value),
-        _ => Err(Failure(format!("{name}: '{text}' is not a positive whole number"))),
+        _ => Err(Failure(format!(
+            "{name}: '{text}' is not a positive whole number"
+        ))),
     }
 }
 
 fn seconds(name: &str, text: &str) -> Result<Duration, Failure> {
-    let value: f64 = text.parse().map_err(|_| Failure(format!("{name}: '{text}' is not a number of seconds")))?;
+    let value: f64 = text
+        .parse()
+        .map_err(|_| Failure(format!("{name}: '{text}' is not a number of seconds")))?;
     if !(value > 0.0 && value.is_finite()) {
         return Err(Failure(format!("{name}: '{text}' must be more than zero")));
     }

@@ -25,37 +25,71 @@ fn changes_are_seen(options: Options, root: &TempRoot) {
     for _ in 0..3 {
         assert_eq!(conn.get("/page.txt", &[]).body, b"AAAAAAAAAAAAAAAA");
     }
-    let first_etag = conn.get("/page.txt", &[]).header("etag").unwrap().to_string();
+    let first_etag = conn
+        .get("/page.txt", &[])
+        .header("etag")
+        .unwrap()
+        .to_string();
 
     overwrite_in_place(&path, b"BBBBBBBBBBBBBBBB");
     let response = conn.get("/page.txt", &[]);
-    assert_eq!(response.body, b"BBBBBBBBBBBBBBBB", "in-place edit of the same size hidden by a cache");
-    assert_ne!(response.header("etag"), Some(first_etag.as_str()), "ETag must change with content");
+    assert_eq!(
+        response.body, b"BBBBBBBBBBBBBBBB",
+        "in-place edit of the same size hidden by a cache"
+    );
+    assert_ne!(
+        response.header("etag"),
+        Some(first_etag.as_str()),
+        "ETag must change with content"
+    );
     let range = conn.get("/page.txt", &[("Range", "bytes=0-3")]);
     assert_eq!(range.body, b"BBBB");
 
     let staging = root.file("staging.tmp", "CCCCCCCCCCCCCCCCCCCCCC");
     std::fs::rename(&staging, &path).unwrap();
     let response = conn.get("/page.txt", &[]);
-    assert_eq!(response.body, b"CCCCCCCCCCCCCCCCCCCCCC", "rename over the file hidden by a cache");
+    assert_eq!(
+        response.body, b"CCCCCCCCCCCCCCCCCCCCCC",
+        "rename over the file hidden by a cache"
+    );
 
     std::fs::remove_file(&path).unwrap();
-    assert_eq!(conn.get("/page.txt", &[]).status, 404, "deleted file still served");
+    assert_eq!(
+        conn.get("/page.txt", &[]).status,
+        404,
+        "deleted file still served"
+    );
 
     root.file("page.txt", "DD");
-    assert_eq!(conn.get("/page.txt", &[]).body, b"DD", "recreated file not seen");
+    assert_eq!(
+        conn.get("/page.txt", &[]).body,
+        b"DD",
+        "recreated file not seen"
+    );
 
     assert_eq!(conn.get("/later/", &[]).status, 403);
     root.file("later/index.html", "new index");
-    assert_eq!(conn.get("/later/", &[]).body, b"new index", "new index.html not seen");
+    assert_eq!(
+        conn.get("/later/", &[]).body,
+        b"new index",
+        "new index.html not seen"
+    );
     std::fs::remove_file(root.path().join("later/index.html")).unwrap();
-    assert_eq!(conn.get("/later/", &[]).status, 403, "removed index.html still served");
+    assert_eq!(
+        conn.get("/later/", &[]).status,
+        403,
+        "removed index.html still served"
+    );
 
     root.file("was-file", "plain");
     assert_eq!(conn.get("/was-file", &[]).body, b"plain");
     std::fs::remove_file(root.path().join("was-file")).unwrap();
     root.file("was-file/index.html", "now a dir");
-    assert_eq!(conn.get("/was-file", &[]).status, 301, "file replaced by a directory");
+    assert_eq!(
+        conn.get("/was-file", &[]).status,
+        301,
+        "file replaced by a directory"
+    );
 }
 
 for_each_arch!(fn caches_on_see_every_change(arch) {

@@ -37,7 +37,11 @@ fn assert_one_line_failure(args: &[&str]) {
     let (code, stdout, stderr) = run(args);
     assert_eq!(code, Some(1), "{args:?}: exit code; stderr {stderr:?}");
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "{args:?}: exactly one stderr line, got {stderr:?}");
+    assert_eq!(
+        lines.len(),
+        1,
+        "{args:?}: exactly one stderr line, got {stderr:?}"
+    );
     assert!(lines[0].starts_with("ampd: "), "{args:?}: {stderr:?}");
     for text in [&stdout, &stderr] {
         assert!(!text.contains("panicked"), "{args:?}: {text}");
@@ -94,7 +98,12 @@ fn unreadable_dir_fails_cleanly() {
     let root = TempRoot::new();
     let locked = root.dir("locked");
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
-    assert_one_line_failure(&["serve", &locked.display().to_string(), "--listen", "127.0.0.1:0"]);
+    assert_one_line_failure(&[
+        "serve",
+        &locked.display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
 }
 
 #[test]
@@ -104,7 +113,14 @@ fn bad_flags_fail_cleanly() {
     assert_one_line_failure(&["serve", &dir, "--no-such-flag"]);
     assert_one_line_failure(&["serve", &dir, "--listen", "127.0.0.1:0", "--arch", "bogus"]);
     assert_one_line_failure(&["serve", &dir, "--listen", "not-an-address"]);
-    assert_one_line_failure(&["serve", &dir, "--listen", "127.0.0.1:0", "--threads", "zero"]);
+    assert_one_line_failure(&[
+        "serve",
+        &dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--threads",
+        "zero",
+    ]);
     assert_one_line_failure(&["serve", &dir, "--listen"]);
     assert_one_line_failure(&["frobnicate"]);
 }
@@ -118,7 +134,10 @@ fn ready_line_names_dir_and_arch() {
         assert!(line.starts_with("ampd 0.1.0 serving "), "{line}");
         assert!(line.contains(&root.path().display().to_string()), "{line}");
         assert!(line.contains(&format!("arch {arch}")), "{line}");
-        assert!(line.contains(&format!("http://{}/", server.addr())), "{line}");
+        assert!(
+            line.contains(&format!("http://{}/", server.addr())),
+            "{line}"
+        );
     }
 }
 
@@ -127,7 +146,10 @@ fn sigterm_stops_the_server() {
     let root = TempRoot::new();
     let mut server = Server::start(Options::new(root.path(), "amped"));
     let pid = server.pid().to_string();
-    let status = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
     assert!(status.success());
     let deadline = Instant::now() + Duration::from_secs(5);
     while server.is_running() && Instant::now() < deadline {

@@ -29,7 +29,11 @@ fn ensure_fd_limit(needed: u64) {
         .unwrap_or("4096")
         .to_string();
     let status = std::process::Command::new("prlimit")
-        .args(["--pid", &std::process::id().to_string(), &format!("--nofile={hard}:{hard}")])
+        .args([
+            "--pid",
+            &std::process::id().to_string(),
+            &format!("--nofile={hard}:{hard}"),
+        ])
         .status();
     assert!(
         matches!(status, Ok(code) if code.success()),

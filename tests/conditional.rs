@@ -20,7 +20,10 @@ const MATRIX: &[(&[(&str, &str)], u16)] = &[
     (&[("If-Modified-Since", "LM")], 304),
     (&[("If-Modified-Since", PAST)], 200),
     (&[("If-Modified-Since", "not a date")], 200),
-    (&[("If-None-Match", "\"other\""), ("If-Modified-Since", "LM")], 200),
+    (
+        &[("If-None-Match", "\"other\""), ("If-Modified-Since", "LM")],
+        200,
+    ),
     (&[("If-None-Match", "E"), ("If-Modified-Since", PAST)], 304),
     (&[("If-Match", "E")], 200),
     (&[("If-Match", "\"other\"")], 412),
@@ -32,7 +35,10 @@ const MATRIX: &[(&[(&str, &str)], u16)] = &[
     (&[("If-Unmodified-Since", FUTURE)], 200),
     (&[("If-Match", "E"), ("If-Unmodified-Since", PAST)], 200),
     (&[("If-Match", "\"other\""), ("If-None-Match", "E")], 412),
-    (&[("If-Unmodified-Since", PAST), ("If-None-Match", "E")], 412),
+    (
+        &[("If-Unmodified-Since", PAST), ("If-None-Match", "E")],
+        412,
+    ),
     (&[("If-Match", "E"), ("If-None-Match", "E")], 304),
     (&[("If-None-Match", "E"), ("Range", "bytes=0-9")], 304),
     (&[("If-Range", "E"), ("Range", "bytes=0-9")], 206),

@@ -57,13 +57,17 @@ fn twenty_mib_exact(arch: &'static str, threshold: &str) {
     let root = TempRoot::new();
     root.file("big.bin", &data);
     root.file("small.txt", "small");
-    let server = Server::start(Options::new(root.path(), arch).args(["--sendfile-threshold", threshold]));
+    let server =
+        Server::start(Options::new(root.path(), arch).args(["--sendfile-threshold", threshold]));
     let mut conn = Conn::open(server.addr());
     for _ in 0..2 {
         let response = conn.get("/big.bin", &[]);
         assert_eq!(response.status, 200);
         assert_eq!(response.body.len(), data.len());
-        assert!(response.body == data, "20 MiB body differs (threshold {threshold})");
+        assert!(
+            response.body == data,
+            "20 MiB body differs (threshold {threshold})"
+        );
         // Keep-alive still in sync after a large body.
         assert_eq!(conn.get("/small.txt", &[]).body, b"small");
     }

@@ -36,7 +36,10 @@ const MATRIX: &[(&str, Expect)] = &[
     ("bytes=500-600,601-999", Expect::Single(500, 999)),
     ("bytes=500-700,601-999", Expect::Single(500, 999)),
     ("bytes=0-10,5-20", Expect::Single(0, 20)),
-    ("bytes=0-1,3-4,8-9", Expect::Multi(&[(0, 1), (3, 4), (8, 9)])),
+    (
+        "bytes=0-1,3-4,8-9",
+        Expect::Multi(&[(0, 1), (3, 4), (8, 9)]),
+    ),
     ("bytes= 0-1 , 3-4", Expect::Multi(&[(0, 1), (3, 4)])),
     ("bytes=0-1,20000-30000", Expect::Single(0, 1)),
     ("bytes=10000-", Expect::Unsatisfiable),
@@ -63,23 +66,53 @@ fn check(response: &Response, expect: &Expect, data: &[u8], header: &str) {
         Expect::Single(first, last) => {
             assert_eq!(response.status, 206, "{header}: {:?}", response.headers);
             let expected_range = format!("bytes {first}-{last}/{LEN}");
-            assert_eq!(response.header("content-range"), Some(expected_range.as_str()), "{header}");
-            assert_eq!(response.body, &data[*first as usize..=*last as usize], "{header}");
-            assert_eq!(response.header("content-type"), Some("application/octet-stream"), "{header}");
+            assert_eq!(
+                response.header("content-range"),
+                Some(expected_range.as_str()),
+                "{header}"
+            );
+            assert_eq!(
+                response.body,
+                &data[*first as usize..=*last as usize],
+                "{header}"
+            );
+            assert_eq!(
+                response.header("content-type"),
+                Some("application/octet-stream"),
+                "{header}"
+            );
         }
         Expect::Multi(ranges) => {
             assert_eq!(response.status, 206, "{header}: {:?}", response.headers);
-            assert!(!response.has_header("content-range"), "{header}: multipart has no top Content-Range");
+            assert!(
+                !response.has_header("content-range"),
+                "{header}: multipart has no top Content-Range"
+            );
             let content_type = response.header("content-type").expect("Content-Type");
-            assert!(content_type.starts_with("multipart/byteranges"), "{header}: {content_type}");
+            assert!(
+                content_type.starts_with("multipart/byteranges"),
+                "{header}: {content_type}"
+            );
             let boundary = boundary_of(content_type).expect("boundary");
             let mut parts = parse_multipart(&response.body, &boundary);
             parts.sort_by_key(|part| parse_content_range(&part.1).map(|range| range.0));
             assert_eq!(parts.len(), ranges.len(), "{header}");
             for ((part_type, part_range, bytes), (first, last)) in parts.iter().zip(ranges.iter()) {
-                assert_eq!(part_range, &format!("bytes {first}-{last}/{LEN}"), "{header}");
-                assert_eq!(bytes.as_slice(), &data[*first as usize..=*last as usize], "{header}");
-                assert_eq!(part_type.as_deref(), Some("application/octet-stream"), "{header}");
+                assert_eq!(
+                    part_range,
+                    &format!("bytes {first}-{last}/{LEN}"),
+                    "{header}"
+                );
+                assert_eq!(
+                    bytes.as_slice(),
+                    &data[*first as usize..=*last as usize],
+                    "{header}"
+                );
+                assert_eq!(
+                    part_type.as_deref(),
+                    Some("application/octet-stream"),
+                    "{header}"
+                );
             }
             assert_eq!(
                 response.header("content-length"),
@@ -90,7 +123,11 @@ fn check(response: &Response, expect: &Expect, data: &[u8], header: &str) {
         Expect::Unsatisfiable => {
             assert_eq!(response.status, 416, "{header}: {response:?}");
             let expected_range = format!("bytes */{LEN}");
-            assert_eq!(response.header("content-range"), Some(expected_range.as_str()), "{header}");
+            assert_eq!(
+                response.header("content-range"),
+                Some(expected_range.as_str()),
+                "{header}"
+            );
         }
     }
 }

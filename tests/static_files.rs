@@ -38,7 +38,7 @@ for_each_arch!(fn mime_types(arch) {
         ("app.js", "application/javascript; charset=utf-8"),
         ("data.json", "application/json; charset=utf-8"),
         ("logo.svg", "image/svg+xml; charset=utf-8"),
-        ("feed.xml", "application/xml; charset=utf-8"),
+        ("feed.xml", "text/xml; charset=utf-8") /* nginx mime.types */,
         ("readme.txt", "text/plain; charset=utf-8"),
         ("pic.png", "image/png"),
         ("pic.jpg", "image/jpeg"),

@@ -159,7 +159,10 @@ impl Config {
                 file_cache_bytes: 64 << 20,
                 revalidate_after: Duration::from_secs(1),
             },
-            send: SendOptions { sendfile_threshold: 64 << 10, send_chunk: 512 << 10 },
+            send: SendOptions {
+                sendfile_threshold: 64 << 10,
+                send_chunk: 512 << 10,
+            },
             limits: Limits {
                 max_request_line: 8192,
                 max_head_bytes: 32 << 10,

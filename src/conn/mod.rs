@@ -12,7 +12,10 @@ pub mod output;
 use std::sync::Arc;
 
 use ampd_http::chunked::ChunkedDecoder;
-use ampd_http::request::{split_target, BodyFraming, HeadParser, Limits as ParseLimits, Method, Parse, RequestHead, Version};
+use ampd_http::request::{
+    split_target, BodyFraming, HeadParser, Limits as ParseLimits, Method, Parse, RequestHead,
+    Version,
+};
 
 use crate::config::Config;
 use crate::content::caches::Caches;
@@ -82,6 +85,13 @@ struct Pending {
     resolved: Option<Arc<Resolved>>,
 }
 
+/// A request held while its body is read.
+#[derive(Debug)]
+struct Held {
+    head: RequestHead,
+    persistence: Persistence,
+}
+
 /// The request body left to read and throw away.
 #[derive(Debug)]
 enum BodyLeft {
@@ -93,10 +103,12 @@ enum BodyLeft {
 enum State {
     /// Waiting for (the rest of) a request head.
     ReadingHead,
-    /// Discarding a request body the handler does not use, before the next request.
-    DiscardingBody(BodyLeft),
-    /// A job is out for this request; the body, if any, is discarded after it.
-    Waiting { pending: Box<Pending>, body: Option<BodyLeft> },
+    /// Discarding a request body the handler does not use (RFC 9112 §6.3: it must be read
+    /// before the next request); the request is answered once it is read, so that a body past
+    /// the limit gets its `413`.
+    DiscardingBody { left: BodyLeft, request: Box<Held> },
+    /// A job is out for this request.
+    Waiting(Box<Pending>),
     /// No more requests: send what is queued, then close.
     Closing,
 }
@@ -162,8 +174,8 @@ impl Conn {
     #[must_use]
     pub fn wants_input(&self) -> bool {
         match self.state {
-            State::ReadingHead | State::DiscardingBody(_) => !self.peer_finished,
-            State::Waiting { .. } | State::Closing => false,
+            State::ReadingHead | State::DiscardingBody { .. } => !self.peer_finished,
+            State::Waiting(_) | State::Closing => false,
         }
     }
 
@@ -174,7 +186,7 @@ impl Conn {
             _ if !self.output.is_empty() => Phase::Sending,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
-            State::DiscardingBody(_) | State::Waiting { .. } => Phase::Busy,
+            State::DiscardingBody { .. } | State::Waiting(_) => Phase::Busy,
         }
     }
 
@@ -192,20 +204,39 @@ impl Conn {
         loop {
             match &mut self.state {
                 State::Closing => return Need::Close,
-                State::Waiting { .. } => return Need::Wait,
-                State::DiscardingBody(left) => match discard(left, &self.input[self.consumed..], context.config.limits.max_body) {
-                    Discard::Consumed { used, done } => {
-                        self.consumed += used;
-                        if done {
-                            self.state = State::ReadingHead;
-                        } else if self.peer_finished {
+                State::Waiting(_) => return Need::Wait,
+                State::DiscardingBody { left, .. } => {
+                    match discard(
+                        left,
+                        &self.input[self.consumed..],
+                        context.config.limits.max_body,
+                    ) {
+                        Discard::Consumed { used, done } => {
+                            self.consumed += used;
+                            if done {
+                                let State::DiscardingBody { request, .. } =
+                                    std::mem::replace(&mut self.state, State::ReadingHead)
+                                else {
+                                    unreachable!("matched above")
+                                };
+                                if let Some(job) =
+                                    self.route(request.head, request.persistence, context)
+                                {
+                                    return Need::Job(job);
+                                }
+                            } else if self.peer_finished {
+                                self.state = State::Closing;
+                            } else {
+                                return Need::Read;
+                            }
+                        }
+                        Discard::Refused(status) => {
+                            let response = response_context(context, Persistence::Close);
+                            status_page::write(self.output.bytes(), status, &response, &[], true);
                             self.state = State::Closing;
-                        } else {
-                            return Need::Read;
                         }
                     }
-                    Discard::TooLarge => self.state = State::Closing,
-                },
+                }
                 State::ReadingHead => {
                     if self.output.pending() > OUTPUT_HIGH_WATER {
                         return Need::Flush;
@@ -229,7 +260,13 @@ impl Conn {
                         }
                         Err(error) => {
                             let response = response_context(context, Persistence::Close);
-                            status_page::write(self.output.bytes(), error.status(), &response, &[], true);
+                            status_page::write(
+                                self.output.bytes(),
+                                error.status(),
+                                &response,
+                                &[],
+                                true,
+                            );
                             self.state = State::Closing;
                         }
                     }
@@ -241,7 +278,7 @@ impl Conn {
     /// A job this connection asked for finished. Returns the next job when serving needs one
     /// more (a path resolved to a small file whose data must now be loaded).
     pub fn job_done(&mut self, done: JobDone, context: &mut Context<'_>) -> Option<Job> {
-        let State::Waiting { pending, body } = std::mem::replace(&mut self.state, State::ReadingHead) else {
+        let State::Waiting(pending) = std::mem::replace(&mut self.state, State::ReadingHead) else {
             return None;
         };
         let outcome = match done {
@@ -260,23 +297,27 @@ impl Conn {
                 // block for long, and cannot ask for the same load again.
                 self.respond(*pending, resolved, context, DiskAccess::Inline)
             }
-            JobDone::PagedIn => Outcome::Responded(Persistence::Implicit),
+            // Page-ins are the engine's business (they serve output already queued).
+            JobDone::PagedIn => {
+                self.state = State::Waiting(pending);
+                return None;
+            }
         };
-        self.settle(outcome, body)
+        self.settle(outcome)
     }
 
-    fn settle(&mut self, outcome: Outcome, body: Option<BodyLeft>) -> Option<Job> {
+    fn settle(&mut self, outcome: Outcome) -> Option<Job> {
         match outcome {
             Outcome::Responded(Persistence::Close) => {
                 self.state = State::Closing;
                 None
             }
             Outcome::Responded(_) => {
-                self.state = body.map_or(State::ReadingHead, State::DiscardingBody);
+                self.state = State::ReadingHead;
                 None
             }
             Outcome::NeedJob(job, pending) => {
-                self.state = State::Waiting { pending, body };
+                self.state = State::Waiting(pending);
                 Some(job)
             }
         }
@@ -287,13 +328,14 @@ impl Conn {
     fn on_request(&mut self, head: RequestHead, context: &mut Context<'_>) -> Option<Job> {
         self.served += 1;
         let limits = &context.config.limits;
-        let mut persistence = if !head.keep_alive || self.served >= limits.max_requests_per_connection {
-            Persistence::Close
-        } else if head.version == Version::Http10 {
-            Persistence::KeepAlive
-        } else {
-            Persistence::Implicit
-        };
+        let mut persistence =
+            if !head.keep_alive || self.served >= limits.max_requests_per_connection {
+                Persistence::Close
+            } else if head.version == Version::Http10 {
+                Persistence::KeepAlive
+            } else {
+                Persistence::Implicit
+            };
         let head_only = head.method == Method::Head;
 
         let body = match head.body {
@@ -302,7 +344,10 @@ impl Conn {
                 return self.reply(413, Persistence::Close, head_only, &[], context);
             }
             BodyFraming::Length(length) => Some(BodyLeft::Length(length)),
-            BodyFraming::Chunked => Some(BodyLeft::Chunked { decoder: ChunkedDecoder::new(), seen: 0 }),
+            BodyFraming::Chunked => Some(BodyLeft::Chunked {
+                decoder: ChunkedDecoder::new(),
+                seen: 0,
+            }),
         };
         // A client waiting for `100 Continue` will not send the body we do not want: answer
         // and close rather than wait for bytes that never come (RFC 9110 §10.1.1).
@@ -313,11 +358,33 @@ impl Conn {
             body
         };
 
+        match body {
+            Some(left) => {
+                self.state = State::DiscardingBody {
+                    left,
+                    request: Box::new(Held { head, persistence }),
+                };
+                None
+            }
+            None => self.route(head, persistence, context),
+        }
+    }
+
+    /// Answer a request whose body (if any) has been read.
+    fn route(
+        &mut self,
+        head: RequestHead,
+        persistence: Persistence,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let head_only = head.method == Method::Head;
         match head.method {
             Method::Get | Method::Head => {}
-            Method::Options => return self.reply_then(204, persistence, true, &[("Allow", ALLOW)], context, body),
-            Method::Other(_) => return self.reply_then(501, persistence, head_only, &[], context, body),
-            _ => return self.reply_then(405, persistence, head_only, &[("Allow", ALLOW)], context, body),
+            Method::Options => {
+                return self.reply(204, persistence, true, &[("Allow", ALLOW)], context)
+            }
+            Method::Other(_) => return self.reply(501, persistence, head_only, &[], context),
+            _ => return self.reply(405, persistence, head_only, &[("Allow", ALLOW)], context),
         }
 
         let Some((_, raw_path, query)) = split_target(&head.target) else {
@@ -327,15 +394,31 @@ impl Conn {
             return self.reply(400, Persistence::Close, head_only, &[], context);
         }
         let options = &context.root.options;
-        let path_options = PathOptions { allow_dotfiles: options.dotfiles, userdir: options.userdir.is_some() };
+        let path_options = PathOptions {
+            allow_dotfiles: options.dotfiles,
+            userdir: options.userdir.is_some(),
+        };
         let clean = match path::normalize(raw_path, &path_options) {
             Ok(clean) => clean,
-            Err(error) => return self.reply_then(error.status(), persistence, head_only, &[], context, body),
+            Err(error) => return self.reply(error.status(), persistence, head_only, &[], context),
         };
-        let redirect = RedirectBase { path: raw_path.to_owned(), query: query.map(str::to_owned) };
-        let pending = Pending { head, path: clean, redirect, persistence, resolved: None };
+        let redirect = RedirectBase {
+            path: raw_path.to_owned(),
+            query: query.map(str::to_owned),
+        };
+        let pending = Pending {
+            head,
+            path: clean,
+            redirect,
+            persistence,
+            resolved: None,
+        };
 
-        let outcome = match context.caches.paths.lookup(pending.path.as_str(), std::time::Instant::now()) {
+        let outcome = match context
+            .caches
+            .paths
+            .lookup(pending.path.as_str(), std::time::Instant::now())
+        {
             Some(resolved) => {
                 let disk = context.disk;
                 self.respond(pending, resolved, context, disk)
@@ -349,25 +432,10 @@ impl Conn {
                 Outcome::NeedJob(job, Box::new(pending))
             }
         };
-        self.settle(outcome, body)
+        self.settle(outcome)
     }
 
-    /// Answer with a status page, keeping the connection per `persistence` and discarding
-    /// `body` first if it stays open.
-    fn reply_then(
-        &mut self,
-        status: u16,
-        persistence: Persistence,
-        head_only: bool,
-        extra: &[(&str, &[u8])],
-        context: &Context<'_>,
-        body: Option<BodyLeft>,
-    ) -> Option<Job> {
-        let response = response_context(context, persistence);
-        status_page::write(self.output.bytes(), status, &response, extra, !head_only);
-        self.settle(Outcome::Responded(persistence), body)
-    }
-
+    /// Answer with a status page, keeping the connection per `persistence`.
     fn reply(
         &mut self,
         status: u16,
@@ -376,21 +444,39 @@ impl Conn {
         extra: &[(&str, &[u8])],
         context: &Context<'_>,
     ) -> Option<Job> {
-        self.reply_then(status, persistence, head_only, extra, context, None)
+        let response = response_context(context, persistence);
+        status_page::write(self.output.bytes(), status, &response, extra, !head_only);
+        self.settle(Outcome::Responded(persistence))
     }
 
     /// Respond to `pending` from its translation.
-    fn respond(&mut self, pending: Pending, resolved: Arc<Resolved>, context: &mut Context<'_>, disk: DiskAccess) -> Outcome {
+    fn respond(
+        &mut self,
+        pending: Pending,
+        resolved: Arc<Resolved>,
+        context: &mut Context<'_>,
+        disk: DiskAccess,
+    ) -> Outcome {
         let mut response = response_context(context, pending.persistence);
         response.disk = disk;
         let head_only = pending.head.method == Method::Head;
         let out = &mut self.output;
         match &resolved.resolution {
             Resolution::File(file) => {
-                match serve::serve_file(&pending.head, file, resolved.watch, context.caches, &response, out) {
+                match serve::serve_file(
+                    &pending.head,
+                    file,
+                    resolved.watch,
+                    context.caches,
+                    &response,
+                    out,
+                ) {
                     Served::Sent { .. } => {}
                     Served::NeedData(job) => {
-                        let pending = Pending { resolved: Some(resolved.clone()), ..pending };
+                        let pending = Pending {
+                            resolved: Some(resolved.clone()),
+                            ..pending
+                        };
                         return Outcome::NeedJob(job, Box::new(pending));
                     }
                 }
@@ -402,7 +488,13 @@ impl Conn {
                     location.push('?');
                     location.push_str(query);
                 }
-                status_page::write(out.bytes(), 301, &response, &[("Location", location.as_bytes())], !head_only);
+                status_page::write(
+                    out.bytes(),
+                    301,
+                    &response,
+                    &[("Location", location.as_bytes())],
+                    !head_only,
+                );
             }
             Resolution::Listing(html) => {
                 let bytes = out.bytes();
@@ -418,7 +510,9 @@ impl Conn {
             Resolution::DirectoryForbidden | Resolution::Forbidden => {
                 status_page::write(out.bytes(), 403, &response, &[], !head_only);
             }
-            Resolution::NotFound => status_page::write(out.bytes(), 404, &response, &[], !head_only),
+            Resolution::NotFound => {
+                status_page::write(out.bytes(), 404, &response, &[], !head_only)
+            }
             Resolution::Failed => status_page::write(out.bytes(), 500, &response, &[], !head_only),
         }
         Outcome::Responded(pending.persistence)
@@ -448,26 +542,38 @@ fn response_context<'a>(context: &Context<'a>, persistence: Persistence) -> Resp
 }
 
 enum Discard {
-    Consumed { used: usize, done: bool },
-    TooLarge,
+    Consumed {
+        used: usize,
+        done: bool,
+    },
+    /// The body cannot be accepted: `413` past the limit, `400` when its framing is broken.
+    Refused(u16),
 }
 
 /// Throw away body bytes from `input`; a chunked body past `max_body` ends the connection.
 fn discard(left: &mut BodyLeft, input: &[u8], max_body: u64) -> Discard {
     match left {
         BodyLeft::Length(remaining) => {
-            let used = usize::try_from(*remaining).unwrap_or(usize::MAX).min(input.len());
+            let used = usize::try_from(*remaining)
+                .unwrap_or(usize::MAX)
+                .min(input.len());
             *remaining -= used as u64;
-            Discard::Consumed { used, done: *remaining == 0 }
+            Discard::Consumed {
+                used,
+                done: *remaining == 0,
+            }
         }
         BodyLeft::Chunked { decoder, seen } => {
             let mut total = *seen;
             let result = decoder.feed(input, &mut |data: &[u8]| total += data.len() as u64);
             *seen = total;
             match result {
-                Ok(_) if total > max_body => Discard::TooLarge,
-                Ok(progress) => Discard::Consumed { used: progress.consumed, done: progress.done },
-                Err(_) => Discard::TooLarge,
+                Ok(_) if total > max_body => Discard::Refused(413),
+                Ok(progress) => Discard::Consumed {
+                    used: progress.consumed,
+                    done: progress.done,
+                },
+                Err(_) => Discard::Refused(400),
             }
         }
     }

@@ -17,14 +17,24 @@ use crate::content::serve::Sink;
 enum Segment {
     /// `buffer[start..end]`.
     Buffer { start: usize, end: usize },
-    Shared { data: Arc<[u8]>, start: usize, end: usize },
-    File { file: Arc<OpenFile>, start: u64, end: u64 },
+    Shared {
+        data: Arc<[u8]>,
+        start: usize,
+        end: usize,
+    },
+    File {
+        file: Arc<OpenFile>,
+        start: u64,
+        end: u64,
+    },
 }
 
 impl Segment {
     fn len(&self) -> u64 {
         match self {
-            Segment::Buffer { start, end } | Segment::Shared { start, end, .. } => (end - start) as u64,
+            Segment::Buffer { start, end } | Segment::Shared { start, end, .. } => {
+                (end - start) as u64
+            }
             Segment::File { start, end, .. } => end - start,
         }
     }
@@ -71,7 +81,10 @@ impl Output {
         }
         match self.segments.back_mut() {
             Some(Segment::Buffer { end, .. }) if *end == self.sealed => *end = len,
-            _ => self.segments.push_back(Segment::Buffer { start: self.sealed, end: len }),
+            _ => self.segments.push_back(Segment::Buffer {
+                start: self.sealed,
+                end: len,
+            }),
         }
         self.pending += (len - self.sealed) as u64;
         self.sealed = len;
@@ -87,8 +100,12 @@ impl Output {
                 break;
             }
             match segment {
-                Segment::Buffer { start, end } => slices.push(IoSlice::new(&self.buffer[*start..*end])),
-                Segment::Shared { data, start, end } => slices.push(IoSlice::new(&data[*start..*end])),
+                Segment::Buffer { start, end } => {
+                    slices.push(IoSlice::new(&self.buffer[*start..*end]))
+                }
+                Segment::Shared { data, start, end } => {
+                    slices.push(IoSlice::new(&data[*start..*end]))
+                }
                 Segment::File { .. } => break,
             }
         }
@@ -99,7 +116,11 @@ impl Output {
     pub fn front_file(&mut self) -> Option<FileRange<'_>> {
         self.seal();
         match self.segments.front() {
-            Some(Segment::File { file, start, end }) => Some(FileRange { file, offset: *start, end: *end }),
+            Some(Segment::File { file, start, end }) => Some(FileRange {
+                file,
+                offset: *start,
+                end: *end,
+            }),
             _ => None,
         }
     }
@@ -108,7 +129,9 @@ impl Output {
     pub fn advance(&mut self, mut sent: u64) {
         self.pending -= sent.min(self.pending);
         while sent > 0 {
-            let Some(front) = self.segments.front_mut() else { break };
+            let Some(front) = self.segments.front_mut() else {
+                break;
+            };
             let len = front.len();
             if sent < len {
                 match front {
@@ -138,7 +161,8 @@ impl Sink for Output {
         self.seal();
         if end > start {
             self.pending += (end - start) as u64;
-            self.segments.push_back(Segment::Shared { data, start, end });
+            self.segments
+                .push_back(Segment::Shared { data, start, end });
         }
     }
 

@@ -41,9 +41,17 @@ impl Caches {
     #[must_use]
     pub fn new(options: &CacheOptions) -> Caches {
         let any = options.path_cache || options.header_cache || options.file_cache;
-        let watcher = if any { Inotify::new().ok().map(Arc::new) } else { None };
+        let watcher = if any {
+            Inotify::new().ok().map(Arc::new)
+        } else {
+            None
+        };
         Caches {
-            paths: PathCache::new(options.path_cache, options.path_cache_entries, options.revalidate_after),
+            paths: PathCache::new(
+                options.path_cache,
+                options.path_cache_entries,
+                options.revalidate_after,
+            ),
             heads: HeadCache::new(options.header_cache, options.header_cache_entries),
             files: FileCache::new(options.file_cache, options.file_cache_bytes),
             watcher,
@@ -54,12 +62,18 @@ impl Caches {
 
     /// Record a fresh translation of `path`.
     pub fn remember(&mut self, path: &str, resolved: &Arc<Resolved>) {
-        if matches!(resolved.resolution, Resolution::Listing(_) | Resolution::Failed) {
+        if matches!(
+            resolved.resolution,
+            Resolution::Listing(_) | Resolution::Failed
+        ) {
             return;
         }
         match resolved.watch {
             Some(watch) => {
-                self.dependents.entry(watch).or_default().insert(Dependent::Path(path.to_owned()));
+                self.dependents
+                    .entry(watch)
+                    .or_default()
+                    .insert(Dependent::Path(path.to_owned()));
             }
             // Unwatched entries live only until `revalidate_after`; caching them is still safe.
             None => {}
@@ -73,7 +87,10 @@ impl Caches {
             return;
         }
         if let Some(watch) = watch {
-            self.dependents.entry(watch).or_default().insert(Dependent::File(key));
+            self.dependents
+                .entry(watch)
+                .or_default()
+                .insert(Dependent::File(key));
         }
         self.files.insert(key, data);
     }
@@ -81,7 +98,9 @@ impl Caches {
     /// Drain inotify and drop everything that depends on a directory that changed. Cheap when
     /// nothing changed (one `read` returning `EAGAIN`).
     pub fn on_change(&mut self) {
-        let Some(watcher) = self.watcher.clone() else { return };
+        let Some(watcher) = self.watcher.clone() else {
+            return;
+        };
         let mut buffer = [0u8; 4096];
         loop {
             let events = match watcher.read_events(&mut buffer) {

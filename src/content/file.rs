@@ -56,8 +56,10 @@ impl OpenFile {
 pub struct Representation {
     pub coding: Coding,
     pub file: Arc<OpenFile>,
-    /// Strong validator, quoted: `"<mtime hex>-<size hex>[-gz|-br]"` (nginx's shape, plus the
-    /// coding so that no two representations share an ETag: RFC 9110 §8.8.3).
+    /// Strong validator, quoted: `"<mtime secs hex>.<mtime nanos hex>-<size hex>[-gz|-br]"`.
+    /// nginx's shape uses whole seconds, which gives two versions written in one second the
+    /// same tag; the nanoseconds make it strong in fact (RFC 9110 §8.8.3), and the coding
+    /// suffix keeps representations apart.
     pub etag: Box<[u8]>,
     pub last_modified: u64,
     pub last_modified_text: [u8; 29],
@@ -72,7 +74,12 @@ impl Representation {
             Coding::Gzip => "-gz",
             Coding::Brotli => "-br",
         };
-        let etag = format!("\"{:x}-{:x}{suffix}\"", mtime, file.key.size).into_bytes().into_boxed_slice();
+        let etag = format!(
+            "\"{:x}.{:x}-{:x}{suffix}\"",
+            mtime, file.key.mtime_nanos, file.key.size
+        )
+        .into_bytes()
+        .into_boxed_slice();
         Representation {
             coding,
             file: Arc::new(file),
@@ -109,7 +116,10 @@ impl StaticFile {
 
     #[must_use]
     pub fn representation(&self, coding: Coding) -> &Representation {
-        self.encoded.iter().find(|r| r.coding == coding).unwrap_or(&self.identity)
+        self.encoded
+            .iter()
+            .find(|r| r.coding == coding)
+            .unwrap_or(&self.identity)
     }
 }
 

@@ -22,7 +22,11 @@ pub struct FileCache {
 impl FileCache {
     #[must_use]
     pub fn new(enabled: bool, budget_bytes: u64) -> FileCache {
-        FileCache { entries: enabled.then(|| Lru::new(budget_bytes)), hits: 0, misses: 0 }
+        FileCache {
+            entries: enabled.then(|| Lru::new(budget_bytes)),
+            hits: 0,
+            misses: 0,
+        }
     }
 
     #[must_use]

@@ -30,11 +30,19 @@ pub struct HeadCache {
 impl HeadCache {
     #[must_use]
     pub fn new(enabled: bool, capacity: u64) -> HeadCache {
-        HeadCache { entries: enabled.then(|| Lru::new(capacity)), hits: 0, misses: 0 }
+        HeadCache {
+            entries: enabled.then(|| Lru::new(capacity)),
+            hits: 0,
+            misses: 0,
+        }
     }
 
     /// The head prefix of a full `200` for this representation of `file`.
-    pub fn full_response(&mut self, file: &StaticFile, representation: &Representation) -> Arc<[u8]> {
+    pub fn full_response(
+        &mut self,
+        file: &StaticFile,
+        representation: &Representation,
+    ) -> Arc<[u8]> {
         let key = HeadKey {
             file: representation.file.key,
             coding: representation.coding,
@@ -65,6 +73,12 @@ impl HeadCache {
 /// Every header of a `200` that depends on the file alone, in the order nginx sends them.
 fn render(file: &StaticFile, representation: &Representation) -> Vec<u8> {
     let mut head = Vec::with_capacity(256);
-    super::serve::write_representation_headers(&mut head, 200, file, representation, representation.file.size());
+    super::serve::write_representation_headers(
+        &mut head,
+        200,
+        file,
+        representation,
+        representation.file.size(),
+    );
     head
 }

@@ -17,18 +17,29 @@ use super::resolve::{self, DocRoot};
 #[derive(Debug)]
 pub enum Job {
     /// Path translation on a path-cache miss: open, fstat, index files, siblings.
-    Resolve { root: Arc<DocRoot>, path: CleanPath, watcher: Option<Arc<Inotify>> },
+    Resolve {
+        root: Arc<DocRoot>,
+        path: CleanPath,
+        watcher: Option<Arc<Inotify>>,
+    },
     /// Read a small file into memory for the file cache.
     Load { file: Arc<OpenFile> },
     /// Bring a range of a large file into the page cache so that the event loop's `sendfile`
     /// will not block (Flash §5.4: the helper touches the pages, the loop sends).
-    PageIn { file: Arc<OpenFile>, offset: u64, len: u64 },
+    PageIn {
+        file: Arc<OpenFile>,
+        offset: u64,
+        len: u64,
+    },
 }
 
 #[derive(Debug)]
 pub enum JobDone {
     Resolved(Resolved),
-    Loaded { file: Arc<OpenFile>, data: io::Result<Arc<[u8]>> },
+    Loaded {
+        file: Arc<OpenFile>,
+        data: io::Result<Arc<[u8]>>,
+    },
     PagedIn,
 }
 
@@ -36,7 +47,11 @@ pub enum JobDone {
 #[must_use]
 pub fn run(job: Job) -> JobDone {
     match job {
-        Job::Resolve { root, path, watcher } => JobDone::Resolved(resolve::resolve(&root, &path, watcher.as_deref())),
+        Job::Resolve {
+            root,
+            path,
+            watcher,
+        } => JobDone::Resolved(resolve::resolve(&root, &path, watcher.as_deref())),
         Job::Load { file } => {
             let data = read_whole(&file);
             JobDone::Loaded { file, data }
@@ -54,7 +69,8 @@ pub fn run(job: Job) -> JobDone {
 /// # Errors
 /// I/O errors, or `UnexpectedEof` when the file is shorter than its recorded size.
 pub fn read_whole(file: &OpenFile) -> io::Result<Arc<[u8]>> {
-    let size = usize::try_from(file.size()).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+    let size =
+        usize::try_from(file.size()).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
     let mut data = vec![0u8; size];
     file.file.read_exact_at(&mut data, 0)?;
     Ok(Arc::from(data))
@@ -67,7 +83,8 @@ fn page_in(file: &OpenFile, offset: u64, len: u64) {
     let end = offset.saturating_add(len).min(file.size());
     let mut position = offset;
     while position < end {
-        let want = usize::try_from((end - position).min(scratch.len() as u64)).unwrap_or(scratch.len());
+        let want =
+            usize::try_from((end - position).min(scratch.len() as u64)).unwrap_or(scratch.len());
         match file.file.read_at(&mut scratch[..want], position) {
             Ok(0) | Err(_) => break,
             Ok(n) => position += n as u64,

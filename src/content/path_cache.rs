@@ -23,7 +23,12 @@ pub struct PathCache {
 impl PathCache {
     #[must_use]
     pub fn new(enabled: bool, capacity: u64, revalidate_after: Duration) -> PathCache {
-        PathCache { entries: enabled.then(|| Lru::new(capacity)), revalidate_after, hits: 0, misses: 0 }
+        PathCache {
+            entries: enabled.then(|| Lru::new(capacity)),
+            revalidate_after,
+            hits: 0,
+            misses: 0,
+        }
     }
 
     /// The cached translation of `path`, unless absent or too old to trust.
@@ -43,8 +48,13 @@ impl PathCache {
 
     /// Remember a translation. Listings and internal failures are not remembered.
     pub fn insert(&mut self, path: String, resolved: Arc<Resolved>) {
-        let Some(entries) = self.entries.as_mut() else { return };
-        if matches!(resolved.resolution, Resolution::Listing(_) | Resolution::Failed) {
+        let Some(entries) = self.entries.as_mut() else {
+            return;
+        };
+        if matches!(
+            resolved.resolution,
+            Resolution::Listing(_) | Resolution::Failed
+        ) {
             return;
         }
         entries.insert(path, resolved, 1);

@@ -38,7 +38,11 @@ impl DocRoot {
     /// The root cannot be opened as a directory.
     pub fn open(options: StaticOptions) -> io::Result<DocRoot> {
         let dir = file::open_dir(&options.root)?;
-        Ok(DocRoot { dir, path: options.root.clone(), options })
+        Ok(DocRoot {
+            dir,
+            path: options.root.clone(),
+            options,
+        })
     }
 }
 
@@ -59,22 +63,36 @@ const WATCH_MASK: u32 = inotify::IN_MODIFY
 pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> Resolved {
     let options = &root.options;
     let user_base;
-    let (base_fd, base_path, relative) = match options.userdir.as_deref().and_then(|p| {
-        path::userdir(clean).map(|(user, rest)| (p, user, rest))
-    }) {
+    let (base_fd, base_path, relative) = match options
+        .userdir
+        .as_deref()
+        .and_then(|p| path::userdir(clean).map(|(user, rest)| (p, user, rest)))
+    {
         Some((pattern, user, rest)) => match user_directory(pattern, user) {
             Some(dir) => match file::open_dir(&dir) {
                 Ok(fd) => {
                     user_base = fd;
-                    (user_base.as_fd(), dir, rest.trim_start_matches('/').to_owned())
+                    (
+                        user_base.as_fd(),
+                        dir,
+                        rest.trim_start_matches('/').to_owned(),
+                    )
                 }
                 Err(_) => return finish(Resolution::NotFound, None),
             },
             None => return finish(Resolution::NotFound, None),
         },
-        None => (root.dir.as_fd(), root.path.clone(), clean.relative().to_owned()),
+        None => (
+            root.dir.as_fd(),
+            root.path.clone(),
+            clean.relative().to_owned(),
+        ),
     };
-    let relative = if relative.is_empty() { ".".to_owned() } else { relative };
+    let relative = if relative.is_empty() {
+        ".".to_owned()
+    } else {
+        relative
+    };
 
     // Watch first, then look: a change between the two is then reported, never lost.
     let watch_dir = if clean.ends_with_slash() || relative == "." {
@@ -84,7 +102,10 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
     };
     let watch = watcher.and_then(|w| w.add_watch(&watch_dir, WATCH_MASK).ok());
 
-    let flags = ResolveFlags { beneath: !options.follow_symlinks, no_symlinks: false };
+    let flags = ResolveFlags {
+        beneath: !options.follow_symlinks,
+        no_symlinks: false,
+    };
     let fd = match file::open_beneath(base_fd, Path::new(&relative), flags) {
         Ok(fd) => fd,
         Err(err) => return finish(open_error(&err), watch),
@@ -106,12 +127,18 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
 }
 
 fn finish(resolution: Resolution, watch: Option<i32>) -> Resolved {
-    Resolved { resolution, watch, at: Instant::now() }
+    Resolved {
+        resolution,
+        watch,
+        at: Instant::now(),
+    }
 }
 
 fn open_error(err: &io::Error) -> Resolution {
     match err.raw_os_error() {
-        Some(libc_errno::ENOENT | libc_errno::ENOTDIR | libc_errno::ENAMETOOLONG) => Resolution::NotFound,
+        Some(libc_errno::ENOENT | libc_errno::ENOTDIR | libc_errno::ENAMETOOLONG) => {
+            Resolution::NotFound
+        }
         // EXDEV/ELOOP: the path tried to leave the root (RESOLVE_BENEATH). Answer as if the
         // file did not exist, so the response does not confirm what lies outside.
         Some(libc_errno::EXDEV | libc_errno::ELOOP) => Resolution::NotFound,
@@ -148,14 +175,28 @@ fn static_file(
         }
     }
     let content_type = mime::content_type(relative);
-    Resolution::File(Arc::new(StaticFile { identity, encoded, content_type }))
+    Resolution::File(Arc::new(StaticFile {
+        identity,
+        encoded,
+        content_type,
+    }))
 }
 
-fn open_regular(base: std::os::fd::BorrowedFd<'_>, relative: &str, options: &StaticOptions) -> Option<OpenFile> {
-    let flags = ResolveFlags { beneath: !options.follow_symlinks, no_symlinks: false };
+fn open_regular(
+    base: std::os::fd::BorrowedFd<'_>,
+    relative: &str,
+    options: &StaticOptions,
+) -> Option<OpenFile> {
+    let flags = ResolveFlags {
+        beneath: !options.follow_symlinks,
+        no_symlinks: false,
+    };
     let fd = file::open_beneath(base, Path::new(relative), flags).ok()?;
     let stat = file::fstat(fd.as_fd()).ok()?;
-    (stat.kind == FileKind::Regular).then(|| OpenFile { file: File::from(fd), key: FileKey::of(&stat) })
+    (stat.kind == FileKind::Regular).then(|| OpenFile {
+        file: File::from(fd),
+        key: FileKey::of(&stat),
+    })
 }
 
 fn directory(
@@ -166,7 +207,11 @@ fn directory(
     options: &StaticOptions,
 ) -> Resolution {
     for index in &options.index {
-        let candidate = if relative == "." { index.clone() } else { format!("{relative}/{index}") };
+        let candidate = if relative == "." {
+            index.clone()
+        } else {
+            format!("{relative}/{index}")
+        };
         if let Some(found) = open_regular(base, &candidate, options) {
             let key = found.key;
             return static_file(base, &candidate, found.file, key, options);
@@ -196,7 +241,9 @@ fn list(dir: &OwnedFd, show_hidden: bool) -> io::Result<Vec<DirEntry>> {
         if !show_hidden && name.as_bytes().first() == Some(&b'.') {
             continue;
         }
-        let Some(name) = name.to_str().map(str::to_owned) else { continue };
+        let Some(name) = name.to_str().map(str::to_owned) else {
+            continue;
+        };
         // A dangling symlink still gets listed, with its own metadata.
         let meta = match std::fs::metadata(entry.path()) {
             Ok(meta) => meta,
@@ -206,7 +253,12 @@ fn list(dir: &OwnedFd, show_hidden: bool) -> io::Result<Vec<DirEntry>> {
             },
         };
         use std::os::unix::fs::MetadataExt;
-        entries.push(DirEntry { name, is_dir: meta.is_dir(), size: meta.len(), mtime_secs: meta.mtime() });
+        entries.push(DirEntry {
+            name,
+            is_dir: meta.is_dir(),
+            size: meta.len(),
+            mtime_secs: meta.mtime(),
+        });
     }
     Ok(entries)
 }

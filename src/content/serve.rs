@@ -83,7 +83,10 @@ pub fn serve_file(
         Coding::Identity
     };
     let representation = file.representation(coding);
-    let validators = Validators { etag: Some(&representation.etag), last_modified: Some(representation.last_modified) };
+    let validators = Validators {
+        etag: Some(&representation.etag),
+        last_modified: Some(representation.last_modified),
+    };
     match conditional::evaluate(request, &validators) {
         Precondition::Proceed => {}
         Precondition::NotModified => {
@@ -95,7 +98,13 @@ pub fn serve_file(
             return Served::Sent { status: 304 };
         }
         Precondition::Failed => {
-            status_page::write(sink.bytes(), 412, context, &[], request.method != Method::Head);
+            status_page::write(
+                sink.bytes(),
+                412,
+                context,
+                &[],
+                request.method != Method::Head,
+            );
             return Served::Sent { status: 412 };
         }
     }
@@ -149,7 +158,11 @@ pub fn serve_file(
             let out = sink.bytes();
             write_status_line(out, 206);
             common_headers(out, context);
-            write_header(out, "Content-Type", multipart.content_type_value().as_bytes());
+            write_header(
+                out,
+                "Content-Type",
+                multipart.content_type_value().as_bytes(),
+            );
             write_content_length(out, multipart.body_len());
             validator_headers(out, file, representation);
             out.extend_from_slice(b"\r\n");
@@ -169,7 +182,13 @@ pub fn serve_file(
             date_and_persistence(out, context);
             out.extend_from_slice(b"\r\n");
             if size > 0 {
-                body.push(sink, ByteRange { start: 0, end: size - 1 });
+                body.push(
+                    sink,
+                    ByteRange {
+                        start: 0,
+                        end: size - 1,
+                    },
+                );
             }
             Served::Sent { status: 200 }
         }
@@ -189,8 +208,12 @@ impl Body {
             Body::None => {}
             Body::Memory(data) => {
                 // Range ends are within the representation, which is exactly `data`.
-                let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(data.len());
-                let end = usize::try_from(range.end + 1).unwrap_or(usize::MAX).min(data.len());
+                let start = usize::try_from(range.start)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
+                let end = usize::try_from(range.end + 1)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
                 sink.shared(data.clone(), start, end);
             }
             Body::File(file) => sink.file(file.clone(), range.start, range.end + 1),

@@ -10,7 +10,13 @@ use super::serve::{common_headers, ResponseContext};
 
 /// Write a complete response with a small HTML body explaining `status` (the head alone when
 /// `with_body` is false, as for `HEAD`).
-pub fn write(out: &mut Vec<u8>, status: u16, context: &ResponseContext<'_>, extra: &[(&str, &[u8])], with_body: bool) {
+pub fn write(
+    out: &mut Vec<u8>,
+    status: u16,
+    context: &ResponseContext<'_>,
+    extra: &[(&str, &[u8])],
+    with_body: bool,
+) {
     let has_body = status != 304 && status != 204;
     write_status_line(out, status);
     common_headers(out, context);

@@ -127,7 +127,11 @@ impl EventLoop {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
         loop {
-            let timeout = if self.ready.is_empty() && !self.accept_more { SWEEP.as_millis() as i32 } else { 0 };
+            let timeout = if self.ready.is_empty() && !self.accept_more {
+                SWEEP.as_millis() as i32
+            } else {
+                0
+            };
             self.epoll.wait(&mut events, timeout)?;
             let now = Instant::now();
             self.tick_date();
@@ -141,7 +145,9 @@ impl EventLoop {
                     HELPERS => self.take_completions(),
                     INOTIFY => {}
                     token => {
-                        let Some(index) = self.slot_of(token) else { continue };
+                        let Some(index) = self.slot_of(token) else {
+                            continue;
+                        };
                         if let Some(slot) = self.slots[index].as_mut() {
                             slot.can_read |= event.readable || event.hangup || event.error;
                             slot.can_write |= event.writable || event.error;
@@ -193,7 +199,10 @@ impl EventLoop {
             match socket::accept(self.listener.as_fd()) {
                 Ok((fd, _peer)) => {
                     if let Err(error) = self.admit(fd) {
-                        eprintln!("ampd: {}: cannot register connection: {error}", self.settings.name);
+                        eprintln!(
+                            "ampd: {}: cannot register connection: {error}",
+                            self.settings.name
+                        );
                     }
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
@@ -244,7 +253,9 @@ impl EventLoop {
     }
 
     fn take_completions(&mut self) {
-        let Some(helpers) = self.helpers.as_ref() else { return };
+        let Some(helpers) = self.helpers.as_ref() else {
+            return;
+        };
         let mut completions = std::mem::take(&mut self.completions);
         helpers.completed(&mut completions);
         for (token, done) in completions.drain(..) {
@@ -255,6 +266,10 @@ impl EventLoop {
             let next = {
                 let slot = self.slots[index].as_mut().expect("slot_of checked it");
                 slot.job_out = false;
+                if let JobDone::PagedIn = done {
+                    self.drive(index);
+                    continue;
+                }
                 let mut context = Context {
                     config: &self.settings.config,
                     root: &self.settings.root,
@@ -283,7 +298,9 @@ impl EventLoop {
             None => {
                 let done = job::run(job);
                 let next = {
-                    let Some(slot) = self.slots[index].as_mut() else { return };
+                    let Some(slot) = self.slots[index].as_mut() else {
+                        return;
+                    };
                     slot.job_out = false;
                     let mut context = Context {
                         config: &self.settings.config,
@@ -304,7 +321,9 @@ impl EventLoop {
     /// Run one connection's read → decide → write cycle as far as it goes without blocking.
     fn drive(&mut self, index: usize) {
         for _ in 0..TURNS {
-            let Some(slot) = self.slots[index].as_mut() else { return };
+            let Some(slot) = self.slots[index].as_mut() else {
+                return;
+            };
             if slot.job_out {
                 return;
             }
@@ -329,7 +348,9 @@ impl EventLoop {
             if let Need::Job(job) = need {
                 self.submit(index, job);
                 // SPED ran it already; AMPED resumes on completion.
-                let Some(slot) = self.slots[index].as_mut() else { return };
+                let Some(slot) = self.slots[index].as_mut() else {
+                    return;
+                };
                 if slot.job_out {
                     self.flush_and_note(index);
                     return;
@@ -340,13 +361,13 @@ impl EventLoop {
                 Ok(wrote) => wrote,
                 Err(_) => return self.close(index),
             };
-            let Some(slot) = self.slots[index].as_mut() else { return };
-            self.note_phase(index, wrote);
-            let slot_ref = self.slots[index].as_ref().expect("present");
-            if matches!(need, Need::Close) && slot_ref.conn.output.is_empty() {
+            self.note_phase(index, read || wrote);
+            let Some(slot) = self.slots[index].as_ref() else {
+                return;
+            };
+            if matches!(need, Need::Close) && slot.conn.output.is_empty() {
                 return self.begin_close(index);
             }
-            let _ = slot;
             if !read && !wrote {
                 return;
             }
@@ -363,9 +384,13 @@ impl EventLoop {
     }
 
     fn note_phase(&mut self, index: usize, progressed: bool) {
-        let Some(slot) = self.slots[index].as_mut() else { return };
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
         let phase = slot.conn.phase();
-        if phase != slot.phase || (progressed && phase == Phase::Sending) {
+        // Progress restarts the idle and send clocks; the head clock runs from the first byte
+        // of the head however slowly the rest trickles in (slowloris).
+        if phase != slot.phase || (progressed && matches!(phase, Phase::Sending | Phase::Idle)) {
             slot.phase = phase;
             slot.phase_since = Instant::now();
         }
@@ -380,7 +405,9 @@ impl EventLoop {
         let mut wrote = false;
         let disk = self.settings.disk;
         loop {
-            let Some(slot) = self.slots[index].as_mut() else { return Ok(wrote) };
+            let Some(slot) = self.slots[index].as_mut() else {
+                return Ok(wrote);
+            };
             if !slot.can_write || slot.conn.output.is_empty() || budget == 0 {
                 if budget == 0 && !slot.conn.output.is_empty() && slot.can_write {
                     self.ready.push_back(index);
@@ -389,14 +416,21 @@ impl EventLoop {
             }
             if let Some(range) = slot.conn.output.front_file() {
                 let len = (range.end - range.offset).min(budget);
-                if disk == DiskAccess::Helpers && !serve::range_resident(range.file, range.offset, len) {
-                    let job = Job::PageIn { file: range.file.clone(), offset: range.offset, len };
+                if disk == DiskAccess::Helpers
+                    && !serve::range_resident(range.file, range.offset, len)
+                {
+                    let job = Job::PageIn {
+                        file: range.file.clone(),
+                        offset: range.offset,
+                        len,
+                    };
                     self.submit(index, job);
                     return Ok(wrote);
                 }
                 let mut offset = range.offset;
                 let count = usize::try_from(len).unwrap_or(usize::MAX);
-                match sysio::sendfile(slot.fd.as_fd(), range.file.file.as_fd(), &mut offset, count) {
+                match sysio::sendfile(slot.fd.as_fd(), range.file.file.as_fd(), &mut offset, count)
+                {
                     // The file is shorter than when its head was sent: the response cannot be
                     // completed, so the connection must end (the client sees a short body).
                     Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
@@ -405,7 +439,9 @@ impl EventLoop {
                         budget = budget.saturating_sub(sent as u64);
                         wrote = true;
                     }
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot.can_write = false,
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        slot.can_write = false
+                    }
                     Err(error) => return Err(error),
                 }
             } else {
@@ -416,7 +452,9 @@ impl EventLoop {
                         budget = budget.saturating_sub(sent as u64);
                         wrote = true;
                     }
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot.can_write = false,
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        slot.can_write = false
+                    }
                     Err(error) => return Err(error),
                 }
             }
@@ -427,7 +465,9 @@ impl EventLoop {
     /// a FIN after the data, then drain its input until it closes, so unread request bytes do
     /// not turn our close into a reset that destroys the response in flight (lingering close).
     fn begin_close(&mut self, index: usize) {
-        let Some(slot) = self.slots[index].as_mut() else { return };
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
         if socket::shutdown_write(slot.fd.as_fd()).is_err() {
             return self.close(index);
         }
@@ -438,7 +478,9 @@ impl EventLoop {
     }
 
     fn linger(&mut self, index: usize) {
-        let Some(slot) = self.slots[index].as_mut() else { return };
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
         let mut scratch = [0u8; 4096];
         loop {
             match sysio::read(slot.fd.as_fd(), &mut scratch) {
@@ -542,5 +584,7 @@ fn read_input(slot: &mut Slot) -> io::Result<bool> {
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
 }

@@ -42,7 +42,10 @@ impl Helpers {
     /// The eventfd or a thread cannot be created.
     pub fn start(count: usize, name: &str) -> io::Result<Helpers> {
         let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue { jobs: VecDeque::new(), stopping: false }),
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                stopping: false,
+            }),
             ready: Condvar::new(),
             done: Mutex::new(Vec::new()),
             wake: EventFd::new()?,
@@ -67,7 +70,11 @@ impl Helpers {
     }
 
     pub fn submit(&self, token: Token, job: Job) {
-        let mut queue = self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut queue = self
+            .shared
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         queue.jobs.push_back((token, job));
         drop(queue);
         self.shared.ready.notify_one();
@@ -76,20 +83,33 @@ impl Helpers {
     /// Take every finished job.
     pub fn completed(&self, into: &mut Vec<(Token, JobDone)>) {
         self.shared.wake.drain();
-        let mut done = self.shared.done.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut done = self
+            .shared
+            .done
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         into.append(&mut done);
     }
 
     /// Jobs waiting for a helper.
     #[must_use]
     pub fn queued(&self) -> usize {
-        self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner).jobs.len()
+        self.shared
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .jobs
+            .len()
     }
 }
 
 impl Drop for Helpers {
     fn drop(&mut self) {
-        self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner).stopping = true;
+        self.shared
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stopping = true;
         self.shared.ready.notify_all();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
@@ -108,12 +128,19 @@ fn work(shared: &Shared) {
                 if let Some(next) = queue.jobs.pop_front() {
                     break next;
                 }
-                queue = shared.ready.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                queue = shared
+                    .ready
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner);
             }
         };
-        shared.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared
+            .busy
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let done = job::run(job);
-        shared.busy.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        shared
+            .busy
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let mut finished = shared.done.lock().unwrap_or_else(PoisonError::into_inner);
         let was_empty = finished.is_empty();
         finished.push((token, done));

@@ -92,7 +92,9 @@ pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
     let mut last = last;
     last.run()?;
     for handle in handles {
-        handle.join().map_err(|_| io::Error::other("an event loop panicked"))??;
+        handle
+            .join()
+            .map_err(|_| io::Error::other("an event loop panicked"))??;
     }
     Ok(())
 }

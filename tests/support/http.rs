@@ -78,7 +78,10 @@ impl Response {
         assert_eq!(self.header("server"), Some("ampd"), "{self:?}");
         assert!(self.has_header("date"), "no Date in {self:?}");
         if self.status != 204 && self.status != 304 && !(100..200).contains(&self.status) {
-            assert!(self.has_header("content-length"), "no Content-Length in {self:?}");
+            assert!(
+                self.has_header("content-length"),
+                "no Content-Length in {self:?}"
+            );
         }
     }
 }
@@ -382,7 +385,8 @@ pub fn send_raw(addr: SocketAddr, bytes: impl AsRef<[u8]>) -> Vec<u8> {
     // The server may close (and reset) before reading everything; that is not a test failure.
     let _ = conn.try_send(bytes.as_ref());
     conn.shutdown_write();
-    conn.read_to_end().unwrap_or_else(|error| panic!("read: {error}"))
+    conn.read_to_end()
+        .unwrap_or_else(|error| panic!("read: {error}"))
 }
 
 /// Parses every response in `bytes` (e.g. from `send_raw`) in order.

@@ -91,7 +91,10 @@ impl Server {
             .spawn()
             .unwrap_or_else(|error| panic!("cannot spawn {}: {error}", binary()));
         let stderr = Arc::new(Mutex::new(String::new()));
-        drain_into(child.stderr.take().expect("piped stderr"), Arc::clone(&stderr));
+        drain_into(
+            child.stderr.take().expect("piped stderr"),
+            Arc::clone(&stderr),
+        );
         let (lines_tx, lines_rx) = mpsc::channel::<String>();
         let stdout = child.stdout.take().expect("piped stdout");
         thread::spawn(move || {
