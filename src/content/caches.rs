@@ -68,15 +68,12 @@ impl Caches {
         ) {
             return;
         }
-        match resolved.watch {
-            Some(watch) => {
-                self.dependents
-                    .entry(watch)
-                    .or_default()
-                    .insert(Dependent::Path(path.to_owned()));
-            }
-            // Unwatched entries live only until `revalidate_after`; caching them is still safe.
-            None => {}
+        // Unwatched entries live only until `revalidate_after`; caching them is still safe.
+        if let Some(watch) = resolved.watch {
+            self.dependents
+                .entry(watch)
+                .or_default()
+                .insert(Dependent::Path(path.to_owned()));
         }
         self.paths.insert(path.to_owned(), resolved.clone());
     }

@@ -209,16 +209,16 @@ impl EventLoop {
                     self.accept_more = false;
                     return;
                 }
-                Err(error) => match error.raw_os_error() {
-                    // Out of descriptors or memory: pause (the listener stays registered and
-                    // the backlog keeps the clients) rather than spin on a readable listener.
-                    Some(23 | 24 | 105 | 12) => {
+                // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): pause (the
+                // listener stays registered and the backlog keeps the clients) rather than spin
+                // on a listener that stays readable. Other errors (the client gave up between
+                // SYN and accept, a signal) just move on to the next connection.
+                Err(error) => {
+                    if let Some(23 | 24 | 105 | 12) = error.raw_os_error() {
                         self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
                         return;
                     }
-                    // The client gave up between SYN and accept, or a signal: try the next.
-                    _ => {}
-                },
+                }
             }
         }
         // A full batch: more may be waiting; the flag brings us back after others had a turn.

@@ -4,7 +4,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Default bound on every socket read or write in the suite.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -222,43 +222,39 @@ impl Conn {
     /// # Panics
     /// If the server sends more bytes instead of closing.
     pub fn closed_within(&mut self, within: Duration) -> bool {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
+        if within.is_zero() {
+            return false;
+        }
+        self.stream.set_read_timeout(Some(within)).unwrap();
+        let mut chunk = [0u8; 4096];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => true,
+            Ok(n) => {
+                self.buffer.extend_from_slice(&chunk[..n]);
+                // A 408 before the close is allowed by callers that read it first; here any
+                // byte after the expected responses is a protocol error.
+                panic!(
+                    "expected close, got more bytes: {:?}",
+                    String::from_utf8_lossy(&self.buffer)
+                );
             }
-            self.stream.set_read_timeout(Some(left)).unwrap();
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
-                Ok(0) => return true,
-                Ok(n) => {
-                    self.buffer.extend_from_slice(&chunk[..n]);
-                    // A 408 before the close is allowed by callers that read it first; here any
-                    // byte after the expected responses is a protocol error.
-                    panic!(
-                        "expected close, got more bytes: {:?}",
-                        String::from_utf8_lossy(&self.buffer)
-                    );
-                }
-                Err(error)
-                    if matches!(
-                        error.kind(),
-                        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
-                    ) =>
-                {
-                    return true
-                }
-                Err(error)
-                    if matches!(
-                        error.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return false
-                }
-                Err(error) => panic!("read while waiting for close: {error}"),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                true
             }
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                false
+            }
+            Err(error) => panic!("read while waiting for close: {error}"),
         }
     }
 
