@@ -66,6 +66,15 @@ impl Output {
         self.segments.is_empty() && self.buffer.len() == self.sealed
     }
 
+    /// Free the buffer's memory if nothing is queued.
+    pub fn shed(&mut self) {
+        if self.is_empty() {
+            self.buffer = Vec::new();
+            self.segments = VecDeque::new();
+            self.sealed = 0;
+        }
+    }
+
     /// Bytes queued and not yet sent.
     #[must_use]
     pub fn pending(&self) -> u64 {

@@ -68,7 +68,8 @@ pub struct EventLoop {
     settings: LoopSettings,
     epoll: Epoll,
     listener: OwnedFd,
-    slots: Vec<Option<Slot>>,
+    /// Boxed, so the slab's spare capacity costs a pointer per slot, not a whole connection.
+    slots: Vec<Option<Box<Slot>>>,
     free: Vec<usize>,
     next_generation: u32,
     helpers: Option<Helpers>,
@@ -81,6 +82,8 @@ pub struct EventLoop {
     accept_paused_until: Option<Instant>,
     last_sweep: Instant,
     completions: Vec<(Token, JobDone)>,
+    /// The one read buffer of this loop (see `read_input`).
+    scratch: Box<[u8]>,
 }
 
 impl EventLoop {
@@ -117,6 +120,7 @@ impl EventLoop {
             accept_paused_until: None,
             last_sweep: Instant::now(),
             completions: Vec::new(),
+            scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
         })
     }
 
@@ -238,7 +242,7 @@ impl EventLoop {
             self.free.push(index);
             return Err(error);
         }
-        self.slots[index] = Some(Slot {
+        self.slots[index] = Some(Box::new(Slot {
             fd,
             conn: Conn::new(&self.settings.config),
             generation,
@@ -248,7 +252,7 @@ impl EventLoop {
             phase: Phase::Idle,
             phase_since: Instant::now(),
             lingering: false,
-        });
+        }));
         Ok(())
     }
 
@@ -331,7 +335,7 @@ impl EventLoop {
                 self.linger(index);
                 return;
             }
-            let read = match read_input(slot) {
+            let read = match read_input(slot, &mut self.scratch) {
                 Ok(read) => read,
                 Err(_) => return self.close(index),
             };
@@ -504,8 +508,12 @@ impl EventLoop {
     fn sweep(&mut self, now: Instant) {
         let limits = &self.settings.config.limits;
         let mut expired = Vec::new();
-        for (index, slot) in self.slots.iter().enumerate() {
+        for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
+            if slot.phase == Phase::Idle && now.saturating_duration_since(slot.phase_since) >= SWEEP
+            {
+                slot.conn.shed_buffers();
+            }
             let limit = match slot.phase {
                 Phase::Idle => limits.keepalive_timeout,
                 Phase::Head | Phase::Busy if !slot.job_out => limits.header_timeout,
@@ -545,39 +553,30 @@ impl EventLoop {
     }
 }
 
-/// Read what the socket has (up to a turn's worth) into the connection. Returns whether
-/// anything changed (bytes or end of input).
-fn read_input(slot: &mut Slot) -> io::Result<bool> {
+/// Read what the socket has (up to a turn's worth) into the connection, through the loop's
+/// one read buffer. Returns whether anything changed (bytes or end of input).
+fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
     let mut changed = false;
     let mut total = 0;
     while slot.can_read && slot.conn.wants_input() && total < 4 * READ_CHUNK {
-        let space = slot.conn.input_space(READ_CHUNK);
-        let len = space.len();
-        match sysio::read(slot.fd.as_fd(), space) {
+        match sysio::read(slot.fd.as_fd(), scratch) {
             Ok(0) => {
-                slot.conn.filled(len, 0);
                 slot.conn.peer_finished();
                 slot.can_read = false;
                 return Ok(true);
             }
             Ok(count) => {
-                slot.conn.filled(len, count);
+                slot.conn.receive(&scratch[..count]);
                 total += count;
                 changed = true;
-                if count < len {
+                if count < scratch.len() {
                     // A short read means the socket is drained (stream sockets): skip the
-                    // read that would only say EAGAIN.
+                    // read that would only say EAGAIN; edge-triggered epoll reports new data.
                     slot.can_read = false;
                 }
             }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                slot.conn.filled(len, 0);
-                slot.can_read = false;
-            }
-            Err(error) => {
-                slot.conn.filled(len, 0);
-                return Err(error);
-            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot.can_read = false,
+            Err(error) => return Err(error),
         }
     }
     Ok(changed)
