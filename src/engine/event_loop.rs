@@ -131,11 +131,7 @@ impl EventLoop {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
         loop {
-            let timeout = if self.ready.is_empty() && !self.accept_more {
-                SWEEP.as_millis() as i32
-            } else {
-                0
-            };
+            let timeout = self.wait_timeout();
             self.epoll.wait(&mut events, timeout)?;
             let now = Instant::now();
             self.tick_date();
@@ -174,6 +170,24 @@ impl EventLoop {
                 self.sweep(now);
             }
         }
+    }
+
+    /// How long `epoll_wait` may sleep: not at all while work is ready, until the end of an
+    /// accept pause (never a busy loop while descriptors are exhausted), else one sweep.
+    fn wait_timeout(&self) -> i32 {
+        if !self.ready.is_empty() {
+            return 0;
+        }
+        if self.accept_more {
+            return match self.accept_paused_until {
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now()).min(SWEEP);
+                    i32::try_from(left.as_millis()).unwrap_or(0).max(1)
+                }
+                None => 0,
+            };
+        }
+        i32::try_from(SWEEP.as_millis()).unwrap_or(250)
     }
 
     fn tick_date(&mut self) {
