@@ -1,5 +1,6 @@
 //! Persistent connections (RFC 9112 §9): HTTP/1.1 default keep-alive, `Connection: close`,
-//! HTTP/1.0 rules, pipelining order, and request bodies on GET (discarded or 413).
+//! HTTP/1.0 rules, pipelining order, request bodies on GET (discarded or 413, `Expect:
+//! 100-continue`), how connections end, and clients slow to send their first request.
 
 mod support;
 
@@ -145,4 +146,71 @@ for_each_arch!(fn body_over_max_is_413(arch) {
     }
     let response = conn.read_response("GET");
     assert_eq!(response.status, 413, "{response:?}");
+});
+
+/// Reads raw bytes until the first blank line: one interim or final response head.
+fn read_raw_head(conn: &Conn) -> String {
+    use std::io::Read;
+    let mut stream = conn.stream();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).expect("read a head"),
+            1,
+            "closed mid-head"
+        );
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap()
+}
+
+for_each_arch!(fn expect_continue_invites_the_body_and_keeps_the_connection(arch) {
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    root.file("b.txt", "bravo");
+    let server = Server::start(Options::new(root.path(), arch).args(["--max-body", "1024"]));
+    let mut conn = Conn::open(server.addr());
+    conn.send("GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    // The client holds its body back until invited (RFC 9110 §10.1.1).
+    assert_eq!(read_raw_head(&conn), "HTTP/1.1 100 Continue\r\n\r\n");
+    conn.send("hello");
+    let response = conn.read_response("GET");
+    assert_eq!((response.status, response.body.as_slice()), (200, &b"alpha"[..]));
+    assert!(!response.connection_has("close"), "{response:?}");
+    assert_eq!(conn.get("/b.txt", &[]).body, b"bravo");
+
+    // A body over the limit is refused before the client sends it: no invitation.
+    let mut conn = Conn::open(server.addr());
+    conn.send("GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 2048\r\nExpect: 100-continue\r\n\r\n");
+    assert!(read_raw_head(&conn).starts_with("HTTP/1.1 413 "));
+});
+
+for_each_arch!(fn requests_behind_connection_close_do_not_destroy_the_response(arch) {
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let server = Server::start(Options::new(root.path(), arch));
+    let mut conn = Conn::open(server.addr());
+    // The second request arrives after the server decided to close: it is never answered, and
+    // the close lingers so the first response is not lost to a reset.
+    let mut bytes = build_request("GET", "/a.txt", &[("Connection", "close")]);
+    bytes.extend_from_slice(&build_request("GET", "/a.txt", &[]));
+    conn.send(bytes);
+    let response = conn.read_response("GET");
+    assert_eq!((response.status, response.body.as_slice()), (200, &b"alpha"[..]));
+    assert!(conn.closed_within(Duration::from_secs(5)));
+});
+
+for_each_arch!(fn a_client_that_waits_before_its_request_is_served(arch) {
+    // The listener defers accept until the request arrives (TCP_DEFER_ACCEPT, 1 s): a client
+    // quiet for longer than that must still be accepted and served.
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let server = Server::start(Options::new(root.path(), arch));
+    let mut conn = Conn::open(server.addr());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(conn.get("/a.txt", &[]).body, b"alpha");
 });

@@ -55,8 +55,21 @@ pub enum Need {
     Job(Job),
     /// A job is out; nothing to do until it completes.
     Wait,
-    /// Send what is queued, then close (with lingering: see `engine`).
+    /// Send what is queued, then end the connection as `Ending` says.
+    Close(Ending),
+}
+
+/// How a finished connection ends (RFC 9112 §9.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Everything the client sent has been read: close at once, the FIN follows the response.
     Close,
+    /// The client may still be sending (a refused body, a broken request, requests pipelined
+    /// behind a `Connection: close`): shut down our side and read until the client closes, so
+    /// its late bytes do not turn our close into a reset that destroys the response in flight
+    /// (lingering close). nginx and Apache linger in the same cases; a plain close is the fast
+    /// path for `Connection: close` clients (one request per connection).
+    Linger,
 }
 
 /// Where the connection is in its request cycle, for timeouts.
@@ -109,8 +122,8 @@ enum State {
     DiscardingBody { left: BodyLeft, request: Box<Held> },
     /// A job is out for this request.
     Waiting(Box<Pending>),
-    /// No more requests: send what is queued, then close.
-    Closing,
+    /// No more requests: send what is queued, then end as `Ending` says.
+    Closing(Ending),
 }
 
 #[derive(Debug)]
@@ -180,14 +193,14 @@ impl Conn {
     pub fn wants_input(&self) -> bool {
         match self.state {
             State::ReadingHead | State::DiscardingBody { .. } => !self.peer_finished,
-            State::Waiting(_) | State::Closing => false,
+            State::Waiting(_) | State::Closing(_) => false,
         }
     }
 
     #[must_use]
     pub fn phase(&self) -> Phase {
         match self.state {
-            State::Closing => Phase::Closing,
+            State::Closing(_) => Phase::Closing,
             _ if !self.output.is_empty() => Phase::Sending,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
@@ -198,17 +211,34 @@ impl Conn {
     /// The head timeout expired: answer `408` if a request had begun, then close.
     pub fn timed_out(&mut self, context: &Context<'_>) {
         if self.phase() == Phase::Head {
-            let response = response_context(context, Persistence::Close);
-            status_page::write(self.output.bytes(), 408, &response, &[], true);
+            self.refuse(408, context);
+        } else {
+            self.state = State::Closing(Ending::Linger);
         }
-        self.state = State::Closing;
+    }
+
+    /// Answer a request that cannot be read to its end (broken head, refused body, timeout) and
+    /// close: what the client sends after it is never read, so the close must linger.
+    fn refuse(&mut self, status: u16, context: &Context<'_>) {
+        let response = response_context(context, Persistence::Close);
+        status_page::write(self.output.bytes(), status, &response, &[], true);
+        self.state = State::Closing(Ending::Linger);
+    }
+
+    /// How to end after the last response: at once when every byte the client sent was used.
+    fn ending(&self) -> Ending {
+        if self.peer_finished || self.consumed == self.input.len() {
+            Ending::Close
+        } else {
+            Ending::Linger
+        }
     }
 
     /// Make as much progress as possible on buffered input.
     pub fn advance(&mut self, context: &mut Context<'_>) -> Need {
         loop {
             match &mut self.state {
-                State::Closing => return Need::Close,
+                State::Closing(ending) => return Need::Close(*ending),
                 State::Waiting(_) => return Need::Wait,
                 State::DiscardingBody { left, .. } => {
                     match discard(
@@ -230,16 +260,12 @@ impl Conn {
                                     return Need::Job(job);
                                 }
                             } else if self.peer_finished {
-                                self.state = State::Closing;
+                                self.state = State::Closing(Ending::Close);
                             } else {
                                 return Need::Read;
                             }
                         }
-                        Discard::Refused(status) => {
-                            let response = response_context(context, Persistence::Close);
-                            status_page::write(self.output.bytes(), status, &response, &[], true);
-                            self.state = State::Closing;
-                        }
+                        Discard::Refused(status) => self.refuse(status, context),
                     }
                 }
                 State::ReadingHead => {
@@ -248,13 +274,15 @@ impl Conn {
                     }
                     if self.consumed == self.input.len() {
                         if self.peer_finished {
-                            self.state = State::Closing;
+                            self.state = State::Closing(Ending::Close);
                             continue;
                         }
                         return Need::Read;
                     }
                     match self.parser.parse(&self.input[self.consumed..]) {
-                        Ok(Parse::Partial) if self.peer_finished => self.state = State::Closing,
+                        Ok(Parse::Partial) if self.peer_finished => {
+                            self.state = State::Closing(Ending::Close);
+                        }
                         Ok(Parse::Partial) => return Need::Read,
                         Ok(Parse::Complete { head, len }) => {
                             self.consumed += len;
@@ -263,17 +291,7 @@ impl Conn {
                                 return Need::Job(job);
                             }
                         }
-                        Err(error) => {
-                            let response = response_context(context, Persistence::Close);
-                            status_page::write(
-                                self.output.bytes(),
-                                error.status(),
-                                &response,
-                                &[],
-                                true,
-                            );
-                            self.state = State::Closing;
-                        }
+                        Err(error) => self.refuse(error.status(), context),
                     }
                 }
             }
@@ -314,7 +332,7 @@ impl Conn {
     fn settle(&mut self, outcome: Outcome) -> Option<Job> {
         match outcome {
             Outcome::Responded(Persistence::Close) => {
-                self.state = State::Closing;
+                self.state = State::Closing(self.ending());
                 None
             }
             Outcome::Responded(_) => {
@@ -333,20 +351,22 @@ impl Conn {
     fn on_request(&mut self, head: RequestHead, context: &mut Context<'_>) -> Option<Job> {
         self.served += 1;
         let limits = &context.config.limits;
-        let mut persistence =
-            if !head.keep_alive || self.served >= limits.max_requests_per_connection {
-                Persistence::Close
-            } else if head.version == Version::Http10 {
-                Persistence::KeepAlive
-            } else {
-                Persistence::Implicit
-            };
+        let persistence = if !head.keep_alive || self.served >= limits.max_requests_per_connection {
+            Persistence::Close
+        } else if head.version == Version::Http10 {
+            Persistence::KeepAlive
+        } else {
+            Persistence::Implicit
+        };
         let head_only = head.method == Method::Head;
 
         let body = match head.body {
             BodyFraming::None | BodyFraming::Length(0) => None,
             BodyFraming::Length(length) if length > limits.max_body => {
-                return self.reply(413, Persistence::Close, head_only, &[], context);
+                self.reply(413, Persistence::Close, head_only, &[], context);
+                // The client may be sending the body we refused.
+                self.state = State::Closing(Ending::Linger);
+                return None;
             }
             BodyFraming::Length(length) => Some(BodyLeft::Length(length)),
             BodyFraming::Chunked => Some(BodyLeft::Chunked {
@@ -354,14 +374,14 @@ impl Conn {
                 seen: 0,
             }),
         };
-        // A client waiting for `100 Continue` will not send the body we do not want: answer
-        // and close rather than wait for bytes that never come (RFC 9110 §10.1.1).
-        let body = if body.is_some() && head.expect_continue {
-            persistence = Persistence::Close;
-            None
-        } else {
-            body
-        };
+        // A client waiting for `100 Continue` sends the body only after it (RFC 9110 §10.1.1):
+        // invite it, then read and discard the body as for any other request, so the
+        // connection stays usable (nginx does the same when it discards a body).
+        if body.is_some() && head.expect_continue {
+            self.output
+                .bytes()
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
 
         match body {
             Some(left) => {

@@ -121,6 +121,15 @@ impl Output {
         slices
     }
 
+    /// Whether a file range waits right behind the memory at the front of the queue (the head
+    /// of a `sendfile` response): the engine then tells the kernel more is coming.
+    #[must_use]
+    pub fn file_follows_memory(&self) -> bool {
+        self.segments
+            .iter()
+            .any(|segment| matches!(segment, Segment::File { .. }))
+    }
+
     /// The file range at the front of the queue, if the front is one.
     pub fn front_file(&mut self) -> Option<FileRange<'_>> {
         self.seal();

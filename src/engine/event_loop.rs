@@ -19,7 +19,7 @@ use ampd_sys::{io as sysio, socket};
 
 use super::helpers::{Helpers, Token};
 use crate::config::Config;
-use crate::conn::{Conn, Context, Need, Phase};
+use crate::conn::{Conn, Context, Ending, Need, Phase};
 use crate::content::caches::Caches;
 use crate::content::job::{self, Job, JobDone};
 use crate::content::resolve::DocRoot;
@@ -56,6 +56,8 @@ struct Slot {
     generation: u32,
     can_read: bool,
     can_write: bool,
+    /// Registered for writability (see `admit`).
+    watching_writes: bool,
     /// A job (or page-in) is out for this connection.
     job_out: bool,
     phase: Phase,
@@ -243,8 +245,13 @@ impl EventLoop {
         self.accept_more = true;
     }
 
+    /// Take a new connection into the slab and serve it right after this accept batch: with
+    /// `TCP_DEFER_ACCEPT` on the listener its request is already here, so reading it now saves
+    /// a trip through `epoll_wait`. The socket is watched for input only; writability is
+    /// watched from the first write that fills it (`watch_writes`), because registering for it
+    /// at once reports every new socket writable, one more wake-up per connection for nothing
+    /// (docs/benchmarks.md, row b).
     fn admit(&mut self, fd: OwnedFd) -> io::Result<()> {
-        let _ = socket::set_nodelay(fd.as_fd(), true);
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -252,7 +259,7 @@ impl EventLoop {
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1).max(1);
         let token = (u64::from(generation) << 32) | index as u64;
-        if let Err(error) = self.epoll.add(fd.as_fd(), token, Interest::BOTH.edge()) {
+        if let Err(error) = self.epoll.add(fd.as_fd(), token, Interest::READABLE.edge()) {
             self.free.push(index);
             return Err(error);
         }
@@ -260,13 +267,15 @@ impl EventLoop {
             fd,
             conn: Conn::new(&self.settings.config),
             generation,
-            can_read: false,
+            can_read: true,
             can_write: true,
+            watching_writes: false,
             job_out: false,
             phase: Phase::Idle,
             phase_since: Instant::now(),
             lingering: false,
         }));
+        self.ready.push_back(index);
         Ok(())
     }
 
@@ -383,8 +392,10 @@ impl EventLoop {
             let Some(slot) = self.slots[index].as_ref() else {
                 return;
             };
-            if matches!(need, Need::Close) && slot.conn.output.is_empty() {
-                return self.begin_close(index);
+            if let Need::Close(ending) = need {
+                if slot.conn.output.is_empty() {
+                    return self.end(index, ending);
+                }
             }
             if !read && !wrote {
                 return;
@@ -418,6 +429,7 @@ impl EventLoop {
     /// is spent, or a file range must first be paged in by a helper. Returns whether any byte
     /// went out.
     fn flush(&mut self, index: usize) -> io::Result<bool> {
+        let token = self.token(index);
         let send_chunk = self.settings.config.send.send_chunk as u64;
         let mut budget = send_chunk;
         let mut wrote = false;
@@ -458,25 +470,42 @@ impl EventLoop {
                         wrote = true;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                        slot.can_write = false
+                        watch_writes(&self.epoll, slot, token)?;
                     }
                     Err(error) => return Err(error),
                 }
             } else {
+                let more = if slot.conn.output.file_follows_memory() {
+                    sysio::MSG_MORE
+                } else {
+                    0
+                };
                 let slices = slot.conn.output.memory_slices();
-                match sysio::writev(slot.fd.as_fd(), &slices) {
+                match sysio::send_vectored(slot.fd.as_fd(), &slices, sysio::MSG_NOSIGNAL | more) {
                     Ok(sent) => {
                         slot.conn.output.advance(sent as u64);
                         budget = budget.saturating_sub(sent as u64);
                         wrote = true;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                        slot.can_write = false
+                        watch_writes(&self.epoll, slot, token)?;
                     }
                     Err(error) => return Err(error),
                 }
             }
         }
+    }
+
+    /// The last response is out. A client that has sent nothing more gets a plain close (its
+    /// FIN follows the response); otherwise the close lingers.
+    fn end(&mut self, index: usize, ending: Ending) {
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
+        if ending == Ending::Close && !slot.can_read {
+            return self.close(index);
+        }
+        self.begin_close(index);
     }
 
     /// The response is out and the connection must end: shut down our side so the client gets
@@ -565,6 +594,17 @@ impl EventLoop {
             }
         }
     }
+}
+
+/// The socket is full: wait for writability, registering for it the first time (the epoll
+/// modification reports it at once if the socket drained in between, so no wake-up is lost).
+fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
+    slot.can_write = false;
+    if !slot.watching_writes {
+        epoll.modify(slot.fd.as_fd(), token, Interest::BOTH.edge())?;
+        slot.watching_writes = true;
+    }
+    Ok(())
 }
 
 /// Read what the socket has (up to a turn's worth) into the connection, through the loop's

@@ -84,6 +84,24 @@ pub fn send(fd: BorrowedFd<'_>, buf: &[u8], flags: i32) -> io::Result<usize> {
     Ok(to_usize(count))
 }
 
+/// Sends the slices in order as one call with `flags` (`MSG_MORE` when a file body follows a
+/// head, so the two leave in full segments, as `TCP_CORK` would without its two extra calls).
+///
+/// # Errors
+/// As [`writev`]; `ENOTSOCK` for non-sockets.
+pub fn send_vectored(fd: BorrowedFd<'_>, slices: &[IoSlice<'_>], flags: i32) -> io::Result<usize> {
+    let slices = &slices[..slices.len().min(IOV_MAX)];
+    // SAFETY: an all-zero msghdr is valid (no name, no control data).
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is guaranteed ABI-compatible with `struct iovec` on Unix; the kernel only reads
+    // through this pointer although msghdr's field is `*mut`.
+    message.msg_iov = slices.as_ptr().cast::<libc::iovec>().cast_mut();
+    message.msg_iovlen = slices.len();
+    // SAFETY: `message` points at `slices.len()` live iovecs borrowed for the call.
+    let sent = cvt_retry(|| unsafe { libc::sendmsg(fd.as_raw_fd(), &message, flags) })?;
+    Ok(to_usize(sent))
+}
+
 /// Copies up to `count` bytes of `in_file` starting at `*offset` to `out` inside the kernel
 /// (Flash §5.5's zero-copy path); advances `*offset` by the amount sent.
 ///

@@ -281,6 +281,29 @@ pub fn set_nodelay(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     set_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, flag(on))
 }
 
+/// Whether `TCP_NODELAY` is set.
+///
+/// # Errors
+/// `ENOTSOCK`, `EOPNOTSUPP` for non-TCP sockets.
+pub fn nodelay(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    Ok(get_int_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY)? != 0)
+}
+
+/// `TCP_DEFER_ACCEPT` on a listener: the kernel completes `accept` only once the client's first
+/// bytes have arrived (or after about `seconds`), so a new connection's request can be read at
+/// once instead of after one more trip through `epoll_wait`.
+///
+/// # Errors
+/// `ENOTSOCK`, `EOPNOTSUPP` for non-TCP sockets.
+pub fn set_defer_accept(fd: BorrowedFd<'_>, seconds: u32) -> io::Result<()> {
+    set_option(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_DEFER_ACCEPT,
+        libc::c_int::try_from(seconds).unwrap_or(libc::c_int::MAX),
+    )
+}
+
 /// `TCP_CORK`: hold partial frames so a header and a `sendfile` body leave in full segments;
 /// clearing it flushes.
 ///
@@ -410,6 +433,24 @@ mod tests {
         let mut events = Events::with_capacity(1);
         assert_eq!(epoll.wait(&mut events, 5000).unwrap(), 1);
         epoll.delete(fd).unwrap();
+    }
+
+    /// The server sets `TCP_NODELAY` once on its listener instead of once per connection: that
+    /// only works because Linux copies the listener's options into each accepted socket.
+    #[test]
+    fn accepted_sockets_inherit_nodelay_and_defer_accept_delivers_data() {
+        let listener = listen_tcp(loopback(), false, 16).unwrap();
+        set_nodelay(listener.as_fd(), true).unwrap();
+        set_defer_accept(listener.as_fd(), 1).unwrap();
+        let client = connect_tcp_nonblocking(local_addr(listener.as_fd()).unwrap()).unwrap();
+        let epoll = Epoll::new().unwrap();
+        wait_for(&epoll, client.as_fd(), Interest::WRITABLE);
+        write(client.as_fd(), b"GET").unwrap();
+        wait_for(&epoll, listener.as_fd(), Interest::READABLE);
+        let (server, _) = accept(listener.as_fd()).unwrap();
+        assert!(nodelay(server.as_fd()).unwrap());
+        let mut buf = [0u8; 8];
+        assert_eq!(read(server.as_fd(), &mut buf).unwrap(), 3);
     }
 
     #[test]
