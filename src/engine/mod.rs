@@ -16,8 +16,8 @@ use std::sync::Arc;
 use ampd_sys::socket;
 
 use crate::config::{Arch, Config};
-use crate::content::resolve::DocRoot;
 use crate::content::serve::DiskAccess;
+use crate::ops::Control;
 use event_loop::{EventLoop, LoopSettings};
 
 /// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
@@ -41,11 +41,25 @@ pub fn loop_count(config: &Config) -> usize {
 
 /// Bind the listeners: one for `sped`/`amped`, one per loop with `SO_REUSEPORT` for
 /// `reactor`, so the kernel spreads connections across loops with no shared accept lock.
+/// Under systemd socket activation (`LISTEN_FDS`), the passed socket is used instead (and
+/// shared by the loops) and `config.listen` is ignored.
 ///
 /// # Errors
-/// The address cannot be bound (in use, no permission, not local).
+/// The address cannot be bound (in use, no permission, not local), or a passed socket is not
+/// a listening socket.
 pub fn bind(config: &Config) -> io::Result<Bound> {
     let count = loop_count(config);
+    let mut activated = socket::take_activated_listeners()?;
+    if !activated.is_empty() {
+        let first = activated.swap_remove(0);
+        let local = socket::local_addr(first.as_fd())?;
+        let mut listeners = Vec::new();
+        for _ in 1..count {
+            listeners.push(first.try_clone()?);
+        }
+        listeners.insert(0, first);
+        return Ok(Bound { listeners, local });
+    }
     let reuse_port = config.arch == Arch::Reactor;
     let first = socket::listen_tcp(config.listen, reuse_port, BACKLOG)?;
     let local = socket::local_addr(first.as_fd())?;
@@ -56,15 +70,16 @@ pub fn bind(config: &Config) -> io::Result<Bound> {
     Ok(Bound { listeners, local })
 }
 
-/// Run the architecture's loops until the process ends.
+/// Run the architecture's loops until a graceful stop has drained them (or a stop).
 ///
 /// # Errors
 /// A loop cannot be set up, or fails.
-pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
+pub fn run(control: Arc<Control>, bound: Bound) -> io::Result<()> {
     ampd_sys::process::ignore_sigpipe()?;
-    let _ = ampd_sys::process::raise_nofile_limit();
-    let config = Arc::new(config);
-    let root = Arc::new(root);
+    if let Ok(nofile) = ampd_sys::process::raise_nofile_limit() {
+        control.admission.limit_descriptors(nofile);
+    }
+    let config = control.current().config.clone();
     let disk = match config.arch {
         Arch::Sped => DiskAccess::Inline,
         Arch::Amped | Arch::Reactor => DiskAccess::Helpers,
@@ -73,8 +88,7 @@ pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
     for (index, listener) in bound.listeners.into_iter().enumerate() {
         let settings = LoopSettings {
             name: format!("{}-{index}", config.arch.name()),
-            config: config.clone(),
-            root: root.clone(),
+            control: control.clone(),
             disk,
             helpers: config.helpers,
         };
