@@ -7,6 +7,7 @@
 //! Must not touch: serving itself (that is `engine`'s), signals' meaning (`ops`).
 
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -70,7 +71,15 @@ fn main() -> ExitCode {
         eprintln!("ampd: cannot block signals: {failure}");
         return ExitCode::from(1);
     }
-    match start(std::env::args().skip(1).collect()) {
+    // Also before anything opens a descriptor: the sockets systemd passed sit at 3, 4, ….
+    let activated = match ampd_sys::socket::take_activated_listeners() {
+        Ok(listeners) => listeners,
+        Err(failure) => {
+            eprintln!("ampd: socket activation: {}", plain(&failure));
+            return ExitCode::from(1);
+        }
+    };
+    match start(std::env::args().skip(1).collect(), activated) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(message)) => {
             eprintln!("ampd: {message}");
@@ -79,7 +88,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn start(args: Vec<String>) -> Result<(), Failure> {
+fn start(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
     let mut args = args.into_iter();
     match args.next().as_deref() {
         None | Some("--help" | "-h" | "help") => {
@@ -90,8 +99,8 @@ fn start(args: Vec<String>) -> Result<(), Failure> {
             println!("ampd {VERSION}");
             Ok(())
         }
-        Some("serve") => serve(args.collect()),
-        Some("run") => run(args.collect()),
+        Some("serve") => serve(args.collect(), activated),
+        Some("run") => run(args.collect(), activated),
         Some("check") => check(args.collect()),
         Some(other) => Err(Failure(format!(
             "unknown command '{other}' (try 'ampd --help')"
@@ -99,7 +108,7 @@ fn start(args: Vec<String>) -> Result<(), Failure> {
     }
 }
 
-fn serve(args: Vec<String>) -> Result<(), Failure> {
+fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
     let mut dir: Option<PathBuf> = None;
     let mut config = Config::new(PathBuf::new());
     let mut args = args.into_iter();
@@ -195,11 +204,11 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
         ))
     })?;
     config.serve_location().static_files.root = root.clone();
-    launch(config, None, &root.display().to_string())
+    launch(config, None, &root.display().to_string(), activated)
 }
 
 /// `ampd run -c FILE` (also `--config FILE`).
-fn run(args: Vec<String>) -> Result<(), Failure> {
+fn run(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
     let mut file = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -223,7 +232,12 @@ fn run(args: Vec<String>) -> Result<(), Failure> {
     let file = file.ok_or_else(|| Failure("run needs -c FILE".to_owned()))?;
     let file = absolute(&file);
     let config = config::load_file(&file).map_err(|error| Failure(error.to_string()))?;
-    launch(config, Some(file.clone()), &file.display().to_string())
+    launch(
+        config,
+        Some(file.clone()),
+        &file.display().to_string(),
+        activated,
+    )
 }
 
 /// `ampd check FILE`: everything `run` checks before it binds.
@@ -247,7 +261,12 @@ fn check(args: Vec<String>) -> Result<(), Failure> {
 }
 
 /// The start-up sequence, then serve until a graceful stop has drained every loop.
-fn launch(config: Config, file: Option<PathBuf>, what: &str) -> Result<(), Failure> {
+fn launch(
+    config: Config,
+    file: Option<PathBuf>,
+    what: &str,
+    activated: Vec<OwnedFd>,
+) -> Result<(), Failure> {
     error::configure(&config.logs).map_err(|failure| {
         let path = config.logs.error.as_deref().unwrap_or(Path::new("stderr"));
         Failure(format!("error log {}: {}", path.display(), plain(&failure)))
@@ -260,7 +279,7 @@ fn launch(config: Config, file: Option<PathBuf>, what: &str) -> Result<(), Failu
         ))
     })?;
     let config = generation.config.clone();
-    let bound = engine::bind(&config).map_err(|failure| {
+    let bound = engine::bind(&config, activated).map_err(|failure| {
         Failure(format!(
             "cannot listen on {}: {}",
             config.listen,

@@ -266,10 +266,11 @@ impl EventLoop {
         }
     }
 
-    /// The loop ends: close what is left, hand the access-log buffer over, publish counters.
+    /// The loop ends: cut what is left (the grace period is over, or a stop), hand the
+    /// access-log buffer over, publish counters.
     fn finish(&mut self) {
         for index in 0..self.slots.len() {
-            self.close(index);
+            self.abort(index);
         }
         self.publish();
         self.link.log.flush();
@@ -674,6 +675,14 @@ impl EventLoop {
         }
     }
 
+    /// Close with a reset (`SO_LINGER` 0): what is still queued for the client is discarded.
+    fn abort(&mut self, index: usize) {
+        if let Some(slot) = self.slots[index].as_ref() {
+            let _ = socket::set_linger(slot.fd.as_fd(), Some(Duration::ZERO));
+        }
+        self.close(index);
+    }
+
     fn close(&mut self, index: usize) {
         if let Some(slot) = self.slots[index].take() {
             self.link
@@ -740,6 +749,9 @@ impl EventLoop {
                         }
                     }
                 }
+                // A stalled or too-slow reader: reset, so that the response still queued in
+                // the kernel's send buffer is dropped instead of trickling out after close.
+                Phase::Sending => self.abort(index),
                 _ => self.close(index),
             }
         }

@@ -41,15 +41,15 @@ pub fn loop_count(config: &Config) -> usize {
 
 /// Bind the listeners: one for `sped`/`amped`, one per loop with `SO_REUSEPORT` for
 /// `reactor`, so the kernel spreads connections across loops with no shared accept lock.
-/// Under systemd socket activation (`LISTEN_FDS`), the passed socket is used instead (and
-/// shared by the loops) and `config.listen` is ignored.
+/// Under systemd socket activation, `activated` holds the passed sockets (main takes them
+/// before anything else opens a descriptor); the first is used instead, shared by the loops,
+/// and `config.listen` is ignored.
 ///
 /// # Errors
 /// The address cannot be bound (in use, no permission, not local), or a passed socket is not
 /// a listening socket.
-pub fn bind(config: &Config) -> io::Result<Bound> {
+pub fn bind(config: &Config, mut activated: Vec<OwnedFd>) -> io::Result<Bound> {
     let count = loop_count(config);
-    let mut activated = socket::take_activated_listeners()?;
     if !activated.is_empty() {
         let first = activated.swap_remove(0);
         let local = socket::local_addr(first.as_fd())?;
