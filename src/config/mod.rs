@@ -7,8 +7,11 @@
 //! exist; nothing else here touches the disk.)
 //! Sources: Abyss §3 (per-server and per-directory sections); nginx `merge_loc_conf`.
 
+mod blocks;
 pub mod load;
 mod merge;
+mod raw;
+mod text;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
