@@ -66,12 +66,16 @@ impl Conn {
             _ => return self.answer(&exchange, None, 405, &[("Allow", ALLOW)], context),
         }
 
-        let target = exchange.head.target.clone();
-        let Some((_, raw_path, query)) =
-            split_target(&target).filter(|(_, raw, _)| raw.starts_with('/'))
-        else {
-            exchange.persistence = Persistence::Close;
-            return self.answer(&exchange, None, 400, &[], context);
+        let (raw_path, query) = match split_target(&exchange.head.target) {
+            Some((_, raw_path, query)) if raw_path.starts_with('/') => (raw_path, query),
+            _ => {
+                exchange.persistence = Persistence::Close;
+                return self.answer(&exchange, None, 400, &[], context);
+            }
+        };
+        let redirect_base = RedirectBase {
+            path: raw_path.to_owned(),
+            query: query.map(str::to_owned),
         };
         let mut clean = match path::normalize(raw_path, &ROUTING) {
             Ok(clean) => clean,
@@ -91,7 +95,7 @@ impl Conn {
                 );
                 return self.answer(&exchange, None, 500, &[], context);
             }
-            let rewritten = expand(template, route.rest(clean.as_str()), &target);
+            let rewritten = expand(template, route.rest(clean.as_str()), &exchange.head.target);
             clean = match path::normalize(&rewritten, &ROUTING) {
                 Ok(clean) => clean,
                 Err(error) => return self.answer(&exchange, None, error.status(), &[], context),
@@ -135,7 +139,11 @@ impl Conn {
             }
         }
         if let Some(redirect) = &route.settings.redirect {
-            let location = expand(&redirect.to, route.rest(clean.as_str()), &target);
+            let location = expand(
+                &redirect.to,
+                route.rest(clean.as_str()),
+                &exchange.head.target,
+            );
             return self.answer(
                 &exchange,
                 Some(&route),
@@ -201,10 +209,7 @@ impl Conn {
             exchange,
             route,
             path,
-            redirect: RedirectBase {
-                path: raw_path.to_owned(),
-                query: query.map(str::to_owned),
-            },
+            redirect: redirect_base,
             resolved: None,
         };
         let outcome = match context
