@@ -21,11 +21,13 @@ use ampd_sys::epoll::{Epoll, Events, Interest};
 use ampd_sys::{io as sysio, socket};
 
 use super::helpers::{Helpers, Token};
+use crate::config::Level;
 use crate::conn::{Conn, Context, Need, Phase};
 use crate::content::caches::Caches;
 use crate::content::job::{self, Job, JobDone};
 use crate::content::serve::{self, DiskAccess};
 use crate::log::clock::Clock;
+use crate::log::error;
 use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{self, Control, LoopLink, RunState};
 use crate::site::Generation;
@@ -293,9 +295,12 @@ impl EventLoop {
                             }
                         };
                     if let Err(error) = self.admit(fd, peer, ticket, refused) {
-                        eprintln!(
-                            "ampd: {}: cannot register connection: {error}",
-                            self.settings.name
+                        error::log(
+                            Level::Error,
+                            format_args!(
+                                "{}: cannot register connection: {error}",
+                                self.settings.name
+                            ),
                         );
                     }
                 }
