@@ -186,6 +186,9 @@ impl EventLoop {
                 .refresh(&mut self.epoch, &mut self.generation)
             {
                 self.link.log.set_format(ops::log_format(&self.generation));
+                // Translations are keyed by the old generation's roots: they can never hit
+                // again, and they hold descriptors open.
+                self.caches.paths.clear();
             }
             // Changes on disk first: a request that arrived after a change must see it.
             if events.iter().any(|event| event.token == INOTIFY) {
