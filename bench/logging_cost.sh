@@ -10,14 +10,24 @@
 # buffers). nginx: one worker, the same combined format with `buffer=64k flush=1s` (its
 # cheapest way to log; without a buffer it writes once per request). Servers on CPU 0,
 # wrk -t1 -c$CONNS on CPU 1, REPS interleaved runs of DUR seconds, medians of requests/s.
-# The claim checked: ratio(ampd/nginx) with logs on is within 5% of the ratio with logs off.
+# The claim checked: ratio(ampd/nginx) with logs on does not fall more than 5% below the
+# ratio with logs off.
 # 127.0.0.1 only; every run bounded by timeout; only PIDs started here are signalled.
 set -euo pipefail
+# As peers.sh: run in a session of our own whose autogroup gets nice -20 (PRIO=1, default), so
+# that busy processes outside the benchmark on this shared machine distort it less.
+if [ "${PRIO:-1}" = 1 ] && [ -z "${_LOGCOST_SETSID:-}" ]; then
+  export _LOGCOST_SETSID=1
+  exec setsid --wait bash "$0" "$@"
+fi
+if [ "${PRIO:-1}" = 1 ] && [ -w /proc/self/autogroup ]; then
+  echo -20 > /proc/self/autogroup 2>/dev/null || true
+fi
 cd "$(dirname "$0")/.."
 AMPD=${AMPD:-$PWD/target/release/ampd}
 WWW=${WWW:-/tmp/bench/www}
 DUR=${DUR:-5}
-REPS=${REPS:-5}
+REPS=${REPS:-7}
 CONNS=${CONNS:-50}
 PORT=${PORT:-28390}
 WORK=$(mktemp -d /tmp/ampd-logcost.XXXXXX)
@@ -108,9 +118,18 @@ for log in off on; do
   awk -v l="$log" -v a="${med[ampd-$log]}" -v n="${med[nginx-$log]}" \
     'BEGIN { printf "| %s | %.0f | %.0f | %.3f |\n", l, a, n, a / n }'
 done
-awk -v a0="${med[ampd-off]}" -v n0="${med[nginx-off]}" -v a1="${med[ampd-on]}" -v n1="${med[nginx-on]}" \
-  'BEGIN { r0 = a0 / n0; r1 = a1 / n1; d = (r1 - r0) / r0 * 100;
-           printf "\nratio with logs / ratio without: %.3f (%+.1f%%): %s\n", r1 / r0, d,
-                  (d >= -5 && d <= 5) ? "within 5%" : "NOT within 5%";
-           printf "cost of logging: ampd %.1f%%, nginx %.1f%%\n", (a0 - a1) / a0 * 100, (n0 - n1) / n0 * 100 }'
+# The same from the runs of each round (the four runs of a round are back to back), which
+# cancels drift in what else the machine is doing between rounds.
+paired() { # expression over a0 a1 n0 n1 -> median over rounds
+  paste <(printf '%s\n' ${results[ampd-off]}) <(printf '%s\n' ${results[ampd-on]}) \
+        <(printf '%s\n' ${results[nginx-off]}) <(printf '%s\n' ${results[nginx-on]}) \
+    | awk "{ a0=\$1; a1=\$2; n0=\$3; n1=\$4; print $1 }" | median
+}
+change=$(paired "(a1 / n1) / (a0 / n0)")
+awk -v r0="${med[ampd-off]}" -v n0="${med[nginx-off]}" -v a1="${med[ampd-on]}" -v n1="${med[nginx-on]}" \
+    -v change="$change" -v ampd="$(paired "a1 / a0")" -v nginx="$(paired "n1 / n0")" \
+  'BEGIN { m = (a1 / n1) / (r0 / n0);
+           printf "\nratio with logs / ratio without: %.3f from medians, %.3f median of rounds\n", m, change;
+           printf "ratio kept (no drop past 5%%): %s\n", (change >= 0.95 && m >= 0.95) ? "yes" : "NO";
+           printf "throughput with logs / without (median of rounds): ampd %.3f, nginx %.3f\n", ampd, nginx }'
 echo "lines logged: ampd $lines_ampd, nginx $lines_nginx (every request of every run, warm-ups included)"

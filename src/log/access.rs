@@ -262,36 +262,53 @@ fn push_number(out: &mut Vec<u8>, number: u64) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// Bytes inside a quoted CLF field: `"` and `\` escaped, control and non-ASCII bytes as
-/// `\xHH` (as nginx does), so a line can neither be split nor forged.
+/// Bytes inside a quoted CLF field: `"` and `\\` escaped, control and non-ASCII bytes as
+/// `\\xHH` (as nginx does), so a line can neither be split nor forged. Most fields need no
+/// escaping and are copied whole.
 fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    let plain = |byte: u8| (0x20..=0x7e).contains(&byte) && byte != b'"' && byte != b'\\';
+    if bytes.iter().all(|&byte| plain(byte)) {
+        out.extend_from_slice(bytes);
+        return;
+    }
     for &byte in bytes {
-        match byte {
-            b'"' | b'\\' => {
-                out.push(b'\\');
-                out.push(byte);
-            }
-            0x20..=0x7e => out.push(byte),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789ABCDEF";
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'x',
-                    HEX[usize::from(byte >> 4)],
-                    HEX[usize::from(byte & 15)],
-                ]);
-            }
+        if plain(byte) {
+            out.push(byte);
+        } else if byte == b'"' || byte == b'\\' {
+            out.push(b'\\');
+            out.push(byte);
+        } else {
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.extend_from_slice(&[
+                b'\\',
+                b'x',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 15)],
+            ]);
         }
     }
 }
 
+/// The client address; IPv4 (the common case) without the formatting machinery.
 fn push_address(out: &mut Vec<u8>, address: IpAddr) {
-    use std::io::Write as _;
     let address = match address {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
         v4 => v4,
     };
-    let _ = write!(out, "{address}");
+    match address {
+        IpAddr::V4(v4) => {
+            for (index, octet) in v4.octets().into_iter().enumerate() {
+                if index > 0 {
+                    out.push(b'.');
+                }
+                push_number(out, u64::from(octet));
+            }
+        }
+        IpAddr::V6(v6) => {
+            use std::io::Write as _;
+            let _ = write!(out, "{v6}");
+        }
+    }
 }
 
 fn format_clf(out: &mut Vec<u8>, entry: &Entry<'_>, clock: &Clock, combined: bool) {
