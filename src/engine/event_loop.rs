@@ -190,6 +190,20 @@ impl EventLoop {
                 // again, and they hold descriptors open.
                 self.caches.paths.clear();
             }
+            // Lifecycle before this wake-up's events, so that a request read after the stop
+            // signal is answered as draining (`Connection: close`, health 503).
+            match self.settings.control.run_state() {
+                RunState::Running => {}
+                RunState::Draining { deadline } => {
+                    if !self.draining {
+                        self.begin_drain();
+                    }
+                    if now >= deadline || self.slots.iter().all(Option::is_none) {
+                        break;
+                    }
+                }
+                RunState::Stopped => break,
+            }
             // Changes on disk first: a request that arrived after a change must see it.
             if events.iter().any(|event| event.token == INOTIFY) {
                 self.caches.on_change();
@@ -226,18 +240,6 @@ impl EventLoop {
             if now.duration_since(self.last_sweep) >= SWEEP {
                 self.last_sweep = now;
                 self.sweep(now);
-            }
-            match self.settings.control.run_state() {
-                RunState::Running => {}
-                RunState::Draining { deadline } => {
-                    if !self.draining {
-                        self.begin_drain();
-                    }
-                    if now >= deadline || self.slots.iter().all(Option::is_none) {
-                        break;
-                    }
-                }
-                RunState::Stopped => break,
             }
         }
         self.finish();

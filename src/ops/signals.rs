@@ -65,12 +65,13 @@ fn handle(control: &Control, number: i32) {
         }
         SIGTERM | SIGINT => {
             if control.run_state() == RunState::Running {
+                // Drain first: whoever reads the log line may rely on the stop having begun.
+                control.drain();
+                notify("STOPPING=1");
                 error::log(
                     Level::Info,
                     format_args!("graceful stop: draining connections"),
                 );
-                notify("STOPPING=1");
-                control.drain();
             } else {
                 error::log(
                     Level::Info,
