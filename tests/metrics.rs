@@ -1,5 +1,6 @@
-//! The status location: Prometheus text exposition format (every line a comment or a sample
-//! of a declared family), and counters that match the requests sent; the health location.
+//! The status location: Prometheus text exposition format (read by our strict parser and by
+//! the Prometheus project's Python parser, python3-prometheus-client), and counters that match
+//! the requests sent; the health location.
 
 mod support;
 
@@ -79,6 +80,31 @@ fn scrape(server: &Server) -> HashMap<String, f64> {
     parse(&response.body_text())
 }
 
+/// The sample count that the Prometheus project's own Python parser (Debian's
+/// python3-prometheus-client) reads from `text`; it raises on malformed input.
+fn official_parser_samples(text: &[u8]) -> usize {
+    use std::io::Write;
+    let program = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as parse\nprint(sum(len(family.samples) for family in parse(sys.stdin.read())))";
+    let mut child = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", program])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("/usr/bin/python3 (Debian's python3)");
+    child.stdin.take().unwrap().write_all(text).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "prometheus_client rejects the text: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 for_each_arch!(fn counters_match_the_requests_sent(arch) {
     let root = TempRoot::new();
     root.file("a.txt", "0123456789");
@@ -123,6 +149,9 @@ for_each_arch!(fn counters_match_the_requests_sent(arch) {
         .map(|bound| after[&format!("ampd_request_duration_seconds_bucket{{le=\"{bound}\"}}")])
         .collect();
     assert!(buckets.windows(2).all(|pair| pair[0] <= pair[1]), "{buckets:?}");
+    // The Prometheus project's parser reads every sample of the text too.
+    let text = get(server.addr(), "/status").body;
+    assert_eq!(official_parser_samples(&text), parse(&String::from_utf8_lossy(&text)).len());
 });
 
 #[test]
