@@ -165,3 +165,42 @@ fn the_user_reaches_the_access_log() {
     assert!(lines[1].starts_with("127.0.0.1 - - ["), "{text}");
     assert!(lines[1].contains("\" 401 "), "{text}");
 }
+
+for_each_arch!(fn password_checks_do_not_stall_other_requests(arch) {
+    // A deliberately slow hash (bcrypt cost 10): its check runs on a helper under amped and
+    // reactor, so other clients of the same loop are served meanwhile.
+    let root = TempRoot::new();
+    root.file("open/a.txt", "open");
+    root.file("slow/a.txt", "slow");
+    let started = std::time::Instant::now();
+    let hash = bcrypt::hash("pw", 10).unwrap();
+    let cost = started.elapsed();
+    let config = write_config(
+        &root,
+        arch,
+        &format!("[[site]]\nroot = \"www\"\n\n  [[site.location]]\n  path = \"/slow/\"\n  basic_auth = {{ users = {{ u = \"{hash}\" }} }}\n"),
+    );
+    // One loop, so that both clients share it.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replacen("threads = 2", "threads = 1", 1)).unwrap();
+    let server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let mut other = Conn::open(addr);
+    assert_eq!(other.get("/open/a.txt", &[]).status, 200);
+    let checking = std::thread::spawn(move || {
+        let response = Conn::open(addr).get("/slow/a.txt", &[("Authorization", &basic("u", "pw"))]);
+        (response.status, std::time::Instant::now())
+    });
+    std::thread::sleep(cost / 10);
+    let mut worst = std::time::Duration::ZERO;
+    for _ in 0..5 {
+        let sent = std::time::Instant::now();
+        assert_eq!(other.get("/open/a.txt", &[]).status, 200);
+        worst = worst.max(sent.elapsed());
+    }
+    let (status, _) = checking.join().unwrap();
+    assert_eq!(status, 200);
+    if arch != "sped" {
+        assert!(worst < cost / 3, "{arch}: a request waited {worst:?} behind a {cost:?} hash check");
+    }
+});

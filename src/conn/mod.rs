@@ -126,6 +126,19 @@ struct Pending {
     resolved: Option<Arc<Resolved>>,
 }
 
+/// A request held while a helper checks its password.
+#[derive(Debug)]
+struct Authenticating {
+    exchange: Exchange,
+    route: Arc<Route>,
+    /// The routed path.
+    path: CleanPath,
+    redirect: RedirectBase,
+    user: String,
+    /// `WWW-Authenticate` for a wrong password.
+    challenge: Box<[u8]>,
+}
+
 /// The request body left to read and throw away.
 #[derive(Debug)]
 enum BodyLeft {
@@ -146,6 +159,8 @@ enum State {
     },
     /// A job is out for this request.
     Waiting(Box<Pending>),
+    /// A helper checks the request's password (`Job::Verify`).
+    Authenticating(Box<Authenticating>),
     /// No more requests: send what is queued, then close.
     Closing,
 }
@@ -237,7 +252,7 @@ impl Conn {
     pub fn wants_input(&self) -> bool {
         match self.state {
             State::ReadingHead | State::DiscardingBody { .. } => !self.peer_finished,
-            State::Waiting(_) | State::Closing => false,
+            State::Waiting(_) | State::Authenticating(_) | State::Closing => false,
         }
     }
 
@@ -248,7 +263,9 @@ impl Conn {
             _ if !self.output.is_empty() => Phase::Sending,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
-            State::DiscardingBody { .. } | State::Waiting(_) => Phase::Busy,
+            State::DiscardingBody { .. } | State::Waiting(_) | State::Authenticating(_) => {
+                Phase::Busy
+            }
         }
     }
 
@@ -273,7 +290,7 @@ impl Conn {
         loop {
             match &mut self.state {
                 State::Closing => return Need::Close,
-                State::Waiting(_) => return Need::Wait,
+                State::Waiting(_) | State::Authenticating(_) => return Need::Wait,
                 State::DiscardingBody { left, .. } => {
                     match discard(
                         left,
@@ -348,8 +365,19 @@ impl Conn {
     /// A job this connection asked for finished. Returns the next job when serving needs one
     /// more (a path resolved to a small file whose data must now be loaded).
     pub fn job_done(&mut self, done: JobDone, context: &mut Context<'_>) -> Option<Job> {
-        let State::Waiting(pending) = std::mem::replace(&mut self.state, State::ReadingHead) else {
-            return None;
+        let pending = match std::mem::replace(&mut self.state, State::ReadingHead) {
+            State::Waiting(pending) => pending,
+            State::Authenticating(request) => {
+                let JobDone::Verified(matched) = done else {
+                    self.state = State::Authenticating(request);
+                    return None;
+                };
+                return self.authenticated(*request, matched, context);
+            }
+            other => {
+                self.state = other;
+                return None;
+            }
         };
         let outcome = match done {
             JobDone::Resolved(resolved) => {
@@ -371,8 +399,9 @@ impl Conn {
                 // block for long, and cannot ask for the same load again.
                 self.respond(*pending, resolved, context, DiskAccess::Inline)
             }
-            // Page-ins are the engine's business (they serve output already queued).
-            JobDone::PagedIn => {
+            // Page-ins are the engine's business (they serve output already queued); a
+            // verification belongs to `Authenticating`.
+            JobDone::PagedIn | JobDone::Verified(_) => {
                 self.state = State::Waiting(pending);
                 return None;
             }

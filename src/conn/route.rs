@@ -13,7 +13,9 @@ use ampd_http::request::{split_target, Method};
 use ampd_http::response::write_content_length;
 
 use super::reply::response_context;
-use super::{Conn, Context, Exchange, Job, Outcome, Pending, RedirectBase, ALLOW};
+use super::{
+    Authenticating, Conn, Context, Exchange, Job, Outcome, Pending, RedirectBase, State, ALLOW,
+};
 use crate::config::{Handler, Level};
 use crate::content::file::{Resolution, Resolved};
 use crate::content::path::{self, CleanPath, PathOptions};
@@ -21,7 +23,8 @@ use crate::content::serve::{self, DiskAccess, Persistence, Served, Sink};
 use crate::content::status_page;
 use crate::log::stats::Shed;
 use crate::log::{error, metrics};
-use crate::site::access::Verdict;
+use crate::site::access::{self, Verdict};
+use crate::site::Route;
 
 /// Internal rewrites one request may go through before it is a configuration loop (`500`).
 const MAX_REWRITES: usize = 10;
@@ -136,8 +139,73 @@ impl Conn {
                         context,
                     )
                 }
+                Verdict::Verify {
+                    user,
+                    password,
+                    hash,
+                    challenge,
+                } => {
+                    // Milliseconds of CPU: a helper's work, like a disk read.
+                    let job = Job::Verify {
+                        password,
+                        hash,
+                        verify: access::password_matches,
+                    };
+                    self.state = State::Authenticating(Box::new(Authenticating {
+                        exchange,
+                        route,
+                        path: clean,
+                        redirect: redirect_base,
+                        user,
+                        challenge,
+                    }));
+                    return Some(job);
+                }
             }
         }
+        self.after_access(exchange, route, clean, redirect_base, context)
+    }
+
+    /// A helper checked the password of a request held in `Authenticating`.
+    pub(super) fn authenticated(
+        &mut self,
+        request: Authenticating,
+        matched: bool,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let Authenticating {
+            mut exchange,
+            route,
+            path,
+            redirect,
+            user,
+            challenge,
+        } = request;
+        if !matched {
+            return self.answer(
+                &exchange,
+                Some(&route),
+                401,
+                &[("WWW-Authenticate", &challenge)],
+                context,
+            );
+        }
+        if let Some(authorization) = exchange.head.header("authorization") {
+            route.access.remember(authorization, &user);
+        }
+        exchange.user = Some(user);
+        self.after_access(exchange, route, path, redirect, context)
+    }
+
+    /// The phases after access control: redirect, handler, static files.
+    fn after_access(
+        &mut self,
+        exchange: Exchange,
+        route: Arc<Route>,
+        mut clean: CleanPath,
+        redirect_base: RedirectBase,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
         if let Some(redirect) = &route.settings.redirect {
             let location = expand(
                 &redirect.to,

@@ -1,15 +1,16 @@
 //! Who may see a location: address rules, then HTTP Basic authentication (RFC 7617) against
 //! bcrypt or argon2 hashes.
 //!
-//! Owns: the allow/deny decision and password verification, with a bounded cache of
-//! credentials already verified. Verifying a hash costs milliseconds of CPU by design (that is
-//! what makes stolen hashes slow to crack); it runs on the loop thread, so the cache keeps that
-//! cost to a client's first request. Failed attempts are never cached.
+//! Owns: the allow/deny decision, password verification (`password_matches`), and a bounded
+//! cache of credentials already verified. Verifying a hash costs milliseconds of CPU by design
+//! (that is what makes stolen hashes slow to crack), so `check` never does it: it answers
+//! `Verify`, and the connection hands the work to a helper (`Job::Verify`) like a disk read,
+//! then `remember`s a success. Failed attempts are never cached.
 //! Must not touch: sockets; the response (conn writes `401`/`403`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use argon2::PasswordVerifier;
 
@@ -29,6 +30,14 @@ pub enum Verdict {
     Unauthorized {
         challenge: Box<[u8]>,
     },
+    /// A known user with credentials not verified yet: check `password` against `hash` (off
+    /// the loop), then `remember` the credentials or answer `challenge`.
+    Verify {
+        user: String,
+        password: Box<[u8]>,
+        hash: Arc<str>,
+        challenge: Box<[u8]>,
+    },
 }
 
 #[derive(Debug)]
@@ -41,7 +50,7 @@ pub struct Access {
 #[derive(Debug)]
 struct Authenticator {
     challenge: Box<[u8]>,
-    users: HashMap<String, String>,
+    users: HashMap<String, Arc<str>>,
     verified: Mutex<HashMap<Box<[u8]>, String>>,
 }
 
@@ -55,7 +64,11 @@ impl Access {
                 challenge: format!("Basic realm=\"{}\", charset=\"UTF-8\"", auth.realm)
                     .into_bytes()
                     .into_boxed_slice(),
-                users: auth.users.iter().cloned().collect(),
+                users: auth
+                    .users
+                    .iter()
+                    .map(|(user, hash)| (user.clone(), Arc::from(hash.as_str())))
+                    .collect(),
                 verified: Mutex::new(HashMap::new()),
             }),
         }
@@ -78,22 +91,50 @@ impl Access {
         let Some(auth) = &self.auth else {
             return Verdict::Allowed { user: None };
         };
-        match authorization.and_then(|value| auth.verify(value)) {
-            Some(user) => Verdict::Allowed { user: Some(user) },
-            None => Verdict::Unauthorized {
+        let unauthorized = || Verdict::Unauthorized {
+            challenge: auth.challenge.clone(),
+        };
+        let Some(authorization) = authorization else {
+            return unauthorized();
+        };
+        if let Some(user) = auth.known(authorization) {
+            return Verdict::Allowed { user: Some(user) };
+        }
+        match auth.parse(authorization) {
+            Some((user, password, hash)) => Verdict::Verify {
+                user,
+                password,
+                hash,
                 challenge: auth.challenge.clone(),
             },
+            None => unauthorized(),
+        }
+    }
+
+    /// `authorization` was verified for `user`: later requests with it pass at once.
+    pub fn remember(&self, authorization: &[u8], user: &str) {
+        if let Some(auth) = &self.auth {
+            let mut verified = auth.verified.lock().unwrap_or_else(PoisonError::into_inner);
+            if verified.len() >= VERIFIED_CACHE {
+                verified.clear();
+            }
+            verified.insert(authorization.into(), user.to_owned());
         }
     }
 }
 
 impl Authenticator {
-    fn verify(&self, authorization: &[u8]) -> Option<String> {
-        let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(user) = verified.get(authorization) {
-            return Some(user.clone());
-        }
-        drop(verified);
+    /// The user of credentials verified before.
+    fn known(&self, authorization: &[u8]) -> Option<String> {
+        self.verified
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(authorization)
+            .cloned()
+    }
+
+    /// `Basic base64(user:password)` for a configured user: (user, password, their hash).
+    fn parse(&self, authorization: &[u8]) -> Option<(String, Box<[u8]>, Arc<str>)> {
         let (scheme, encoded) = split_once(authorization, b' ')?;
         if !scheme.eq_ignore_ascii_case(b"basic") {
             return None;
@@ -101,21 +142,14 @@ impl Authenticator {
         let decoded = base64_decode(trim(encoded))?;
         let (user, password) = split_once(&decoded, b':')?;
         let user = std::str::from_utf8(user).ok()?;
-        let hash = self.users.get(user)?;
-        if !password_matches(password, hash) {
-            return None;
-        }
-        verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-        if verified.len() >= VERIFIED_CACHE {
-            verified.clear();
-        }
-        verified.insert(authorization.into(), user.to_owned());
-        Some(user.to_owned())
+        let hash = self.users.get(user)?.clone();
+        Some((user.to_owned(), password.into(), hash))
     }
 }
 
-/// Check `password` against a bcrypt or argon2 (PHC string) hash.
-fn password_matches(password: &[u8], hash: &str) -> bool {
+/// Check `password` against a bcrypt or argon2 (PHC string) hash (a `Job::Verify` runs it).
+#[must_use]
+pub fn password_matches(password: &[u8], hash: &str) -> bool {
     if hash.starts_with("$argon2") {
         return argon2::PasswordHash::new(hash).is_ok_and(|parsed| {
             argon2::Argon2::default()
@@ -215,15 +249,30 @@ mod tests {
         // alice:secret, alice:wrong
         let good = b"Basic YWxpY2U6c2VjcmV0";
         let bad = b"Basic YWxpY2U6d3Jvbmc=";
-        assert!(matches!(
-            access.check(local, Some(bad)),
-            Verdict::Unauthorized { .. }
-        ));
-        for _ in 0..2 {
-            match access.check(local, Some(good)) {
-                Verdict::Allowed { user } => assert_eq!(user.as_deref(), Some("alice")),
+        for (authorization, expected) in [(&bad[..], false), (&good[..], true)] {
+            match access.check(local, Some(authorization)) {
+                Verdict::Verify {
+                    user,
+                    password,
+                    hash,
+                    ..
+                } => {
+                    assert_eq!(user, "alice");
+                    assert_eq!(password_matches(&password, &hash), expected);
+                    if expected {
+                        access.remember(authorization, &user);
+                    }
+                }
                 other => panic!("{other:?}"),
             }
         }
+        match access.check(local, Some(good)) {
+            Verdict::Allowed { user } => assert_eq!(user.as_deref(), Some("alice")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            access.check(local, Some(b"Basic Ym9iOng=")),
+            Verdict::Unauthorized { .. }
+        ));
     }
 }
