@@ -2,10 +2,14 @@
 //!
 //! See `docs/architecture.md` for the request path drawn top to bottom. Layers, left to right
 //! (a module may only import the ones to its left; `tests/imports.rs` checks it):
-//! `ampd_http`, `ampd_sys` → `config` → `content` → `conn` → `engine` → `main`.
+//! `ampd_http`, `ampd_sys` → `config` → `log` → `content` → `site` → `conn` → `ops` → `engine`
+//! → `main`.
 #![forbid(unsafe_code)]
 
 pub mod config;
 pub mod conn;
 pub mod content;
 pub mod engine;
+pub mod log;
+pub mod ops;
+pub mod site;

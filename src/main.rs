@@ -1,16 +1,23 @@
-//! The command line: parse arguments into a `Config`, bind, say where we serve, run.
+//! The command line: `serve DIR` (flags fill a `Config`), `run -c FILE` and `check FILE` (the
+//! file fills the same `Config`); then the start-up sequence: logs, document roots, bind, pid
+//! file, drop privileges, signals, ready, serve, drain, exit.
 //!
-//! Owns: argument parsing and how failures are reported (one `ampd: ` line, exit status 1).
-//! Must not touch: serving itself (that is `engine`'s).
+//! Owns: argument parsing, the start-up order, and how failures are reported (one `ampd: `
+//! line, exit status 1).
+//! Must not touch: serving itself (that is `engine`'s), signals' meaning (`ops`).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use ampd::config::{Arch, Config};
-use ampd::content::resolve::DocRoot;
+use ampd::config::{self, Arch, Config, Level};
 use ampd::engine;
+use ampd::log::error;
+use ampd::ops::{self, notify::notify, Control};
+use ampd::site::Generation;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -24,7 +31,12 @@ fn usage() -> String {
 
 USAGE:
     ampd serve [DIR] [OPTIONS]    serve DIR (default: the current directory)
+    ampd run -c FILE              serve as configured in FILE (TOML; see docs/config.md)
+    ampd check FILE               check FILE and exit: 0 if ampd run would accept it
     ampd --help | --version
+
+SIGNALS (ampd run and ampd serve):
+    HUP reload FILE, USR1 reopen logs, TERM/INT graceful stop, QUIT exit at once
 
 OPTIONS:
     --listen ADDR              address to listen on [default: 127.0.0.1:8080]
@@ -53,7 +65,21 @@ OPTIONS:
 struct Failure(String);
 
 fn main() -> ExitCode {
-    match start(std::env::args().skip(1).collect()) {
+    // Before any thread exists, so that every thread inherits the mask and only the signal
+    // thread's signalfd sees these signals.
+    if let Err(failure) = ops::signals::block() {
+        eprintln!("ampd: cannot block signals: {failure}");
+        return ExitCode::from(1);
+    }
+    // Also before anything opens a descriptor: the sockets systemd passed sit at 3, 4, ….
+    let activated = match ampd_sys::socket::take_activated_listeners() {
+        Ok(listeners) => listeners,
+        Err(failure) => {
+            eprintln!("ampd: socket activation: {}", plain(&failure));
+            return ExitCode::from(1);
+        }
+    };
+    match start(std::env::args().skip(1).collect(), activated) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(message)) => {
             eprintln!("ampd: {message}");
@@ -62,7 +88,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn start(args: Vec<String>) -> Result<(), Failure> {
+fn start(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
     let mut args = args.into_iter();
     match args.next().as_deref() {
         None | Some("--help" | "-h" | "help") => {
@@ -73,14 +99,16 @@ fn start(args: Vec<String>) -> Result<(), Failure> {
             println!("ampd {VERSION}");
             Ok(())
         }
-        Some("serve") => serve(args.collect()),
+        Some("serve") => serve(args.collect(), activated),
+        Some("run") => run(args.collect(), activated),
+        Some("check") => check(args.collect()),
         Some(other) => Err(Failure(format!(
             "unknown command '{other}' (try 'ampd --help')"
         ))),
     }
 }
 
-fn serve(args: Vec<String>) -> Result<(), Failure> {
+fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
     let mut dir: Option<PathBuf> = None;
     let mut config = Config::new(PathBuf::new());
     let mut args = args.into_iter();
@@ -116,11 +144,11 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
                 config.threads = positive("--threads", &value("--threads")?)?;
             }
             "--helpers" => config.helpers = positive("--helpers", &value("--helpers")?)?,
-            "--autoindex" => config.static_files.autoindex = true,
-            "--dotfiles" => config.static_files.dotfiles = true,
-            "--follow-symlinks" => config.static_files.follow_symlinks = true,
-            "--userdir" => config.static_files.userdir = Some(value("--userdir")?),
-            "--no-precompressed" => config.static_files.precompressed = false,
+            "--autoindex" => config.serve_location().static_files.autoindex = true,
+            "--dotfiles" => config.serve_location().static_files.dotfiles = true,
+            "--follow-symlinks" => config.serve_location().static_files.follow_symlinks = true,
+            "--userdir" => config.serve_location().static_files.userdir = Some(value("--userdir")?),
+            "--no-precompressed" => config.serve_location().static_files.precompressed = false,
             "--no-path-cache" => config.caches.path_cache = false,
             "--no-header-cache" => config.caches.header_cache = false,
             "--no-file-cache" => config.caches.file_cache = false,
@@ -175,22 +203,112 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
             plain(&error)
         ))
     })?;
-    config.static_files.root = root.clone();
-    let doc_root = DocRoot::open(config.static_files.clone()).map_err(|error| {
+    config.serve_location().static_files.root = root.clone();
+    launch(config, None, &root.display().to_string(), activated)
+}
+
+/// `ampd run -c FILE` (also `--config FILE`).
+fn run(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
+    let mut file = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-c" | "--config" => {
+                file = Some(PathBuf::from(args.next().ok_or_else(|| {
+                    Failure(format!("{arg} needs a configuration file"))
+                })?));
+            }
+            "--help" | "-h" => {
+                print!("{}", usage());
+                return Ok(());
+            }
+            other => {
+                return Err(Failure(format!(
+                    "unexpected argument '{other}' (ampd run -c FILE)"
+                )))
+            }
+        }
+    }
+    let file = file.ok_or_else(|| Failure("run needs -c FILE".to_owned()))?;
+    let file = absolute(&file);
+    let config = config::load_file(&file).map_err(|error| Failure(error.to_string()))?;
+    launch(
+        config,
+        Some(file.clone()),
+        &file.display().to_string(),
+        activated,
+    )
+}
+
+/// `ampd check FILE`: everything `run` checks before it binds.
+fn check(args: Vec<String>) -> Result<(), Failure> {
+    let [file] = args.as_slice() else {
+        return Err(Failure("check takes one configuration file".to_owned()));
+    };
+    let path = Path::new(file);
+    let config = config::check_file(path).map_err(|error| Failure(error.to_string()))?;
+    let sites = config.sites.len();
+    let locations: usize = config.sites.iter().map(|site| site.locations.len()).sum();
+    Generation::build(config, 1)
+        .map_err(|error| Failure(format!("{}: {error}", path.display())))?;
+    println!(
+        "ampd: {}: configuration OK ({sites} site{}, {locations} location{})",
+        path.display(),
+        if sites == 1 { "" } else { "s" },
+        if locations == 1 { "" } else { "s" },
+    );
+    Ok(())
+}
+
+/// The start-up sequence, then serve until a graceful stop has drained every loop.
+fn launch(
+    config: Config,
+    file: Option<PathBuf>,
+    what: &str,
+    activated: Vec<OwnedFd>,
+) -> Result<(), Failure> {
+    error::configure(&config.logs).map_err(|failure| {
+        let path = config.logs.error.as_deref().unwrap_or(Path::new("stderr"));
+        Failure(format!("error log {}: {}", path.display(), plain(&failure)))
+    })?;
+    let generation = Generation::build(config, 1).map_err(|failure| {
         Failure(format!(
             "document root {}: {}",
-            root.display(),
-            plain(&error)
+            failure.root.display(),
+            plain(&failure.error)
         ))
     })?;
-
-    let bound = engine::bind(&config).map_err(|error| {
+    let config = generation.config.clone();
+    let bound = engine::bind(&config, activated).map_err(|failure| {
         Failure(format!(
             "cannot listen on {}: {}",
             config.listen,
-            plain(&error)
+            plain(&failure)
         ))
     })?;
+    if let Some(pid_file) = &config.process.pid_file {
+        ops::process::write_pid_file(pid_file).map_err(|failure| {
+            Failure(format!(
+                "pid file {}: {}",
+                pid_file.display(),
+                plain(&failure)
+            ))
+        })?;
+    }
+    let control = Control::new(generation, file).map_err(|failure| {
+        let path = config.logs.access.as_deref().unwrap_or(Path::new("-"));
+        Failure(format!(
+            "access log {}: {}",
+            path.display(),
+            plain(&failure)
+        ))
+    })?;
+    let control = Arc::new(control);
+    ops::process::drop_privileges(&config.process)
+        .map_err(|failure| Failure(format!("cannot switch user: {}", plain(&failure))))?;
+    ops::signals::spawn(control.clone())
+        .map_err(|failure| Failure(format!("cannot watch signals: {}", plain(&failure))))?;
+
     let loops = engine::loop_count(&config);
     let helpers = match config.arch {
         Arch::Sped => "no helpers".to_owned(),
@@ -199,15 +317,35 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
     let mut stdout = std::io::stdout();
     let _ = writeln!(
         stdout,
-        "ampd {VERSION} serving {} at http://{}/ (arch {}, {loops} loop{}, {helpers})",
-        root.display(),
+        "ampd {VERSION} serving {what} at http://{}/ (arch {}, {loops} loop{}, {helpers})",
         bound.local,
         config.arch.name(),
         if loops == 1 { "" } else { "s" },
     );
     let _ = stdout.flush();
-    engine::run(config, doc_root, bound)
-        .map_err(|error| Failure(format!("server stopped: {}", plain(&error))))
+    notify(&format!("READY=1\nMAINPID={}", std::process::id()));
+
+    let served = engine::run(control.clone(), bound);
+    // Every loop has handed its buffer over; wait for the log thread to write it all.
+    control.access_log.sync(Duration::from_secs(10));
+    if let Some(pid_file) = &config.process.pid_file {
+        ops::process::remove_pid_file(pid_file);
+    }
+    match served {
+        Ok(()) => {
+            error::log(Level::Info, format_args!("stopped"));
+            Ok(())
+        }
+        Err(failure) => Err(Failure(format!("server stopped: {}", plain(&failure)))),
+    }
+}
+
+/// `path` made absolute against the working directory (a reload must find the same file).
+fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    std::env::current_dir().map_or_else(|_| path.to_path_buf(), |dir| dir.join(path))
 }
 
 /// An I/O error's message without Rust's "(os error N)" suffix.

@@ -1,12 +1,23 @@
 //! The server's settings: one typed struct that every engine reads.
 //!
-//! Owns: `Config` and its defaults. The command line (`main.rs`) fills it today; the TOML file
-//! of the operations issue will fill the same struct, so nothing downstream changes.
-//! Must not touch: sockets, files, threads.
+//! Owns: `Config` and its defaults. Two things fill it: the command line (`ampd serve DIR`,
+//! `main.rs`) and the TOML file (`ampd run -c FILE`, `load.rs`, with site → location inheritance
+//! in `merge.rs`). Nothing downstream knows which one did.
+//! Must not touch: sockets, threads, the network. (`load` reads the file and checks that roots
+//! exist; nothing else here touches the disk.)
+//! Sources: Abyss §3 (per-server and per-directory sections); nginx `merge_loc_conf`.
 
-use std::net::SocketAddr;
+mod blocks;
+pub mod load;
+mod merge;
+mod raw;
+mod text;
+
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
+
+pub use load::{check_file, load_file, ConfigError};
 
 /// Which concurrency architecture serves connections (Flash §3, JAWS §3). Every variant runs the
 /// same `conn` and `content` code; only who owns threads and who does blocking disk work differs.
@@ -116,6 +127,204 @@ pub struct Limits {
     pub send_timeout: Duration,
     /// How long a closing connection drains input so the client sees the response (lingering close).
     pub linger_timeout: Duration,
+    /// Time to receive a request body once its head is in (slow POST defence).
+    pub body_timeout: Duration,
+    /// Slowest a client may read a response, in bytes per second averaged over the time the
+    /// connection has been sending (slow-read defence); 0 switches the check off. It is judged
+    /// only after a few seconds of sending, so TCP slow start does not count against a client.
+    pub min_send_rate: u64,
+}
+
+/// Admission control (Abyss's future work; Caddy #7913): caps, rate limits and shedding.
+#[derive(Clone, Debug)]
+pub struct Admission {
+    /// Open connections across all loops; past it new connections get `503` and are closed.
+    /// The engine lowers it to fit the descriptor limit, so the server sheds load before
+    /// `accept` fails with `EMFILE`.
+    pub max_connections: usize,
+    /// Open connections from one client address; past it `503`. 0 is no limit.
+    pub max_connections_per_address: usize,
+    /// Requests per second one client address may make (token bucket); 0 is no limit.
+    pub requests_per_second: f64,
+    /// Requests a client may make at once above the rate (the bucket's size).
+    pub burst: u32,
+    /// `Retry-After` sent with `503` and `429`.
+    pub retry_after: Duration,
+}
+
+/// Access log formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// NCSA Common Log Format.
+    Common,
+    /// Common plus `Referer` and `User-Agent` (Apache's "combined").
+    Combined,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Error log levels, most severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl Level {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+}
+
+/// Where logs go.
+#[derive(Clone, Debug)]
+pub struct LogOptions {
+    /// Access log file; `None` is off.
+    pub access: Option<PathBuf>,
+    pub format: LogFormat,
+    /// Error log file; `None` is standard error.
+    pub error: Option<PathBuf>,
+    pub level: Level,
+}
+
+/// The process around the server: identity, pid file, how long a graceful stop may take.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessOptions {
+    /// Switch to this user after binding (needs to start as root).
+    pub user: Option<String>,
+    /// Switch to this group (default: the user's primary group).
+    pub group: Option<String>,
+    pub pid_file: Option<PathBuf>,
+    /// On `SIGTERM`/`SIGINT`, how long in-flight requests may take before the rest are cut.
+    pub grace_period: Duration,
+}
+
+/// A `Host` the site answers to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostName {
+    /// `example.com`, compared without case and without a port.
+    Exact(String),
+    /// `*.example.com`: any name ending in `.example.com` (the suffix is stored, with its dot).
+    Suffix(String),
+}
+
+/// A block of client addresses, `10.0.0.0/8`, `::1/128`, or `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressRange {
+    pub network: IpAddr,
+    pub prefix: u8,
+}
+
+impl AddressRange {
+    /// Whether `address` lies in the block (IPv4-mapped IPv6 addresses count as IPv4).
+    #[must_use]
+    pub fn contains(&self, address: IpAddr) -> bool {
+        let address = match address {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
+            v4 => v4,
+        };
+        match (self.network, address) {
+            (IpAddr::V4(network), IpAddr::V4(address)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(network) & mask == u32::from(address) & mask
+            }
+            (IpAddr::V6(network), IpAddr::V6(address)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(network) & mask == u128::from(address) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Who may see a location.
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    /// When not empty, only these addresses pass.
+    pub allow: Vec<AddressRange>,
+    /// These never pass (deny wins over allow).
+    pub deny: Vec<AddressRange>,
+    pub basic_auth: Option<BasicAuth>,
+}
+
+/// HTTP Basic authentication (RFC 7617) against bcrypt or argon2 hashes.
+#[derive(Clone, Debug)]
+pub struct BasicAuth {
+    pub realm: String,
+    /// (user, PHC or bcrypt hash string).
+    pub users: Vec<(String, String)>,
+}
+
+/// What answers a location's requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handler {
+    Static,
+    /// Prometheus text: the scoreboard and counters.
+    Status,
+    /// `200` while serving, `503` while draining (for load balancers).
+    Health,
+}
+
+/// A redirect answered without touching the disk.
+#[derive(Clone, Debug)]
+pub struct Redirect {
+    /// Target; `{rest}` is replaced by the path after the location's prefix, `{uri}` by the
+    /// whole request path and query.
+    pub to: String,
+    pub status: u16,
+}
+
+/// Everything a location decides, after inheritance from its site (`merge.rs`).
+#[derive(Clone, Debug)]
+pub struct LocationSettings {
+    /// Root (or alias target) and how files are found there.
+    pub static_files: StaticOptions,
+    /// `alias`: the location's prefix is replaced by the directory (nginx `alias`); otherwise
+    /// the whole path is looked up below `root`.
+    pub alias: bool,
+    /// Added to every response of the location.
+    pub headers: Vec<(String, String)>,
+    /// `Cache-Control` value for successful responses.
+    pub cache_control: Option<String>,
+    /// `Expires` = now + this, and `Cache-Control: max-age` unless `cache_control` is set.
+    pub expires: Option<Duration>,
+    pub redirect: Option<Redirect>,
+    /// Internal rewrite: the request is routed again under this path (`{rest}` as in
+    /// redirects).
+    pub rewrite: Option<String>,
+    pub access: Access,
+    pub handler: Handler,
+    /// Whether `admission.requests_per_second` applies here.
+    pub rate_limit: bool,
+}
+
+/// A `[[site.location]]`: a path prefix (or exact path) and its settings.
+#[derive(Clone, Debug)]
+pub struct Location {
+    pub path: String,
+    pub exact: bool,
+    pub settings: LocationSettings,
+}
+
+/// A virtual host: the names it answers to and its locations (always one for `/`).
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub names: Vec<HostName>,
+    /// Chosen when no site's names match the request's `Host`.
+    pub default: bool,
+    pub locations: Vec<Location>,
 }
 
 #[derive(Clone, Debug)]
@@ -126,21 +335,21 @@ pub struct Config {
     pub threads: usize,
     /// Helper threads per event loop (`amped`, `reactor`).
     pub helpers: usize,
-    pub static_files: StaticOptions,
     pub caches: CacheOptions,
     pub send: SendOptions,
     pub limits: Limits,
+    pub admission: Admission,
+    pub logs: LogOptions,
+    pub process: ProcessOptions,
+    /// At least one; the first default site (or else the first site) answers unknown hosts.
+    pub sites: Vec<Site>,
 }
 
-impl Config {
-    /// The defaults for serving `root`.
+impl LocationSettings {
+    /// The defaults of a static location serving `root`.
     #[must_use]
-    pub fn new(root: PathBuf) -> Config {
-        Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            arch: Arch::Reactor,
-            threads: std::thread::available_parallelism().map_or(1, usize::from),
-            helpers: 4,
+    pub fn new(root: PathBuf) -> LocationSettings {
+        LocationSettings {
             static_files: StaticOptions {
                 root,
                 index: vec!["index.html".to_owned()],
@@ -150,6 +359,37 @@ impl Config {
                 userdir: None,
                 precompressed: true,
             },
+            alias: false,
+            headers: Vec::new(),
+            cache_control: None,
+            expires: None,
+            redirect: None,
+            rewrite: None,
+            access: Access::default(),
+            handler: Handler::Static,
+            rate_limit: true,
+        }
+    }
+}
+
+impl Config {
+    /// The settings of the one site `ampd serve` runs: its `/` location, which the
+    /// command-line flags change.
+    ///
+    /// # Panics
+    /// Never for a `Config` made by `new` (it has one site with one location).
+    pub fn serve_location(&mut self) -> &mut LocationSettings {
+        &mut self.sites[0].locations[0].settings
+    }
+
+    /// The defaults for serving `root`.
+    #[must_use]
+    pub fn new(root: PathBuf) -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            arch: Arch::Reactor,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            helpers: 4,
             caches: CacheOptions {
                 path_cache: true,
                 header_cache: true,
@@ -174,7 +414,35 @@ impl Config {
                 keepalive_timeout: Duration::from_secs(75),
                 send_timeout: Duration::from_secs(60),
                 linger_timeout: Duration::from_secs(2),
+                body_timeout: Duration::from_secs(20),
+                min_send_rate: 0,
             },
+            admission: Admission {
+                max_connections: 100_000,
+                max_connections_per_address: 0,
+                requests_per_second: 0.0,
+                burst: 100,
+                retry_after: Duration::from_secs(1),
+            },
+            logs: LogOptions {
+                access: None,
+                format: LogFormat::Combined,
+                error: None,
+                level: Level::Info,
+            },
+            process: ProcessOptions {
+                grace_period: Duration::from_secs(30),
+                ..ProcessOptions::default()
+            },
+            sites: vec![Site {
+                names: Vec::new(),
+                default: true,
+                locations: vec![Location {
+                    path: "/".to_owned(),
+                    exact: false,
+                    settings: LocationSettings::new(root),
+                }],
+            }],
         }
     }
 }

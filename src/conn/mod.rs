@@ -4,27 +4,34 @@
 //! pipelining (responses queued in order behind each other), discarding unused request bodies
 //! (§6.3), method dispatch, and routing a request to the static-file handler (AFPA's
 //! "derive request → cached / uncached response"). It says what it needs next and never blocks.
-//! Must not touch: sockets, threads, the clock (the engine passes `Context`), the disk (a
-//! `Job` goes back to the engine).
+//! The routing phases (rewrite, rate, access, redirect, handler) are in `route.rs`; writing and
+//! logging a response in `reply.rs`.
+//! Must not touch: sockets, threads, the disk (a `Job` goes back to the engine), `ops` (the
+//! engine passes what lifecycle and admission decided: `draining`, a refused connection).
 
 pub mod output;
+mod reply;
+mod route;
 
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ampd_http::chunked::ChunkedDecoder;
 use ampd_http::request::{
-    split_target, BodyFraming, HeadParser, Limits as ParseLimits, Method, Parse, RequestHead,
-    Version,
+    BodyFraming, HeadParser, Limits as ParseLimits, Parse, RequestHead, Version,
 };
 
 use crate::config::Config;
 use crate::content::caches::Caches;
-use crate::content::file::{Resolution, Resolved};
+use crate::content::file::Resolved;
 use crate::content::job::{Job, JobDone};
-use crate::content::path::{self, CleanPath, PathOptions};
-use crate::content::resolve::DocRoot;
-use crate::content::serve::{self, DiskAccess, Persistence, ResponseContext, Served, Sink};
-use crate::content::status_page;
+use crate::content::path::CleanPath;
+use crate::content::serve::{DiskAccess, Persistence, Sink};
+use crate::log::access::AccessLog;
+use crate::log::clock::Clock;
+use crate::log::stats::{LoopStats, Stats};
+use crate::site::{Route, Sites};
 use output::Output;
 
 /// Methods a static resource allows (RFC 9110 §10.2.1 `Allow`).
@@ -34,14 +41,22 @@ const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 /// faster than it reads cannot make the server buffer without bound.
 const OUTPUT_HIGH_WATER: u64 = 256 << 10;
 
-/// Everything a connection reads from its loop: settings, caches, and the time.
+/// Everything a connection reads from its loop: the configuration generation, caches, the
+/// clock, the log and counters, and what the lifecycle decided.
 pub struct Context<'a> {
     pub config: &'a Config,
-    pub root: &'a Arc<DocRoot>,
+    pub sites: &'a Sites,
     pub caches: &'a mut Caches,
-    /// `Date` value for this second.
-    pub date: &'a [u8; 29],
+    /// `Date` and log times for this second.
+    pub clock: &'a Clock,
     pub disk: DiskAccess,
+    pub log: &'a mut AccessLog,
+    /// This loop's counters.
+    pub stats: &'a LoopStats,
+    /// All loops' counters (the status handler renders them).
+    pub metrics: &'a Stats,
+    /// A graceful stop is under way: answer with `Connection: close`, health says `503`.
+    pub draining: bool,
 }
 
 /// What the connection needs from the engine next.
@@ -72,37 +87,69 @@ pub enum Ending {
     Linger,
 }
 
-/// Where the connection is in its request cycle, for timeouts.
+/// Where the connection is in its request cycle, for timeouts and the scoreboard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// Between requests on a persistent connection (keep-alive timeout).
     Idle,
     /// Part of a request head has arrived (header timeout, from the first byte).
     Head,
-    /// Reading or discarding a request body, or waiting for a job.
+    /// Reading or discarding a request body (body timeout), or waiting for a job.
     Busy,
-    /// Output is queued (send timeout, reset by progress).
+    /// Output is queued (send timeout, reset by progress; minimum send rate).
     Sending,
     /// Finished: flushing and closing.
     Closing,
 }
 
+impl Phase {
+    /// The scoreboard slot (`log::stats::STATES`).
+    #[must_use]
+    pub fn index(self) -> usize {
+        match self {
+            Phase::Idle => 0,
+            Phase::Head => 1,
+            Phase::Busy => 2,
+            Phase::Sending => 3,
+            Phase::Closing => 4,
+        }
+    }
+}
+
+/// A request being served: what routing decided and what the access log will say.
+#[derive(Debug)]
+struct Exchange {
+    head: RequestHead,
+    persistence: Persistence,
+    /// When its head was parsed (latency is measured from here).
+    started: Instant,
+    /// The user Basic authentication let in.
+    user: Option<String>,
+}
+
 /// A request held while a job runs for it.
 #[derive(Debug)]
 struct Pending {
-    head: RequestHead,
+    exchange: Exchange,
+    route: Arc<Route>,
+    /// The path looked up below the route's root.
     path: CleanPath,
     redirect: RedirectBase,
-    persistence: Persistence,
     /// The translation being served, once known (the job is then a data load).
     resolved: Option<Arc<Resolved>>,
 }
 
-/// A request held while its body is read.
+/// A request held while a helper checks its password.
 #[derive(Debug)]
-struct Held {
-    head: RequestHead,
-    persistence: Persistence,
+struct Authenticating {
+    exchange: Exchange,
+    route: Arc<Route>,
+    /// The routed path.
+    path: CleanPath,
+    redirect: RedirectBase,
+    user: String,
+    /// `WWW-Authenticate` for a wrong password.
+    challenge: Box<[u8]>,
 }
 
 /// The request body left to read and throw away.
@@ -119,9 +166,14 @@ enum State {
     /// Discarding a request body the handler does not use (RFC 9112 §6.3: it must be read
     /// before the next request); the request is answered once it is read, so that a body past
     /// the limit gets its `413`.
-    DiscardingBody { left: BodyLeft, request: Box<Held> },
+    DiscardingBody {
+        left: BodyLeft,
+        exchange: Box<Exchange>,
+    },
     /// A job is out for this request.
     Waiting(Box<Pending>),
+    /// A helper checks the request's password (`Job::Verify`).
+    Authenticating(Box<Authenticating>),
     /// No more requests: send what is queued, then end as `Ending` says.
     Closing(Ending),
 }
@@ -137,11 +189,15 @@ pub struct Conn {
     /// The client shut down its sending side: no more requests will come.
     peer_finished: bool,
     served: u32,
+    peer: IpAddr,
+    /// Admitted over a connection cap: the first request is answered `503` + `Retry-After`
+    /// and the connection closed (a reply the client can read, rather than a reset).
+    refused: bool,
 }
 
 impl Conn {
     #[must_use]
-    pub fn new(config: &Config) -> Conn {
+    pub fn new(config: &Config, peer: IpAddr) -> Conn {
         let limits = ParseLimits {
             max_request_line: config.limits.max_request_line,
             max_head_bytes: config.limits.max_head_bytes,
@@ -155,7 +211,23 @@ impl Conn {
             output: Output::default(),
             peer_finished: false,
             served: 0,
+            peer,
+            refused: false,
         }
+    }
+
+    /// A connection admission control turned away: it answers its first request `503`.
+    #[must_use]
+    pub fn refusing(config: &Config, peer: IpAddr) -> Conn {
+        Conn {
+            refused: true,
+            ..Conn::new(config, peer)
+        }
+    }
+
+    #[must_use]
+    pub fn peer(&self) -> IpAddr {
+        self.peer
     }
 
     /// Bytes read from the socket. The engine reads into one buffer per loop and hands the
@@ -193,7 +265,7 @@ impl Conn {
     pub fn wants_input(&self) -> bool {
         match self.state {
             State::ReadingHead | State::DiscardingBody { .. } => !self.peer_finished,
-            State::Waiting(_) | State::Closing(_) => false,
+            State::Waiting(_) | State::Authenticating(_) | State::Closing(_) => false,
         }
     }
 
@@ -204,24 +276,26 @@ impl Conn {
             _ if !self.output.is_empty() => Phase::Sending,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
-            State::DiscardingBody { .. } | State::Waiting(_) => Phase::Busy,
+            State::DiscardingBody { .. } | State::Waiting(_) | State::Authenticating(_) => {
+                Phase::Busy
+            }
         }
     }
 
-    /// The head timeout expired: answer `408` if a request had begun, then close.
-    pub fn timed_out(&mut self, context: &Context<'_>) {
-        if self.phase() == Phase::Head {
-            self.refuse(408, context);
-        } else {
-            self.state = State::Closing(Ending::Linger);
+    /// The connection must end now (its phase timed out, or a graceful stop closes it while
+    /// idle): answer `408` if a request head or body had begun, then close.
+    pub fn timed_out(&mut self, context: &mut Context<'_>) {
+        let phase = self.phase();
+        match std::mem::replace(&mut self.state, State::Closing(Ending::Linger)) {
+            State::DiscardingBody { exchange, .. } => {
+                self.reply_to(Some(&exchange), 408, Persistence::Close, &[], context);
+            }
+            _ if phase == Phase::Head => {
+                self.reply_to(None, 408, Persistence::Close, &[], context);
+            }
+            _ => {}
         }
-    }
-
-    /// Answer a request that cannot be read to its end (broken head, refused body, timeout) and
-    /// close: what the client sends after it is never read, so the close must linger.
-    fn refuse(&mut self, status: u16, context: &Context<'_>) {
-        let response = response_context(context, Persistence::Close);
-        status_page::write(self.output.bytes(), status, &response, &[], true);
+        // What the client sends after this is never read.
         self.state = State::Closing(Ending::Linger);
     }
 
@@ -239,7 +313,7 @@ impl Conn {
         loop {
             match &mut self.state {
                 State::Closing(ending) => return Need::Close(*ending),
-                State::Waiting(_) => return Need::Wait,
+                State::Waiting(_) | State::Authenticating(_) => return Need::Wait,
                 State::DiscardingBody { left, .. } => {
                     match discard(
                         left,
@@ -249,14 +323,12 @@ impl Conn {
                         Discard::Consumed { used, done } => {
                             self.consumed += used;
                             if done {
-                                let State::DiscardingBody { request, .. } =
+                                let State::DiscardingBody { exchange, .. } =
                                     std::mem::replace(&mut self.state, State::ReadingHead)
                                 else {
                                     unreachable!("matched above")
                                 };
-                                if let Some(job) =
-                                    self.route(request.head, request.persistence, context)
-                                {
+                                if let Some(job) = self.route(*exchange, context) {
                                     return Need::Job(job);
                                 }
                             } else if self.peer_finished {
@@ -265,7 +337,22 @@ impl Conn {
                                 return Need::Read;
                             }
                         }
-                        Discard::Refused(status) => self.refuse(status, context),
+                        Discard::Refused(status) => {
+                            let State::DiscardingBody { exchange, .. } =
+                                std::mem::replace(&mut self.state, State::Closing(Ending::Linger))
+                            else {
+                                unreachable!("matched above")
+                            };
+                            self.reply_to(
+                                Some(&exchange),
+                                status,
+                                Persistence::Close,
+                                &[],
+                                context,
+                            );
+                            // The rest of the refused body is never read.
+                            self.state = State::Closing(Ending::Linger);
+                        }
                     }
                 }
                 State::ReadingHead => {
@@ -291,7 +378,11 @@ impl Conn {
                                 return Need::Job(job);
                             }
                         }
-                        Err(error) => self.refuse(error.status(), context),
+                        Err(error) => {
+                            self.reply_to(None, error.status(), Persistence::Close, &[], context);
+                            // A broken request: what follows it is never read.
+                            self.state = State::Closing(Ending::Linger);
+                        }
                     }
                 }
             }
@@ -301,13 +392,28 @@ impl Conn {
     /// A job this connection asked for finished. Returns the next job when serving needs one
     /// more (a path resolved to a small file whose data must now be loaded).
     pub fn job_done(&mut self, done: JobDone, context: &mut Context<'_>) -> Option<Job> {
-        let State::Waiting(pending) = std::mem::replace(&mut self.state, State::ReadingHead) else {
-            return None;
+        let pending = match std::mem::replace(&mut self.state, State::ReadingHead) {
+            State::Waiting(pending) => pending,
+            State::Authenticating(request) => {
+                let JobDone::Verified(matched) = done else {
+                    self.state = State::Authenticating(request);
+                    return None;
+                };
+                return self.authenticated(*request, matched, context);
+            }
+            other => {
+                self.state = other;
+                return None;
+            }
         };
         let outcome = match done {
             JobDone::Resolved(resolved) => {
                 let resolved = Arc::new(resolved);
-                context.caches.remember(pending.path.as_str(), &resolved);
+                if let Some(root) = &pending.route.root {
+                    context
+                        .caches
+                        .remember(root.id, pending.path.as_str(), &resolved);
+                }
                 let disk = context.disk;
                 self.respond(*pending, resolved, context, disk)
             }
@@ -320,8 +426,9 @@ impl Conn {
                 // block for long, and cannot ask for the same load again.
                 self.respond(*pending, resolved, context, DiskAccess::Inline)
             }
-            // Page-ins are the engine's business (they serve output already queued).
-            JobDone::PagedIn => {
+            // Page-ins are the engine's business (they serve output already queued); a
+            // verification belongs to `Authenticating`.
+            JobDone::PagedIn | JobDone::Verified(_) => {
                 self.state = State::Waiting(pending);
                 return None;
             }
@@ -346,24 +453,31 @@ impl Conn {
         }
     }
 
-    /// Route one parsed request. The phases read top to bottom: persistence, body framing,
-    /// method, target, path, translation (cached or by a job), response.
+    /// A parsed request: persistence, body framing, then routing once the body is read.
     fn on_request(&mut self, head: RequestHead, context: &mut Context<'_>) -> Option<Job> {
         self.served += 1;
         let limits = &context.config.limits;
-        let persistence = if !head.keep_alive || self.served >= limits.max_requests_per_connection {
+        let persistence = if !head.keep_alive
+            || self.served >= limits.max_requests_per_connection
+            || context.draining
+            || self.refused
+        {
             Persistence::Close
         } else if head.version == Version::Http10 {
             Persistence::KeepAlive
         } else {
             Persistence::Implicit
         };
-        let head_only = head.method == Method::Head;
-
         let body = match head.body {
             BodyFraming::None | BodyFraming::Length(0) => None,
             BodyFraming::Length(length) if length > limits.max_body => {
-                self.reply(413, Persistence::Close, head_only, &[], context);
+                let exchange = Exchange {
+                    head,
+                    persistence: Persistence::Close,
+                    started: Instant::now(),
+                    user: None,
+                };
+                self.answer(&exchange, None, 413, &[], context);
                 // The client may be sending the body we refused.
                 self.state = State::Closing(Ending::Linger);
                 return None;
@@ -382,165 +496,22 @@ impl Conn {
                 .bytes()
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-
+        let exchange = Exchange {
+            head,
+            persistence,
+            started: Instant::now(),
+            user: None,
+        };
         match body {
             Some(left) => {
                 self.state = State::DiscardingBody {
                     left,
-                    request: Box::new(Held { head, persistence }),
+                    exchange: Box::new(exchange),
                 };
                 None
             }
-            None => self.route(head, persistence, context),
+            None => self.route(exchange, context),
         }
-    }
-
-    /// Answer a request whose body (if any) has been read.
-    fn route(
-        &mut self,
-        head: RequestHead,
-        persistence: Persistence,
-        context: &mut Context<'_>,
-    ) -> Option<Job> {
-        let head_only = head.method == Method::Head;
-        match head.method {
-            Method::Get | Method::Head => {}
-            Method::Options => {
-                return self.reply(204, persistence, true, &[("Allow", ALLOW)], context)
-            }
-            Method::Other(_) => return self.reply(501, persistence, head_only, &[], context),
-            _ => return self.reply(405, persistence, head_only, &[("Allow", ALLOW)], context),
-        }
-
-        let Some((_, raw_path, query)) = split_target(&head.target) else {
-            return self.reply(400, Persistence::Close, head_only, &[], context);
-        };
-        if !raw_path.starts_with('/') {
-            return self.reply(400, Persistence::Close, head_only, &[], context);
-        }
-        let options = &context.root.options;
-        let path_options = PathOptions {
-            allow_dotfiles: options.dotfiles,
-            userdir: options.userdir.is_some(),
-        };
-        let clean = match path::normalize(raw_path, &path_options) {
-            Ok(clean) => clean,
-            Err(error) => return self.reply(error.status(), persistence, head_only, &[], context),
-        };
-        let redirect = RedirectBase {
-            path: raw_path.to_owned(),
-            query: query.map(str::to_owned),
-        };
-        let pending = Pending {
-            head,
-            path: clean,
-            redirect,
-            persistence,
-            resolved: None,
-        };
-
-        let outcome = match context
-            .caches
-            .paths
-            .lookup(pending.path.as_str(), std::time::Instant::now())
-        {
-            Some(resolved) => {
-                let disk = context.disk;
-                self.respond(pending, resolved, context, disk)
-            }
-            None => {
-                let job = Job::Resolve {
-                    root: context.root.clone(),
-                    path: pending.path.clone(),
-                    watcher: context.caches.watcher.clone(),
-                };
-                Outcome::NeedJob(job, Box::new(pending))
-            }
-        };
-        self.settle(outcome)
-    }
-
-    /// Answer with a status page, keeping the connection per `persistence`.
-    fn reply(
-        &mut self,
-        status: u16,
-        persistence: Persistence,
-        head_only: bool,
-        extra: &[(&str, &[u8])],
-        context: &Context<'_>,
-    ) -> Option<Job> {
-        let response = response_context(context, persistence);
-        status_page::write(self.output.bytes(), status, &response, extra, !head_only);
-        self.settle(Outcome::Responded(persistence))
-    }
-
-    /// Respond to `pending` from its translation.
-    fn respond(
-        &mut self,
-        pending: Pending,
-        resolved: Arc<Resolved>,
-        context: &mut Context<'_>,
-        disk: DiskAccess,
-    ) -> Outcome {
-        let mut response = response_context(context, pending.persistence);
-        response.disk = disk;
-        let head_only = pending.head.method == Method::Head;
-        let out = &mut self.output;
-        match &resolved.resolution {
-            Resolution::File(file) => {
-                match serve::serve_file(
-                    &pending.head,
-                    file,
-                    resolved.watch,
-                    context.caches,
-                    &response,
-                    out,
-                ) {
-                    Served::Sent { .. } => {}
-                    Served::NeedData(job) => {
-                        let pending = Pending {
-                            resolved: Some(resolved.clone()),
-                            ..pending
-                        };
-                        return Outcome::NeedJob(job, Box::new(pending));
-                    }
-                }
-            }
-            Resolution::AddSlash => {
-                let mut location = pending.redirect.path.clone();
-                location.push('/');
-                if let Some(query) = &pending.redirect.query {
-                    location.push('?');
-                    location.push_str(query);
-                }
-                status_page::write(
-                    out.bytes(),
-                    301,
-                    &response,
-                    &[("Location", location.as_bytes())],
-                    !head_only,
-                );
-            }
-            Resolution::Listing(html) => {
-                let bytes = out.bytes();
-                ampd_http::response::write_status_line(bytes, 200);
-                serve::common_headers(bytes, &response);
-                bytes.extend_from_slice(b"Content-Type: text/html; charset=utf-8\r\n");
-                ampd_http::response::write_content_length(bytes, html.len() as u64);
-                bytes.extend_from_slice(b"\r\n");
-                if !head_only {
-                    out.shared(html.clone(), 0, html.len());
-                }
-            }
-            Resolution::DirectoryForbidden | Resolution::Forbidden => {
-                status_page::write(out.bytes(), 403, &response, &[], !head_only);
-            }
-            Resolution::NotFound => {
-                status_page::write(out.bytes(), 404, &response, &[], !head_only)
-            }
-            Resolution::Failed => status_page::write(out.bytes(), 500, &response, &[], !head_only),
-        }
-        Outcome::Responded(pending.persistence)
     }
 }
 
@@ -554,16 +525,6 @@ enum Outcome {
 struct RedirectBase {
     path: String,
     query: Option<String>,
-}
-
-fn response_context<'a>(context: &Context<'a>, persistence: Persistence) -> ResponseContext<'a> {
-    ResponseContext {
-        date: context.date,
-        persistence,
-        disk: context.disk,
-        sendfile_threshold: context.config.send.sendfile_threshold,
-        max_ranges: context.config.limits.max_ranges,
-    }
 }
 
 enum Discard {

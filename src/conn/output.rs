@@ -57,6 +57,13 @@ pub struct Output {
     sealed: usize,
 }
 
+/// Where the queue stood before a response was written (see `Output::written_since`).
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    pending: u64,
+    buffer_len: usize,
+}
+
 /// Most iovecs handed to one `writev` (Linux's `IOV_MAX` is 1024).
 const MAX_SLICES: usize = 64;
 
@@ -64,6 +71,30 @@ impl Output {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.segments.is_empty() && self.buffer.len() == self.sealed
+    }
+
+    /// Remember where the queue stands, before writing a response.
+    #[must_use]
+    pub fn mark(&self) -> Mark {
+        Mark {
+            pending: self.pending(),
+            buffer_len: self.buffer.len(),
+        }
+    }
+
+    /// `(head bytes, body bytes)` of the response written since `mark`: every response starts
+    /// with its head in the buffer, ended by the first blank line. Valid until the engine
+    /// next sends (nothing is sent between a mark and this call).
+    #[must_use]
+    pub fn written_since(&self, mark: Mark) -> (u64, u64) {
+        let total = self.pending().saturating_sub(mark.pending);
+        let written = self.buffer.get(mark.buffer_len..).unwrap_or_default();
+        let head = written
+            .windows(4)
+            .position(|window| window == b"\r\n\r\n")
+            .map_or(written.len(), |at| at + 4) as u64;
+        let head = head.min(total);
+        (head, total - head)
     }
 
     /// Free the buffer's memory if nothing is queued.

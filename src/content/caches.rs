@@ -33,6 +33,17 @@ pub struct Caches {
     pub watcher: Option<Arc<Inotify>>,
     dependents: HashMap<i32, HashSet<Dependent>>,
     pub invalidations: u64,
+    /// Reused to build `root id:path` keys without allocating per lookup.
+    key: String,
+}
+
+/// The path-cache key of `path` under the document root `root` (a `DocRoot::id`): locations
+/// with different roots or options never share a translation.
+fn write_key(key: &mut String, root: u64, path: &str) {
+    use std::fmt::Write;
+    key.clear();
+    let _ = write!(key, "{root}:");
+    key.push_str(path);
 }
 
 impl Caches {
@@ -57,11 +68,29 @@ impl Caches {
             watcher,
             dependents: HashMap::new(),
             invalidations: 0,
+            key: String::new(),
         }
     }
 
-    /// Record a fresh translation of `path`.
-    pub fn remember(&mut self, path: &str, resolved: &Arc<Resolved>) {
+    /// The cached translation of `path` below root `root`, if fresh.
+    pub fn lookup(
+        &mut self,
+        root: u64,
+        path: &str,
+        now: std::time::Instant,
+    ) -> Option<Arc<Resolved>> {
+        let mut key = std::mem::take(&mut self.key);
+        write_key(&mut key, root, path);
+        let found = self.paths.lookup(&key, now);
+        self.key = key;
+        found
+    }
+
+    /// Record a fresh translation of `path` below root `root`.
+    pub fn remember(&mut self, root: u64, path: &str, resolved: &Arc<Resolved>) {
+        let mut key = String::with_capacity(path.len() + 8);
+        write_key(&mut key, root, path);
+        let path = key.as_str();
         if matches!(
             resolved.resolution,
             Resolution::Listing(_) | Resolution::Failed

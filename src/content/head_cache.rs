@@ -37,6 +37,17 @@ impl HeadCache {
         }
     }
 
+    /// Heads held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.as_ref().map_or(0, Lru::len)
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The head prefix of a full `200` for this representation of `file`.
     pub fn full_response(
         &mut self,

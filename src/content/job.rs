@@ -1,4 +1,5 @@
-//! The work that can block on disk, as plain data: what Flash's helpers did (§4.2, §5).
+//! The work that can block on disk (or burn CPU for long: password hashes), as plain data: what
+//! Flash's helpers did (§4.2, §5).
 //!
 //! Owns: `Job` (what to do), `JobDone` (what came of it) and `run`, the blocking work itself.
 //! Must not touch: threads or queues — engines decide who runs a job and where (inline under
@@ -31,6 +32,14 @@ pub enum Job {
         offset: u64,
         len: u64,
     },
+    /// Check a password against a bcrypt or argon2 hash: milliseconds of CPU by design, so it
+    /// is work for a helper, like a disk read. `verify` is supplied by the caller (`site`), so
+    /// this module stays free of password schemes.
+    Verify {
+        password: Box<[u8]>,
+        hash: Arc<str>,
+        verify: fn(&[u8], &str) -> bool,
+    },
 }
 
 #[derive(Debug)]
@@ -41,6 +50,8 @@ pub enum JobDone {
         data: io::Result<Arc<[u8]>>,
     },
     PagedIn,
+    /// Whether the password matched.
+    Verified(bool),
 }
 
 /// Do the job, blocking as long as the disk takes.
@@ -60,6 +71,11 @@ pub fn run(job: Job) -> JobDone {
             page_in(&file, offset, len);
             JobDone::PagedIn
         }
+        Job::Verify {
+            password,
+            hash,
+            verify,
+        } => JobDone::Verified(verify(&password, &hash)),
     }
 }
 

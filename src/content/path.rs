@@ -119,6 +119,16 @@ impl CleanPath {
         }
     }
 
+    /// The path below `prefix` as a path of its own (`/static/a.css` under `/static/` is
+    /// `/a.css`): what an `alias` location looks up below its directory. A clean path's tail
+    /// is clean, so no new normalisation is needed.
+    #[must_use]
+    pub fn below(&self, prefix: &str) -> Option<CleanPath> {
+        let rest = self.0.strip_prefix(prefix)?;
+        let rest = rest.trim_start_matches('/');
+        Some(CleanPath(format!("/{rest}")))
+    }
+
     /// The same path with a trailing '/' (for the redirect `/dir` → `/dir/`).
     #[must_use]
     pub fn with_trailing_slash(&self) -> CleanPath {
@@ -239,6 +249,17 @@ pub fn normalize(raw_path: &str, opts: &PathOptions) -> Result<CleanPath, PathEr
         clean.push('/');
     }
     Ok(CleanPath(clean))
+}
+
+/// Whether a clean path names a dot-file (a segment starting with '.', other than a leading
+/// `/.well-known`): the check `normalize` makes when dot-files are not served, for callers
+/// that normalized with them allowed and learn the rule later (per location).
+#[must_use]
+pub fn is_hidden(clean: &CleanPath) -> bool {
+    clean
+        .segments()
+        .enumerate()
+        .any(|(index, segment)| segment.starts_with('.') && !is_well_known(index, segment))
 }
 
 fn is_well_known(index: usize, segment: &str) -> bool {

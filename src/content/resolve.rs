@@ -28,6 +28,9 @@ use crate::config::StaticOptions;
 /// The document root, opened once at start-up; shared by a loop and its helpers.
 #[derive(Debug)]
 pub struct DocRoot {
+    /// Unique in the process: caches key translations by (root id, path), so roots opened by
+    /// different locations or configuration generations never share entries.
+    pub id: u64,
     pub dir: OwnedFd,
     pub path: PathBuf,
     pub options: StaticOptions,
@@ -37,8 +40,10 @@ impl DocRoot {
     /// # Errors
     /// The root cannot be opened as a directory.
     pub fn open(options: StaticOptions) -> io::Result<DocRoot> {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let dir = file::open_dir(&options.root)?;
         Ok(DocRoot {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             dir,
             path: options.root.clone(),
             options,

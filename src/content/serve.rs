@@ -56,6 +56,12 @@ pub struct ResponseContext<'a> {
     pub disk: DiskAccess,
     pub sendfile_threshold: u64,
     pub max_ranges: usize,
+    /// `Name: value\r\n` lines the location adds to every response.
+    pub extra_headers: &'a [u8],
+    /// `Cache-Control` for successful responses (the location's `cache_control`).
+    pub cache_control: Option<&'a str>,
+    /// `Expires` time (Unix seconds) and `max-age` for successful responses.
+    pub expires: Option<(u64, u64)>,
 }
 
 /// The outcome of `serve_file`.
@@ -93,6 +99,7 @@ pub fn serve_file(
             let out = sink.bytes();
             write_status_line(out, 304);
             common_headers(out, context);
+            cache_headers(out, context);
             validator_headers(out, file, representation);
             out.extend_from_slice(b"\r\n");
             return Served::Sent { status: 304 };
@@ -148,6 +155,7 @@ pub fn serve_file(
             write_content_length(out, range.len());
             let content_range = format!("bytes {}-{}/{size}", range.start, range.end);
             write_header(out, "Content-Range", content_range.as_bytes());
+            cache_headers(out, context);
             validator_headers(out, file, representation);
             out.extend_from_slice(b"\r\n");
             body.push(sink, range);
@@ -164,6 +172,7 @@ pub fn serve_file(
                 multipart.content_type_value().as_bytes(),
             );
             write_content_length(out, multipart.body_len());
+            cache_headers(out, context);
             validator_headers(out, file, representation);
             out.extend_from_slice(b"\r\n");
             if !head_only {
@@ -180,6 +189,7 @@ pub fn serve_file(
             let out = sink.bytes();
             out.extend_from_slice(&prefix);
             date_and_persistence(out, context);
+            cache_headers(out, context);
             out.extend_from_slice(b"\r\n");
             if size > 0 {
                 body.push(
@@ -321,6 +331,24 @@ fn date_and_persistence(out: &mut Vec<u8>, context: &ResponseContext<'_>) {
         Persistence::Implicit => {}
         Persistence::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
         Persistence::Close => out.extend_from_slice(b"Connection: close\r\n"),
+    }
+    out.extend_from_slice(context.extra_headers);
+}
+
+/// `Cache-Control` and `Expires` of a location, on successful responses only (an error page
+/// must not be cached for an hour).
+pub fn cache_headers(out: &mut Vec<u8>, context: &ResponseContext<'_>) {
+    match (context.cache_control, context.expires) {
+        (Some(value), _) => write_header(out, "Cache-Control", value.as_bytes()),
+        (None, Some((_, max_age))) => {
+            out.extend_from_slice(b"Cache-Control: max-age=");
+            out.extend_from_slice(max_age.to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        (None, None) => {}
+    }
+    if let Some((at, _)) = context.expires {
+        write_header(out, "Expires", &ampd_http::date::format_http_date(at));
     }
 }
 

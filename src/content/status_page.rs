@@ -47,6 +47,11 @@ fn page(status: u16) -> &'static str {
     }
     pages! {
         301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        401 => "Unauthorized",
         400 => "Bad Request",
         403 => "Forbidden",
         404 => "Not Found",
@@ -56,6 +61,7 @@ fn page(status: u16) -> &'static str {
         413 => "Content Too Large",
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",

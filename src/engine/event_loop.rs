@@ -5,29 +5,39 @@
 //! `writev` for memory, `sendfile` for files (after a residency test under AMPED, Flash §5.4),
 //! jobs inline or on helpers. Epoll is edge-triggered: each socket is registered once for both
 //! directions, and the loop remembers what it may still read or write.
+//! Lifecycle (reload, drain, stop) and admission come from `ops::Control` through the loop's
+//! `LoopLink`; see `ops` for the contract every engine follows.
 //! Must not touch: HTTP (that is `conn`'s), what a job does (that is `content::job`'s).
 
 use std::collections::VecDeque;
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use ampd_http::date::format_http_date;
 use ampd_sys::epoll::{Epoll, Events, Interest};
 use ampd_sys::{io as sysio, socket};
 
 use super::helpers::{Helpers, Token};
-use crate::config::Config;
+use crate::config::Level;
 use crate::conn::{Conn, Context, Ending, Need, Phase};
 use crate::content::caches::Caches;
 use crate::content::job::{self, Job, JobDone};
-use crate::content::resolve::DocRoot;
 use crate::content::serve::{self, DiskAccess};
+use crate::log::clock::Clock;
+use crate::log::error;
+use crate::ops::admission::{Admit, Ticket};
+use crate::ops::{self, Control, LoopLink, RunState};
+use crate::site::Generation;
+
+mod lifecycle;
 
 const LISTENER: u64 = u64::MAX;
 const HELPERS: u64 = u64::MAX - 1;
 const INOTIFY: u64 = u64::MAX - 2;
+const WAKER: u64 = u64::MAX - 3;
 
 /// Connections accepted per wake-up before others get a turn.
 const ACCEPT_BATCH: usize = 64;
@@ -40,14 +50,34 @@ const READ_CHUNK: usize = 16 << 10;
 const TURNS: usize = 8;
 /// How often timeouts are checked.
 const SWEEP: Duration = Duration::from_millis(250);
+/// The window over which `limits.min_send_rate` is judged: a response must move at least
+/// rate × window bytes per window (kernel buffers filled at the start do not count later).
+const SEND_RATE_WINDOW: Duration = Duration::from_secs(2);
 
 /// What one loop is told at start-up.
 pub struct LoopSettings {
     pub name: String,
-    pub config: Arc<Config>,
-    pub root: Arc<DocRoot>,
+    pub control: Arc<Control>,
     pub disk: DiskAccess,
     pub helpers: usize,
+}
+
+/// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the
+/// fields stay separate from the borrow of the slot being driven).
+macro_rules! context {
+    ($self:ident) => {
+        Context {
+            config: &$self.generation.config,
+            sites: &$self.generation.sites,
+            caches: &mut $self.caches,
+            clock: &$self.clock,
+            disk: $self.settings.disk,
+            log: &mut $self.link.log,
+            stats: &$self.link.stats,
+            metrics: &$self.settings.control.stats,
+            draining: $self.draining,
+        }
+    };
 }
 
 struct Slot {
@@ -64,20 +94,30 @@ struct Slot {
     phase_since: Instant,
     /// Write side shut; draining input until the client closes (lingering close).
     lingering: bool,
+    /// Start of the current minimum-send-rate window and the bytes sent in it.
+    rate_window: Instant,
+    rate_sent: u64,
+    /// This connection's place in admission control's counts (given back on drop).
+    _ticket: Option<Ticket>,
 }
 
 pub struct EventLoop {
     settings: LoopSettings,
     epoll: Epoll,
-    listener: OwnedFd,
+    /// `None` once a graceful stop began: no more accepting.
+    listener: Option<OwnedFd>,
+    /// The configuration generation new requests are served under, and the reload epoch seen.
+    generation: Arc<Generation>,
+    epoch: u64,
+    link: LoopLink,
+    draining: bool,
     /// Boxed, so the slab's spare capacity costs a pointer per slot, not a whole connection.
     slots: Vec<Option<Box<Slot>>>,
     free: Vec<usize>,
     next_generation: u32,
     helpers: Option<Helpers>,
     caches: Caches,
-    date: [u8; 29],
-    date_secs: u64,
+    clock: Clock,
     /// Connections with work they could do now without a new epoll event.
     ready: VecDeque<usize>,
     accept_more: bool,
@@ -94,6 +134,9 @@ impl EventLoop {
     pub fn new(listener: OwnedFd, settings: LoopSettings) -> io::Result<EventLoop> {
         let epoll = Epoll::new()?;
         epoll.add(listener.as_fd(), LISTENER, Interest::READABLE.edge())?;
+        let link = settings.control.join_loop()?;
+        epoll.add(link.waker.as_fd(), WAKER, Interest::READABLE.edge())?;
+        let generation = settings.control.current();
         let helpers = if settings.disk == DiskAccess::Helpers {
             let helpers = Helpers::start(settings.helpers, &settings.name)?;
             epoll.add(helpers.wake_fd(), HELPERS, Interest::READABLE.edge())?;
@@ -101,22 +144,24 @@ impl EventLoop {
         } else {
             None
         };
-        let caches = Caches::new(&settings.config.caches);
+        let caches = Caches::new(&generation.config.caches);
         if let Some(watcher) = &caches.watcher {
             epoll.add(watcher.as_fd(), INOTIFY, Interest::READABLE.edge())?;
         }
-        let now = unix_now();
         Ok(EventLoop {
             settings,
             epoll,
-            listener,
+            listener: Some(listener),
+            generation,
+            epoch: 0,
+            link,
+            draining: false,
             slots: Vec::new(),
             free: Vec::new(),
             next_generation: 1,
             helpers,
             caches,
-            date: format_http_date(now),
-            date_secs: now,
+            clock: Clock::default(),
             ready: VecDeque::new(),
             accept_more: false,
             accept_paused_until: None,
@@ -126,7 +171,7 @@ impl EventLoop {
         })
     }
 
-    /// Serve until the process ends.
+    /// Serve until a graceful stop has drained this loop, or a stop.
     ///
     /// # Errors
     /// `epoll_wait` fails for a reason other than a signal.
@@ -136,16 +181,43 @@ impl EventLoop {
             let timeout = self.wait_timeout();
             self.epoll.wait(&mut events, timeout)?;
             let now = Instant::now();
-            self.tick_date();
+            self.clock.tick();
+            if self
+                .settings
+                .control
+                .refresh(&mut self.epoch, &mut self.generation)
+            {
+                self.link.log.set_format(ops::log_format(&self.generation));
+                // Translations are keyed by the old generation's roots: they can never hit
+                // again, and they hold descriptors open.
+                self.caches.paths.clear();
+            }
+            // Lifecycle before this wake-up's events, so that a request read after the stop
+            // signal is answered as draining (`Connection: close`, health 503).
+            match self.settings.control.run_state() {
+                RunState::Running => {}
+                RunState::Draining { deadline } => {
+                    if !self.draining {
+                        self.begin_drain();
+                    }
+                    if now >= deadline || self.slots.iter().all(Option::is_none) {
+                        break;
+                    }
+                }
+                RunState::Stopped => break,
+            }
             // Changes on disk first: a request that arrived after a change must see it.
             if events.iter().any(|event| event.token == INOTIFY) {
                 self.caches.on_change();
             }
             for event in events.iter() {
                 match event.token {
-                    LISTENER => self.accept_more = true,
+                    LISTENER => self.accept_more = self.listener.is_some(),
                     HELPERS => self.take_completions(),
                     INOTIFY => {}
+                    WAKER => {
+                        self.link.waker.drain();
+                    }
                     token => {
                         let Some(index) = self.slot_of(token) else {
                             continue;
@@ -172,6 +244,8 @@ impl EventLoop {
                 self.sweep(now);
             }
         }
+        self.finish();
+        Ok(())
     }
 
     /// How long `epoll_wait` may sleep: not at all while work is ready, until the end of an
@@ -192,14 +266,6 @@ impl EventLoop {
         i32::try_from(SWEEP.as_millis()).unwrap_or(250)
     }
 
-    fn tick_date(&mut self) {
-        let now = unix_now();
-        if now != self.date_secs {
-            self.date_secs = now;
-            self.date = format_http_date(now);
-        }
-    }
-
     fn slot_of(&self, token: u64) -> Option<usize> {
         let index = usize::try_from(token & 0xffff_ffff).ok()?;
         let generation = (token >> 32) as u32;
@@ -216,12 +282,32 @@ impl EventLoop {
 
     fn accept_batch(&mut self) {
         for _ in 0..ACCEPT_BATCH {
-            match socket::accept(self.listener.as_fd()) {
-                Ok((fd, _peer)) => {
-                    if let Err(error) = self.admit(fd) {
-                        eprintln!(
-                            "ampd: {}: cannot register connection: {error}",
-                            self.settings.name
+            let Some(listener) = self.listener.as_ref() else {
+                self.accept_more = false;
+                return;
+            };
+            match socket::accept(listener.as_fd()) {
+                Ok((fd, peer)) => {
+                    let limits = &self.generation.config.admission;
+                    let (ticket, refused) =
+                        match self.settings.control.admission.admit(peer.ip(), limits) {
+                            Admit::Yes(ticket) => (ticket, false),
+                            Admit::Refuse(ticket, why) => {
+                                self.link.stats.shed(why);
+                                (ticket, true)
+                            }
+                            Admit::Drop(why) => {
+                                self.link.stats.shed(why);
+                                continue;
+                            }
+                        };
+                    if let Err(error) = self.admit(fd, peer, ticket, refused) {
+                        error::log(
+                            Level::Error,
+                            format_args!(
+                                "{}: cannot register connection: {error}",
+                                self.settings.name
+                            ),
                         );
                     }
                 }
@@ -251,7 +337,13 @@ impl EventLoop {
     /// watched from the first write that fills it (`watch_writes`), because registering for it
     /// at once reports every new socket writable, one more wake-up per connection for nothing
     /// (docs/benchmarks.md, row b).
-    fn admit(&mut self, fd: OwnedFd) -> io::Result<()> {
+    fn admit(
+        &mut self,
+        fd: OwnedFd,
+        peer: SocketAddr,
+        ticket: Ticket,
+        refused: bool,
+    ) -> io::Result<()> {
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -263,17 +355,31 @@ impl EventLoop {
             self.free.push(index);
             return Err(error);
         }
+        let config = &self.generation.config;
+        let conn = if refused {
+            Conn::refusing(config, peer.ip())
+        } else {
+            Conn::new(config, peer.ip())
+        };
+        let now = Instant::now();
+        self.link.stats.accepted.fetch_add(1, Ordering::Relaxed);
+        self.link
+            .stats
+            .connection_moved(None, Some(Phase::Idle.index()));
         self.slots[index] = Some(Box::new(Slot {
             fd,
-            conn: Conn::new(&self.settings.config),
+            conn,
             generation,
             can_read: true,
             can_write: true,
             watching_writes: false,
             job_out: false,
             phase: Phase::Idle,
-            phase_since: Instant::now(),
+            phase_since: now,
             lingering: false,
+            rate_window: now,
+            rate_sent: 0,
+            _ticket: Some(ticket),
         }));
         self.ready.push_back(index);
         Ok(())
@@ -297,13 +403,7 @@ impl EventLoop {
                     self.drive(index);
                     continue;
                 }
-                let mut context = Context {
-                    config: &self.settings.config,
-                    root: &self.settings.root,
-                    caches: &mut self.caches,
-                    date: &self.date,
-                    disk: self.settings.disk,
-                };
+                let mut context = context!(self);
                 slot.conn.job_done(done, &mut context)
             };
             match next {
@@ -329,13 +429,7 @@ impl EventLoop {
                         return;
                     };
                     slot.job_out = false;
-                    let mut context = Context {
-                        config: &self.settings.config,
-                        root: &self.settings.root,
-                        caches: &mut self.caches,
-                        date: &self.date,
-                        disk: self.settings.disk,
-                    };
+                    let mut context = context!(self);
                     slot.conn.job_done(done, &mut context)
                 };
                 if let Some(job) = next {
@@ -363,13 +457,7 @@ impl EventLoop {
                 Err(_) => return self.close(index),
             };
             let need = {
-                let mut context = Context {
-                    config: &self.settings.config,
-                    root: &self.settings.root,
-                    caches: &mut self.caches,
-                    date: &self.date,
-                    disk: self.settings.disk,
-                };
+                let mut context = context!(self);
                 slot.conn.advance(&mut context)
             };
             if let Need::Job(job) = need {
@@ -420,8 +508,18 @@ impl EventLoop {
         // Progress restarts the idle and send clocks; the head clock runs from the first byte
         // of the head however slowly the rest trickles in (slowloris).
         if phase != slot.phase || (progressed && matches!(phase, Phase::Sending | Phase::Idle)) {
+            let now = Instant::now();
+            if phase != slot.phase {
+                self.link
+                    .stats
+                    .connection_moved(Some(slot.phase.index()), Some(phase.index()));
+                if phase == Phase::Sending {
+                    slot.rate_window = now;
+                    slot.rate_sent = 0;
+                }
+            }
             slot.phase = phase;
-            slot.phase_since = Instant::now();
+            slot.phase_since = now;
         }
     }
 
@@ -430,7 +528,7 @@ impl EventLoop {
     /// went out.
     fn flush(&mut self, index: usize) -> io::Result<bool> {
         let token = self.token(index);
-        let send_chunk = self.settings.config.send.send_chunk as u64;
+        let send_chunk = self.generation.config.send.send_chunk as u64;
         let mut budget = send_chunk;
         let mut wrote = false;
         let disk = self.settings.disk;
@@ -466,6 +564,7 @@ impl EventLoop {
                     Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
                     Ok(sent) => {
                         slot.conn.output.advance(sent as u64);
+                        slot.rate_sent += sent as u64;
                         budget = budget.saturating_sub(sent as u64);
                         wrote = true;
                     }
@@ -484,6 +583,7 @@ impl EventLoop {
                 match sysio::send_vectored(slot.fd.as_fd(), &slices, sysio::MSG_NOSIGNAL | more) {
                     Ok(sent) => {
                         slot.conn.output.advance(sent as u64);
+                        slot.rate_sent += sent as u64;
                         budget = budget.saturating_sub(sent as u64);
                         wrote = true;
                     }
@@ -519,6 +619,9 @@ impl EventLoop {
             return self.close(index);
         }
         slot.lingering = true;
+        self.link
+            .stats
+            .connection_moved(Some(slot.phase.index()), Some(Phase::Closing.index()));
         slot.phase = Phase::Closing;
         slot.phase_since = Instant::now();
         self.linger(index);
@@ -541,15 +644,20 @@ impl EventLoop {
 
     fn close(&mut self, index: usize) {
         if let Some(slot) = self.slots[index].take() {
+            self.link
+                .stats
+                .connection_moved(Some(slot.phase.index()), None);
             // Closing the descriptor removes it from the epoll set.
             drop(slot);
             self.free.push(index);
         }
     }
 
-    /// Apply the timeouts of each connection's phase.
+    /// Apply the timeouts of each connection's phase and the minimum send rate; publish
+    /// counters; hand the access-log buffer to its thread.
     fn sweep(&mut self, now: Instant) {
-        let limits = &self.settings.config.limits;
+        let limits = &self.generation.config.limits;
+        let min_rate = limits.min_send_rate;
         let mut expired = Vec::new();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
@@ -559,27 +667,37 @@ impl EventLoop {
             }
             let limit = match slot.phase {
                 Phase::Idle => limits.keepalive_timeout,
-                Phase::Head | Phase::Busy if !slot.job_out => limits.header_timeout,
-                Phase::Head | Phase::Busy => continue,
+                Phase::Head => limits.header_timeout,
+                Phase::Busy if !slot.job_out => limits.body_timeout,
+                Phase::Busy => continue,
                 Phase::Sending => limits.send_timeout,
                 Phase::Closing => limits.linger_timeout,
             };
             if now.saturating_duration_since(slot.phase_since) >= limit {
                 expired.push((index, slot.phase));
+                continue;
+            }
+            // Slow-read defence: a response must keep moving at `min_send_rate`, judged per
+            // window so that kernel buffers filled at the start cannot carry a stalled reader.
+            if slot.phase == Phase::Sending && min_rate > 0 && !slot.job_out {
+                let window = now.saturating_duration_since(slot.rate_window);
+                if window >= SEND_RATE_WINDOW {
+                    let floor = (min_rate as f64 * window.as_secs_f64()) as u64;
+                    if slot.rate_sent < floor {
+                        expired.push((index, Phase::Sending));
+                        continue;
+                    }
+                    slot.rate_window = now;
+                    slot.rate_sent = 0;
+                }
             }
         }
         for (index, phase) in expired {
             match phase {
-                Phase::Head => {
+                Phase::Head | Phase::Busy => {
                     if let Some(slot) = self.slots[index].as_mut() {
-                        let context = Context {
-                            config: &self.settings.config,
-                            root: &self.settings.root,
-                            caches: &mut self.caches,
-                            date: &self.date,
-                            disk: self.settings.disk,
-                        };
-                        slot.conn.timed_out(&context);
+                        let mut context = context!(self);
+                        slot.conn.timed_out(&mut context);
                         slot.can_read = false;
                     }
                     self.drive(index);
@@ -590,9 +708,14 @@ impl EventLoop {
                         }
                     }
                 }
+                // A stalled or too-slow reader: reset, so that the response still queued in
+                // the kernel's send buffer is dropped instead of trickling out after close.
+                Phase::Sending => self.abort(index),
                 _ => self.close(index),
             }
         }
+        self.publish();
+        self.link.log.flush();
     }
 }
 
@@ -634,10 +757,4 @@ fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
         }
     }
     Ok(changed)
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
 }

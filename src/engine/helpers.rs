@@ -91,6 +91,12 @@ impl Helpers {
         into.append(&mut done);
     }
 
+    /// Helpers running a job now.
+    #[must_use]
+    pub fn busy(&self) -> usize {
+        self.shared.busy.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Jobs waiting for a helper.
     #[must_use]
     pub fn queued(&self) -> usize {

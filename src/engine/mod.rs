@@ -16,8 +16,8 @@ use std::sync::Arc;
 use ampd_sys::socket;
 
 use crate::config::{Arch, Config};
-use crate::content::resolve::DocRoot;
 use crate::content::serve::DiskAccess;
+use crate::ops::Control;
 use event_loop::{EventLoop, LoopSettings};
 
 /// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
@@ -44,11 +44,26 @@ pub fn loop_count(config: &Config) -> usize {
 
 /// Bind the listeners: one for `sped`/`amped`, one per loop with `SO_REUSEPORT` for
 /// `reactor`, so the kernel spreads connections across loops with no shared accept lock.
+/// Under systemd socket activation, `activated` holds the passed sockets (main takes them
+/// before anything else opens a descriptor); the first is used instead, shared by the loops,
+/// and `config.listen` is ignored.
 ///
 /// # Errors
-/// The address cannot be bound (in use, no permission, not local).
-pub fn bind(config: &Config) -> io::Result<Bound> {
+/// The address cannot be bound (in use, no permission, not local), or a passed socket is not
+/// a listening socket.
+pub fn bind(config: &Config, mut activated: Vec<OwnedFd>) -> io::Result<Bound> {
     let count = loop_count(config);
+    if !activated.is_empty() {
+        let first = activated.swap_remove(0);
+        tune_listener(&first)?;
+        let local = socket::local_addr(first.as_fd())?;
+        let mut listeners = Vec::new();
+        for _ in 1..count {
+            listeners.push(first.try_clone()?);
+        }
+        listeners.insert(0, first);
+        return Ok(Bound { listeners, local });
+    }
     let reuse_port = config.arch == Arch::Reactor;
     let first = listen(config.listen, reuse_port)?;
     let local = socket::local_addr(first.as_fd())?;
@@ -59,7 +74,14 @@ pub fn bind(config: &Config) -> io::Result<Bound> {
     Ok(Bound { listeners, local })
 }
 
-/// One listener, with the options every accepted socket inherits.
+fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
+    let listener = socket::listen_tcp(addr, reuse_port, BACKLOG)?;
+    tune_listener(&listener)?;
+    Ok(listener)
+}
+
+/// Set the options every accepted socket inherits (on our own listeners and on those systemd
+/// passes):
 ///
 /// * `TCP_NODELAY` once here instead of a `setsockopt` per connection: responses leave in whole
 ///   writes, so Nagle would only delay them.
@@ -67,22 +89,21 @@ pub fn bind(config: &Config) -> io::Result<Bound> {
 ///   is accepted once its request has arrived, so one wake-up serves it from accept to response
 ///   instead of two (listener, then data), and a client that connects and sends nothing costs
 ///   the server no slot. Measured on the connection-per-request row of docs/benchmarks.md.
-fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
-    let listener = socket::listen_tcp(addr, reuse_port, BACKLOG)?;
+fn tune_listener(listener: &OwnedFd) -> io::Result<()> {
     socket::set_nodelay(listener.as_fd(), true)?;
-    socket::set_defer_accept(listener.as_fd(), DEFER_ACCEPT_SECS)?;
-    Ok(listener)
+    socket::set_defer_accept(listener.as_fd(), DEFER_ACCEPT_SECS)
 }
 
-/// Run the architecture's loops until the process ends.
+/// Run the architecture's loops until a graceful stop has drained them (or a stop).
 ///
 /// # Errors
 /// A loop cannot be set up, or fails.
-pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
+pub fn run(control: Arc<Control>, bound: Bound) -> io::Result<()> {
     ampd_sys::process::ignore_sigpipe()?;
-    let _ = ampd_sys::process::raise_nofile_limit();
-    let config = Arc::new(config);
-    let root = Arc::new(root);
+    if let Ok(nofile) = ampd_sys::process::raise_nofile_limit() {
+        control.admission.limit_descriptors(nofile);
+    }
+    let config = control.current().config.clone();
     let disk = match config.arch {
         Arch::Sped => DiskAccess::Inline,
         Arch::Amped | Arch::Reactor => DiskAccess::Helpers,
@@ -91,8 +112,7 @@ pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
     for (index, listener) in bound.listeners.into_iter().enumerate() {
         let settings = LoopSettings {
             name: format!("{}-{index}", config.arch.name()),
-            config: config.clone(),
-            root: root.clone(),
+            control: control.clone(),
             disk,
             helpers: config.helpers,
         };

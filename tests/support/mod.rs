@@ -15,6 +15,14 @@ pub use root::TempRoot;
 #[allow(unused_imports)]
 pub use server::{curl, is_root_user, Options, Server};
 
+/// Writes `ampd.toml` next to the root (outside it): `listen` on port 0, `arch`, then `body`.
+pub fn write_config(root: &TempRoot, arch: &str, body: &str) -> std::path::PathBuf {
+    let path = root.outside_dir().join("ampd.toml");
+    let text = format!("listen = \"127.0.0.1:0\"\narch = \"{arch}\"\nthreads = 2\n{body}");
+    std::fs::write(&path, text).expect("write ampd.toml");
+    path
+}
+
 /// Runs one test body under every engine: `for_each_arch!(fn name(arch) { ... })` expands to
 /// `mod name { #[test] fn sped() ..; #[test] fn amped() ..; ... }`. This macro is the ONE place the
 /// engine list lives; adding an engine (mt, tpc, mp, uring) is one line here.

@@ -27,6 +27,12 @@ pub struct Options {
     root: PathBuf,
     arch: String,
     extra: Vec<String>,
+    /// `ampd run -c FILE` instead of `serve`.
+    config: Option<PathBuf>,
+    env: Vec<(String, String)>,
+    /// A program that execs ampd (with its arguments appended), e.g. a socket-activation
+    /// wrapper.
+    wrapper: Vec<String>,
 }
 
 impl Options {
@@ -35,7 +41,34 @@ impl Options {
             root: root.to_path_buf(),
             arch: arch.to_string(),
             extra: Vec::new(),
+            config: None,
+            env: Vec::new(),
+            wrapper: Vec::new(),
         }
+    }
+
+    /// `ampd run -c FILE` (the file sets listen and arch itself).
+    pub fn config_file(file: &Path) -> Self {
+        Options {
+            config: Some(file.to_path_buf()),
+            ..Options::new(Path::new("/"), "")
+        }
+    }
+
+    /// An environment variable for the server process.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Start ampd through `program args… AMPD AMPD-ARGS…`.
+    pub fn wrapped<I, S>(mut self, program: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.wrapper = program.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Adds one command-line argument after the standard ones.
@@ -54,6 +87,15 @@ impl Options {
     }
 
     fn command_line(&self) -> Vec<String> {
+        if let Some(file) = &self.config {
+            let mut line = vec![
+                "run".to_string(),
+                "-c".to_string(),
+                file.display().to_string(),
+            ];
+            line.extend(self.extra.iter().cloned());
+            return line;
+        }
         let mut line = vec![
             "serve".to_string(),
             self.root.display().to_string(),
@@ -83,8 +125,17 @@ impl Server {
     /// message carries whatever it wrote on stderr.
     pub fn start(options: Options) -> Server {
         let line = options.command_line();
-        let mut child = Command::new(binary())
+        let mut command = match options.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(binary());
+                command
+            }
+            None => Command::new(binary()),
+        };
+        let mut child = command
             .args(&line)
+            .envs(options.env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -152,6 +203,39 @@ impl Server {
     /// The server process id (for tests that inspect it).
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Sends a signal by name (`HUP`, `TERM`, `USR1`, …).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits (bounded) for the process to exit; its exit code, or `None` if it did not.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status.code().unwrap_or(-1));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    /// Waits (bounded) until stderr contains `needle`.
+    pub fn wait_for_stderr(&self, needle: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.stderr().contains(needle) {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        false
     }
 
     /// True while the process has not exited.

@@ -28,6 +28,7 @@ pub mod inotify;
 pub mod io;
 pub mod mmap;
 pub mod process;
+pub mod signal;
 pub mod socket;
 
 mod cvt;

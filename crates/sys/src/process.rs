@@ -134,6 +134,120 @@ pub fn user_home_dir(name: &str) -> io::Result<Option<PathBuf>> {
     }
 }
 
+/// The user id and primary group id of user `name`; `Ok(None)` when there is no such user.
+///
+/// # Errors
+/// `InvalidInput` for a name with a NUL byte; `EIO`/`EMFILE` from the lookup.
+pub fn user_ids(name: &str) -> io::Result<Option<(u32, u32)>> {
+    let name = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "user name contains NUL"))?;
+    let mut buf = vec![0u8; 1024];
+    loop {
+        let mut entry = MaybeUninit::<libc::passwd>::uninit();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated; `entry`, `buf` (of the given length) and `found` are
+        // live and writable.
+        let code = unsafe {
+            libc::getpwnam_r(
+                name.as_ptr(),
+                entry.as_mut_ptr(),
+                buf.as_mut_ptr().cast::<libc::c_char>(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        match code {
+            0 if found.is_null() => return Ok(None),
+            0 => {
+                // SAFETY: getpwnam_r succeeded and `found` is non-null, so `entry` is filled in.
+                let entry = unsafe { entry.assume_init_ref() };
+                return Ok(Some((entry.pw_uid, entry.pw_gid)));
+            }
+            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            libc::ENOENT | libc::ESRCH | libc::EBADF | libc::EPERM => return Ok(None),
+            code => return Err(io::Error::from_raw_os_error(code)),
+        }
+    }
+}
+
+/// The id of group `name`; `Ok(None)` when there is no such group.
+///
+/// # Errors
+/// `InvalidInput` for a name with a NUL byte; `EIO`/`EMFILE` from the lookup.
+pub fn group_id(name: &str) -> io::Result<Option<u32>> {
+    let name = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "group name contains NUL"))?;
+    let mut buf = vec![0u8; 1024];
+    loop {
+        let mut entry = MaybeUninit::<libc::group>::uninit();
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated; `entry`, `buf` (of the given length) and `found` are
+        // live and writable.
+        let code = unsafe {
+            libc::getgrnam_r(
+                name.as_ptr(),
+                entry.as_mut_ptr(),
+                buf.as_mut_ptr().cast::<libc::c_char>(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        match code {
+            0 if found.is_null() => return Ok(None),
+            // SAFETY: getgrnam_r succeeded and `found` is non-null, so `entry` is filled in.
+            0 => return Ok(Some(unsafe { entry.assume_init_ref() }.gr_gid)),
+            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            libc::ENOENT | libc::ESRCH | libc::EBADF | libc::EPERM => return Ok(None),
+            code => return Err(io::Error::from_raw_os_error(code)),
+        }
+    }
+}
+
+/// The effective user id of the process.
+#[must_use]
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Gives up root for good: supplementary groups become `user`'s (plus `gid`), then the group
+/// and user ids change (group first: once the user id changes, the group can no longer). Call it
+/// before other threads start; glibc applies it to every thread, but there is no reason to
+/// rely on that.
+///
+/// # Errors
+/// `EPERM` when the process is not root.
+pub fn drop_privileges(user: &str, uid: u32, gid: u32) -> io::Result<()> {
+    let name = CString::new(user)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "user name contains NUL"))?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    cvt(unsafe { libc::initgroups(name.as_ptr(), gid) })?;
+    // SAFETY: setresgid takes no pointers.
+    cvt(unsafe { libc::setresgid(gid, gid, gid) })?;
+    // SAFETY: setresuid takes no pointers.
+    cvt(unsafe { libc::setresuid(uid, uid, uid) })?;
+    Ok(())
+}
+
+/// `CLOCK_MONOTONIC` in microseconds (what systemd's `MONOTONIC_USEC=` expects).
+#[must_use]
+pub fn monotonic_micros() -> u64 {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `time` is a live, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    let _ = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut time) };
+    u64::try_from(time.tv_sec).unwrap_or(0) * 1_000_000
+        + u64::try_from(time.tv_nsec).unwrap_or(0) / 1_000
+}
+
+/// The process id.
+#[must_use]
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
 fn timeval_duration(time: libc::timeval) -> Duration {
     Duration::from_secs(u64::try_from(time.tv_sec).unwrap_or(0))
         + Duration::from_micros(u64::try_from(time.tv_usec).unwrap_or(0))

@@ -6,7 +6,7 @@
 use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use crate::cvt::{cvt, cvt_retry};
@@ -178,7 +178,7 @@ fn flag(on: bool) -> libc::c_int {
 /// `EADDRINUSE`, `EACCES` (privileged port), `EADDRNOTAVAIL`, descriptor exhaustion.
 pub fn listen_tcp(addr: SocketAddr, reuse_port: bool, backlog: i32) -> io::Result<OwnedFd> {
     let socket = new_tcp_socket(&addr)?;
-    let fd = std::os::fd::AsFd::as_fd(&socket);
+    let fd = socket.as_fd();
     set_option(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, flag(true))?;
     if reuse_port {
         set_option(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, flag(true))?;
@@ -192,6 +192,54 @@ pub fn listen_tcp(addr: SocketAddr, reuse_port: bool, backlog: i32) -> io::Resul
     // SAFETY: listen takes no pointers; the socket is open.
     cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
     Ok(socket)
+}
+
+/// The listening sockets systemd passed to this process (socket activation, `sd_listen_fds`):
+/// descriptors 3 .. 3 + `LISTEN_FDS` when `LISTEN_PID` names this process; none otherwise.
+/// Each is checked to be a listening socket and made non-blocking and close-on-exec. The
+/// variables are removed so children do not inherit them, and a second call returns nothing:
+/// the descriptors are owned exactly once.
+///
+/// # Errors
+/// A passed descriptor is not open (`EBADF`), not a socket, or not listening (`InvalidInput`).
+pub fn take_activated_listeners() -> io::Result<Vec<OwnedFd>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static TAKEN: AtomicBool = AtomicBool::new(false);
+    let for_us = std::env::var("LISTEN_PID")
+        .ok()
+        .and_then(|pid| pid.parse::<u32>().ok())
+        == Some(std::process::id());
+    let count = std::env::var("LISTEN_FDS")
+        .ok()
+        .and_then(|count| count.parse::<i32>().ok())
+        .unwrap_or(0);
+    if !for_us || count <= 0 || TAKEN.swap(true, Ordering::SeqCst) {
+        return Ok(Vec::new());
+    }
+    std::env::remove_var("LISTEN_PID");
+    std::env::remove_var("LISTEN_FDS");
+    std::env::remove_var("LISTEN_FDNAMES");
+    let mut listeners = Vec::new();
+    for fd in 3..3 + count.min(64) {
+        // SAFETY: F_GETFD takes no pointers; it only tells whether `fd` is open.
+        cvt(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+        // SAFETY: `fd` is open (checked above) and was passed to this process by its parent
+        // under the socket-activation protocol (LISTEN_PID is ours); TAKEN makes sure this
+        // happens once, so nothing else owns it.
+        let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+        let listening = get_int_option(socket.as_fd(), libc::SOL_SOCKET, libc::SO_ACCEPTCONN)?;
+        if listening == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("inherited descriptor {fd} is not a listening socket"),
+            ));
+        }
+        // SAFETY: F_SETFD takes an integer flag, no pointers.
+        cvt(unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
+        set_nonblocking(socket.as_fd(), true)?;
+        listeners.push(socket);
+    }
+    Ok(listeners)
 }
 
 /// The address a socket is bound to (the real port after binding port 0).

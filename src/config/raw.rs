@@ -1,0 +1,158 @@
+//! The file's schema: what `ampd.toml` may contain, as serde reads it (`deny_unknown_fields`
+//! everywhere, `Spanned` values so errors can point at the place).
+//!
+//! Owns: the `Raw*` structs and `Quantity` (a number or a text with a unit).
+//! Must not touch: meaning (`load.rs` and `blocks.rs` turn these into `Config`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A number (`65536`, `30`) or a text with a unit (`"64KiB"`, `"30s"`).
+#[derive(Clone, Debug)]
+pub(super) enum Quantity {
+    Number(i64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for Quantity {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct QuantityVisitor;
+        impl Visitor<'_> for QuantityVisitor {
+            type Value = Quantity;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a number or a string with a unit")
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Quantity, E> {
+                Ok(Quantity::Number(value))
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Quantity, E> {
+                Ok(Quantity::Number(i64::try_from(value).unwrap_or(i64::MAX)))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Quantity, E> {
+                Ok(Quantity::Text(value.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(QuantityVisitor)
+    }
+}
+
+pub(super) type Field<T> = Option<Spanned<T>>;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    pub(super) listen: Field<String>,
+    pub(super) arch: Field<String>,
+    pub(super) threads: Field<i64>,
+    pub(super) helpers: Field<i64>,
+    pub(super) user: Field<String>,
+    pub(super) group: Field<String>,
+    pub(super) pid_file: Field<String>,
+    pub(super) grace_period: Field<Quantity>,
+    pub(super) caches: Option<RawCaches>,
+    pub(super) send: Option<RawSend>,
+    pub(super) limits: Option<RawLimits>,
+    pub(super) admission: Option<RawAdmission>,
+    pub(super) log: Option<RawLog>,
+    pub(super) site: Option<Vec<RawBlock>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCaches {
+    pub(super) path_cache: Option<bool>,
+    pub(super) header_cache: Option<bool>,
+    pub(super) file_cache: Option<bool>,
+    pub(super) path_cache_entries: Field<i64>,
+    pub(super) header_cache_entries: Field<i64>,
+    pub(super) file_cache_bytes: Field<Quantity>,
+    pub(super) revalidate_after: Field<Quantity>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSend {
+    pub(super) sendfile_threshold: Field<Quantity>,
+    pub(super) send_chunk: Field<Quantity>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub(super) max_request_line: Field<Quantity>,
+    pub(super) max_head_bytes: Field<Quantity>,
+    pub(super) max_headers: Field<i64>,
+    pub(super) max_body: Field<Quantity>,
+    pub(super) max_ranges: Field<i64>,
+    pub(super) max_requests_per_connection: Field<i64>,
+    pub(super) header_timeout: Field<Quantity>,
+    pub(super) body_timeout: Field<Quantity>,
+    pub(super) keepalive_timeout: Field<Quantity>,
+    pub(super) send_timeout: Field<Quantity>,
+    pub(super) linger_timeout: Field<Quantity>,
+    pub(super) min_send_rate: Field<Quantity>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAdmission {
+    pub(super) max_connections: Field<i64>,
+    pub(super) max_connections_per_address: Field<i64>,
+    pub(super) requests_per_second: Field<f64>,
+    pub(super) burst: Field<i64>,
+    pub(super) retry_after: Field<Quantity>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLog {
+    pub(super) access: Field<String>,
+    pub(super) format: Field<String>,
+    pub(super) error: Field<String>,
+    pub(super) level: Field<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAuth {
+    pub(super) realm: Field<String>,
+    pub(super) users: Spanned<BTreeMap<String, Spanned<String>>>,
+}
+
+/// A `[[site]]` or a `[[site.location]]`: one struct for both, so that unknown keys are caught
+/// by serde in either; keys valid in only one of them are checked in `blocks.rs`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBlock {
+    // Site only.
+    pub(super) server_names: Field<Vec<String>>,
+    pub(super) default: Field<bool>,
+    pub(super) location: Option<Vec<RawBlock>>,
+    // Location only.
+    pub(super) path: Field<String>,
+    pub(super) exact: Field<bool>,
+    pub(super) alias: Field<String>,
+    // Both: a location inherits what it does not set from its site.
+    pub(super) root: Field<String>,
+    pub(super) index: Field<Vec<String>>,
+    pub(super) autoindex: Field<bool>,
+    pub(super) precompressed: Field<bool>,
+    pub(super) dotfiles: Field<bool>,
+    pub(super) follow_symlinks: Field<bool>,
+    pub(super) userdir: Field<String>,
+    pub(super) headers: Field<BTreeMap<String, String>>,
+    pub(super) cache_control: Field<String>,
+    pub(super) expires: Field<Quantity>,
+    pub(super) redirect: Field<String>,
+    pub(super) redirect_status: Field<i64>,
+    pub(super) rewrite: Field<String>,
+    pub(super) allow: Field<Vec<String>>,
+    pub(super) deny: Field<Vec<String>>,
+    pub(super) basic_auth: Option<Spanned<RawAuth>>,
+    pub(super) handler: Field<String>,
+    pub(super) rate_limit: Field<bool>,
+}

@@ -1,0 +1,181 @@
+//! Reading text values and placing errors: sizes (`"64KiB"`), durations (`"30s"`), the line,
+//! column and dotted key at a byte offset, and the nearest known key for a typo.
+//!
+//! Owns: these pure functions. Must not touch: the schema or `Config`.
+
+use std::time::Duration;
+
+/// `"64KiB"`, `"1MiB"`, `"512"`, `"2G"`: binary units, as nginx reads `k` and `m`.
+pub(super) fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return None,
+    };
+    number.checked_mul(1u64 << shift)
+}
+
+/// `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`, or a bare number of seconds.
+pub(super) fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits.parse().ok()?;
+    let millis = match unit.trim() {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    Some(Duration::from_millis(number.checked_mul(millis)?))
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub(super) fn position(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+/// The dotted key at byte `offset`: the table header above it plus the key on its line.
+pub(super) fn key_at(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or("");
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |at| line_start + at);
+    let line = &text[line_start..line_end];
+    let mut table = String::new();
+    for previous in text[..line_start].lines() {
+        let trimmed = previous.trim();
+        if trimmed.starts_with('[') {
+            table = trimmed
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_owned();
+        }
+    }
+    let trimmed = line.trim();
+    if trimmed.starts_with('[') {
+        return trimmed
+            .trim_matches(|c| c == '[' || c == ']')
+            .trim()
+            .to_owned();
+    }
+    let key = line
+        .split_once('=')
+        .map_or(trimmed, |(key, _)| key.trim())
+        .trim_matches('"')
+        .to_owned();
+    match (table.is_empty(), key.is_empty()) {
+        (_, true) => table,
+        (true, false) => key,
+        (false, false) => format!("{table}.{key}"),
+    }
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`": the closest known key.
+pub(super) fn unknown_field_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, expected) = rest.split_once('`')?;
+    let best = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|candidate| (edit_distance(unknown, candidate), candidate))
+        .min()?;
+    (best.0 <= 3).then(|| format!("did you mean `{}`?", best.1))
+}
+
+pub(super) fn edit_distance(left: &str, right: &str) -> usize {
+    let right: Vec<char> = right.chars().collect();
+    let mut row: Vec<usize> = (0..=right.len()).collect();
+    for (i, a) in left.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, b) in right.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(a != *b));
+            diagonal = above;
+        }
+    }
+    row[right.len()]
+}
+
+pub(super) fn plain(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AddressRange;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("64KiB"), Some(64 << 10));
+        assert_eq!(parse_size("1m"), Some(1 << 20));
+        assert_eq!(parse_size("12"), Some(12));
+        assert_eq!(parse_size("1 parsec"), None);
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("soon"), None);
+    }
+
+    #[test]
+    fn key_and_position_come_from_the_text() {
+        let text = "listen = \"x\"\n[limits]\nheader_timeout = 3\n";
+        let offset = text.find("header_timeout").unwrap();
+        assert_eq!(position(text, offset), (3, 1));
+        assert_eq!(key_at(text, offset + 5), "limits.header_timeout");
+        assert_eq!(key_at(text, 2), "listen");
+    }
+
+    #[test]
+    fn typos_get_the_nearest_key() {
+        let hint = unknown_field_hint("unknown field `listn`, expected one of `listen`, `arch`");
+        assert_eq!(hint.as_deref(), Some("did you mean `listen`?"));
+        assert_eq!(
+            unknown_field_hint("unknown field `zzzzzzzz`, expected `listen`"),
+            None
+        );
+    }
+
+    #[test]
+    fn address_ranges_match() {
+        let range = AddressRange {
+            network: "10.0.0.0".parse().unwrap(),
+            prefix: 8,
+        };
+        assert!(range.contains("10.1.2.3".parse().unwrap()));
+        assert!(!range.contains("11.0.0.1".parse().unwrap()));
+        assert!(range.contains("::ffff:10.0.0.1".parse().unwrap()));
+        let all = AddressRange {
+            network: "0.0.0.0".parse().unwrap(),
+            prefix: 0,
+        };
+        assert!(all.contains("192.0.2.1".parse().unwrap()));
+    }
+}

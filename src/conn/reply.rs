@@ -1,0 +1,157 @@
+//! Writing a response that is not a file, and accounting for every response: the access log
+//! line and the scoreboard counters (one of each per response, whatever wrote it).
+//!
+//! Owns: the `ResponseContext` a request is answered under (its location's headers, cache
+//! headers, `Date`, persistence), status pages and small text bodies, and `record`.
+//! Must not touch: routing decisions (`route.rs`).
+
+use std::time::Duration;
+
+use ampd_http::request::Method;
+use ampd_http::response::{write_content_length, write_header, write_status_line};
+
+use super::output::Mark;
+use super::{Conn, Context, Exchange, Job, Outcome};
+use crate::content::serve::{common_headers, Persistence, ResponseContext, Sink};
+use crate::content::status_page;
+use crate::log::access::Entry;
+use crate::site::Route;
+
+/// The facts a response is written under: `success` adds the location's cache headers (they
+/// belong on `2xx`/`304` only).
+pub(super) fn response_context<'a>(
+    context: &Context<'a>,
+    persistence: Persistence,
+    route: Option<&'a Route>,
+) -> ResponseContext<'a> {
+    let settings = route.map(|route| &route.settings);
+    ResponseContext {
+        date: context.clock.date(),
+        persistence,
+        disk: context.disk,
+        sendfile_threshold: context.config.send.sendfile_threshold,
+        max_ranges: context.config.limits.max_ranges,
+        extra_headers: route.map_or(&[][..], |route| &route.extra_headers),
+        cache_control: settings.and_then(|settings| settings.cache_control.as_deref()),
+        expires: settings
+            .and_then(|settings| settings.expires)
+            .map(|ttl| (context.clock.unix() + ttl.as_secs(), ttl.as_secs())),
+    }
+}
+
+impl Conn {
+    /// Answer `exchange` (or, with `None`, bytes that never became a request) with a status
+    /// page, and account for it.
+    pub(super) fn reply_to(
+        &mut self,
+        exchange: Option<&Exchange>,
+        status: u16,
+        persistence: Persistence,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) {
+        self.page(exchange, None, status, persistence, extra, context);
+    }
+
+    fn page(
+        &mut self,
+        exchange: Option<&Exchange>,
+        route: Option<&Route>,
+        status: u16,
+        persistence: Persistence,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) {
+        let mark = self.output.mark();
+        let with_body = exchange.is_none_or(|exchange| exchange.head.method != Method::Head);
+        {
+            let mut response = response_context(context, persistence, None);
+            response.extra_headers = route.map_or(&[][..], |route| &route.extra_headers);
+            status_page::write(self.output.bytes(), status, &response, extra, with_body);
+        }
+        self.record(exchange, status, mark, context);
+    }
+
+    /// Answer with a status page and go on per the exchange's persistence.
+    pub(super) fn answer(
+        &mut self,
+        exchange: &Exchange,
+        route: Option<&Route>,
+        status: u16,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        self.page(
+            Some(exchange),
+            route,
+            status,
+            exchange.persistence,
+            extra,
+            context,
+        );
+        self.settle(Outcome::Responded(exchange.persistence))
+    }
+
+    /// Answer with a body made here (metrics, health).
+    pub(super) fn answer_text(
+        &mut self,
+        exchange: &Exchange,
+        route: &Route,
+        status: u16,
+        content_type: &[u8],
+        body: &[u8],
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let mark = self.output.mark();
+        {
+            let response = response_context(context, exchange.persistence, Some(route));
+            let out = self.output.bytes();
+            write_status_line(out, status);
+            common_headers(out, &response);
+            write_header(out, "Content-Type", content_type);
+            out.extend_from_slice(b"Cache-Control: no-store\r\n");
+            write_content_length(out, body.len() as u64);
+            out.extend_from_slice(b"\r\n");
+            if exchange.head.method != Method::Head {
+                out.extend_from_slice(body);
+            }
+        }
+        self.record(Some(exchange), status, mark, context);
+        self.settle(Outcome::Responded(exchange.persistence))
+    }
+
+    /// Count the response written since `mark` and log it.
+    pub(super) fn record(
+        &mut self,
+        exchange: Option<&Exchange>,
+        status: u16,
+        mark: Mark,
+        context: &mut Context<'_>,
+    ) {
+        let (head, body) = self.output.written_since(mark);
+        let latency = exchange.map_or(Duration::ZERO, |exchange| exchange.started.elapsed());
+        context.stats.response(status, head + body, latency);
+        if !context.log.enabled() {
+            return;
+        }
+        let header = |name: &str| exchange.and_then(|exchange| exchange.head.header(name));
+        let entry = Entry {
+            peer: self.peer,
+            user: exchange.and_then(|exchange| exchange.user.as_deref()),
+            request: exchange.map(|exchange| {
+                (
+                    exchange.head.method.as_str().as_bytes(),
+                    exchange.head.target.as_bytes(),
+                    exchange.head.version.as_str(),
+                )
+            }),
+            status,
+            body_bytes: body,
+            referer: header("referer"),
+            user_agent: header("user-agent"),
+            host: header("host"),
+            duration: latency,
+        };
+        context.log.record(&entry, context.clock);
+    }
+}

@@ -1,0 +1,407 @@
+//! The phases of a request, top to bottom (SWS `handler.rs`; nginx's phase order): method →
+//! path → site and location → rewrite → rate limit → access → redirect → handler → (static)
+//! path cache or translation job → response.
+//!
+//! Owns: that order and each phase's answer (`405`, `400`, `429`, `403`, `401`, `3xx`, the
+//! status and health handlers, the static response).
+//! Must not touch: sockets, the disk (a translation is a `Job`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ampd_http::request::{split_target, Method};
+use ampd_http::response::write_content_length;
+
+use super::reply::response_context;
+use super::{
+    Authenticating, Conn, Context, Exchange, Job, Outcome, Pending, RedirectBase, State, ALLOW,
+};
+use crate::config::{Handler, Level};
+use crate::content::file::{Resolution, Resolved};
+use crate::content::path::{self, CleanPath, PathOptions};
+use crate::content::serve::{self, DiskAccess, Persistence, Served, Sink};
+use crate::content::status_page;
+use crate::log::stats::Shed;
+use crate::log::{error, metrics};
+use crate::site::access::{self, Verdict};
+use crate::site::Route;
+
+/// Internal rewrites one request may go through before it is a configuration loop (`500`).
+const MAX_REWRITES: usize = 10;
+
+/// Paths are routed with dot-files allowed and `~user` off; each location then applies its
+/// own rules (`path::is_hidden`, a second pass for `userdir`), so a location's rules cannot be
+/// dodged by encoding (`/%2e%2e/`, `/%73tatic/`): routing sees the decoded, normalised path.
+const ROUTING: PathOptions = PathOptions {
+    allow_dotfiles: true,
+    userdir: false,
+};
+
+impl Conn {
+    /// Answer a request whose body (if any) has been read.
+    pub(super) fn route(
+        &mut self,
+        mut exchange: Exchange,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        if self.refused {
+            let retry = context
+                .config
+                .admission
+                .retry_after
+                .as_secs()
+                .max(1)
+                .to_string();
+            return self.answer(
+                &exchange,
+                None,
+                503,
+                &[("Retry-After", retry.as_bytes())],
+                context,
+            );
+        }
+        match exchange.head.method {
+            Method::Get | Method::Head => {}
+            Method::Options => {
+                return self.answer(&exchange, None, 204, &[("Allow", ALLOW)], context)
+            }
+            Method::Other(_) => return self.answer(&exchange, None, 501, &[], context),
+            _ => return self.answer(&exchange, None, 405, &[("Allow", ALLOW)], context),
+        }
+
+        let (raw_path, query) = match split_target(&exchange.head.target) {
+            Some((_, raw_path, query)) if raw_path.starts_with('/') => (raw_path, query),
+            _ => {
+                exchange.persistence = Persistence::Close;
+                return self.answer(&exchange, None, 400, &[], context);
+            }
+        };
+        let redirect_base = RedirectBase {
+            path: raw_path.to_owned(),
+            query: query.map(str::to_owned),
+        };
+        let mut clean = match path::normalize(raw_path, &ROUTING) {
+            Ok(clean) => clean,
+            Err(error) => return self.answer(&exchange, None, error.status(), &[], context),
+        };
+        let sites = context.sites;
+        let mut route = sites
+            .route(exchange.head.header("host"), clean.as_str())
+            .clone();
+        let mut rewrites = 0;
+        while let Some(template) = &route.settings.rewrite {
+            rewrites += 1;
+            if rewrites > MAX_REWRITES {
+                error::log(
+                    Level::Error,
+                    format_args!("rewrite loop at {}", clean.as_str()),
+                );
+                return self.answer(&exchange, None, 500, &[], context);
+            }
+            let rewritten = expand(template, route.rest(clean.as_str()), &exchange.head.target);
+            clean = match path::normalize(&rewritten, &ROUTING) {
+                Ok(clean) => clean,
+                Err(error) => return self.answer(&exchange, None, error.status(), &[], context),
+            };
+            route = sites
+                .route(exchange.head.header("host"), clean.as_str())
+                .clone();
+        }
+
+        if route.settings.rate_limit {
+            if let Err(wait) = sites.rate.take(self.peer, Instant::now()) {
+                context.stats.shed(Shed::Rate);
+                let retry = wait.as_secs_f64().ceil().max(1.0).to_string();
+                return self.answer(
+                    &exchange,
+                    Some(&route),
+                    429,
+                    &[("Retry-After", retry.as_bytes())],
+                    context,
+                );
+            }
+        }
+        if !route.access.is_open() {
+            match route
+                .access
+                .check(self.peer, exchange.head.header("authorization"))
+            {
+                Verdict::Allowed { user } => exchange.user = user,
+                Verdict::Forbidden => {
+                    return self.answer(&exchange, Some(&route), 403, &[], context)
+                }
+                Verdict::Unauthorized { challenge } => {
+                    return self.answer(
+                        &exchange,
+                        Some(&route),
+                        401,
+                        &[("WWW-Authenticate", &challenge)],
+                        context,
+                    )
+                }
+                Verdict::Verify {
+                    user,
+                    password,
+                    hash,
+                    challenge,
+                } => {
+                    // Milliseconds of CPU: a helper's work, like a disk read.
+                    let job = Job::Verify {
+                        password,
+                        hash,
+                        verify: access::password_matches,
+                    };
+                    self.state = State::Authenticating(Box::new(Authenticating {
+                        exchange,
+                        route,
+                        path: clean,
+                        redirect: redirect_base,
+                        user,
+                        challenge,
+                    }));
+                    return Some(job);
+                }
+            }
+        }
+        self.after_access(exchange, route, clean, redirect_base, context)
+    }
+
+    /// A helper checked the password of a request held in `Authenticating`.
+    pub(super) fn authenticated(
+        &mut self,
+        request: Authenticating,
+        matched: bool,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let Authenticating {
+            mut exchange,
+            route,
+            path,
+            redirect,
+            user,
+            challenge,
+        } = request;
+        if !matched {
+            return self.answer(
+                &exchange,
+                Some(&route),
+                401,
+                &[("WWW-Authenticate", &challenge)],
+                context,
+            );
+        }
+        if let Some(authorization) = exchange.head.header("authorization") {
+            route.access.remember(authorization, &user);
+        }
+        exchange.user = Some(user);
+        self.after_access(exchange, route, path, redirect, context)
+    }
+
+    /// The phases after access control: redirect, handler, static files.
+    fn after_access(
+        &mut self,
+        exchange: Exchange,
+        route: Arc<Route>,
+        mut clean: CleanPath,
+        redirect_base: RedirectBase,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        if let Some(redirect) = &route.settings.redirect {
+            let location = expand(
+                &redirect.to,
+                route.rest(clean.as_str()),
+                &exchange.head.target,
+            );
+            return self.answer(
+                &exchange,
+                Some(&route),
+                redirect.status,
+                &[("Location", location.as_bytes())],
+                context,
+            );
+        }
+        match route.settings.handler {
+            Handler::Static => {}
+            Handler::Status => {
+                let text = metrics::render(context.metrics, context.draining);
+                return self.answer_text(
+                    &exchange,
+                    &route,
+                    200,
+                    metrics::CONTENT_TYPE,
+                    text.as_bytes(),
+                    context,
+                );
+            }
+            Handler::Health if context.draining => {
+                return self.answer_text(
+                    &exchange,
+                    &route,
+                    503,
+                    b"text/plain",
+                    b"draining\n",
+                    context,
+                )
+            }
+            Handler::Health => {
+                return self.answer_text(&exchange, &route, 200, b"text/plain", b"ok\n", context)
+            }
+        }
+
+        let Some(root) = route.root.clone() else {
+            return self.answer(&exchange, Some(&route), 500, &[], context);
+        };
+        let options = &route.settings.static_files;
+        if options.userdir.is_some() {
+            // `~user` paths may not climb out of `/~user` with `..`: judge again under that rule.
+            let with_userdir = PathOptions {
+                allow_dotfiles: true,
+                userdir: true,
+            };
+            clean = match path::normalize(&clean.to_uri(), &with_userdir) {
+                Ok(clean) => clean,
+                Err(error) => {
+                    return self.answer(&exchange, Some(&route), error.status(), &[], context)
+                }
+            };
+        }
+        if !options.dotfiles && path::is_hidden(&clean) {
+            return self.answer(&exchange, Some(&route), 404, &[], context);
+        }
+        let path = if route.settings.alias {
+            clean.below(&route.path).unwrap_or_else(CleanPath::root)
+        } else {
+            clean
+        };
+        let pending = Pending {
+            exchange,
+            route,
+            path,
+            redirect: redirect_base,
+            resolved: None,
+        };
+        let outcome = match context
+            .caches
+            .lookup(root.id, pending.path.as_str(), Instant::now())
+        {
+            Some(resolved) => {
+                let disk = context.disk;
+                self.respond(pending, resolved, context, disk)
+            }
+            None => {
+                let job = Job::Resolve {
+                    root,
+                    path: pending.path.clone(),
+                    watcher: context.caches.watcher.clone(),
+                };
+                Outcome::NeedJob(job, Box::new(pending))
+            }
+        };
+        self.settle(outcome)
+    }
+
+    /// Respond to `pending` from its translation.
+    pub(super) fn respond(
+        &mut self,
+        pending: Pending,
+        resolved: Arc<Resolved>,
+        context: &mut Context<'_>,
+        disk: DiskAccess,
+    ) -> Outcome {
+        let mark = self.output.mark();
+        let route = pending.route.clone();
+        let exchange = &pending.exchange;
+        let mut response = response_context(context, exchange.persistence, Some(&route));
+        response.disk = disk;
+        // Error pages carry the location's headers but not its cache headers.
+        let mut error_response = response_context(context, exchange.persistence, Some(&route));
+        error_response.cache_control = None;
+        error_response.expires = None;
+        let head_only = exchange.head.method == Method::Head;
+        let out = &mut self.output;
+        let status = match &resolved.resolution {
+            Resolution::File(file) => {
+                match serve::serve_file(
+                    &exchange.head,
+                    file,
+                    resolved.watch,
+                    context.caches,
+                    &response,
+                    out,
+                ) {
+                    Served::Sent { status } => status,
+                    Served::NeedData(job) => {
+                        let pending = Pending {
+                            resolved: Some(resolved.clone()),
+                            ..pending
+                        };
+                        return Outcome::NeedJob(job, Box::new(pending));
+                    }
+                }
+            }
+            Resolution::AddSlash => {
+                let mut location = pending.redirect.path.clone();
+                location.push('/');
+                if let Some(query) = &pending.redirect.query {
+                    location.push('?');
+                    location.push_str(query);
+                }
+                status_page::write(
+                    out.bytes(),
+                    301,
+                    &error_response,
+                    &[("Location", location.as_bytes())],
+                    !head_only,
+                );
+                301
+            }
+            Resolution::Listing(html) => {
+                let bytes = out.bytes();
+                ampd_http::response::write_status_line(bytes, 200);
+                serve::common_headers(bytes, &response);
+                bytes.extend_from_slice(b"Content-Type: text/html; charset=utf-8\r\n");
+                write_content_length(bytes, html.len() as u64);
+                bytes.extend_from_slice(b"\r\n");
+                if !head_only {
+                    out.shared(html.clone(), 0, html.len());
+                }
+                200
+            }
+            Resolution::DirectoryForbidden | Resolution::Forbidden => {
+                status_page::write(out.bytes(), 403, &error_response, &[], !head_only);
+                403
+            }
+            Resolution::NotFound => {
+                status_page::write(out.bytes(), 404, &error_response, &[], !head_only);
+                404
+            }
+            Resolution::Failed => {
+                status_page::write(out.bytes(), 500, &error_response, &[], !head_only);
+                500
+            }
+        };
+        self.record(Some(&pending.exchange), status, mark, context);
+        Outcome::Responded(pending.exchange.persistence)
+    }
+}
+
+/// A redirect or rewrite target with `{rest}` (the path after the location's prefix,
+/// percent-encoded again) and `{uri}` (the request target as sent) filled in.
+fn expand(template: &str, rest: &str, uri: &str) -> String {
+    let rest = path::encode_path(rest.trim_start_matches('/'));
+    template.replace("{rest}", &rest).replace("{uri}", uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand;
+
+    #[test]
+    fn placeholders_are_filled_and_encoded() {
+        assert_eq!(
+            expand("/new/{rest}", "a b/c", "/old/a%20b/c"),
+            "/new/a%20b/c"
+        );
+        assert_eq!(expand("https://x{uri}", "", "/p?q=1"), "https://x/p?q=1");
+    }
+}

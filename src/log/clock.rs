@@ -1,0 +1,135 @@
+//! The wall clock, rendered once a second: the `Date` header (RFC 9110 §5.6.7), the Common Log
+//! Format time and the ISO 8601 time of JSON log lines.
+//!
+//! Owns: `Clock`. Each loop keeps its own and ticks it once per wake-up; formatting happens
+//! only when the second changes (nginx `ngx_times.c`).
+//! Must not touch: anything else.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ampd_http::date::format_http_date;
+
+#[derive(Clone, Debug)]
+pub struct Clock {
+    unix: u64,
+    date: [u8; 29],
+    /// `10/Oct/2000:13:55:36 +0000`
+    log_time: [u8; 26],
+    /// `2000-10-10T13:55:36Z`
+    iso: [u8; 20],
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::at(unix_now())
+    }
+}
+
+impl Clock {
+    #[must_use]
+    pub fn at(unix: u64) -> Clock {
+        let mut clock = Clock {
+            unix,
+            date: [b' '; 29],
+            log_time: [b' '; 26],
+            iso: [b' '; 20],
+        };
+        clock.render();
+        clock
+    }
+
+    /// Read the system clock; re-render when the second changed.
+    pub fn tick(&mut self) {
+        let now = unix_now();
+        if now != self.unix {
+            self.unix = now;
+            self.render();
+        }
+    }
+
+    #[must_use]
+    pub fn unix(&self) -> u64 {
+        self.unix
+    }
+
+    #[must_use]
+    pub fn date(&self) -> &[u8; 29] {
+        &self.date
+    }
+
+    #[must_use]
+    pub fn log_time(&self) -> &[u8; 26] {
+        &self.log_time
+    }
+
+    #[must_use]
+    pub fn iso(&self) -> &[u8; 20] {
+        &self.iso
+    }
+
+    fn render(&mut self) {
+        self.date = format_http_date(self.unix);
+        let (year, month, day, hour, minute, second) = civil(self.unix);
+        const MONTHS: [&str; 12] = [
+            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ];
+        let log = format!(
+            "{day:02}/{}/{year:04}:{hour:02}:{minute:02}:{second:02} +0000",
+            MONTHS[(month - 1) as usize]
+        );
+        self.log_time.copy_from_slice(&log.as_bytes()[..26]);
+        let iso = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z");
+        self.iso.copy_from_slice(&iso.as_bytes()[..20]);
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+/// (year, month, day, hour, minute, second) in UTC, for years 1970..=9999 (Howard Hinnant's
+/// `civil_from_days`).
+fn civil(unix: u64) -> (u64, u64, u64, u64, u64, u64) {
+    let unix = unix.min(253_402_300_799);
+    let days = unix / 86_400;
+    let seconds = unix % 86_400;
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (
+        year,
+        month,
+        day,
+        seconds / 3600,
+        seconds % 3600 / 60,
+        seconds % 60,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_all_three_forms() {
+        // 2000-10-10T13:55:36Z, the example in Apache's log documentation.
+        let clock = Clock::at(971_186_136);
+        assert_eq!(&clock.date()[..], b"Tue, 10 Oct 2000 13:55:36 GMT");
+        assert_eq!(&clock.log_time()[..], b"10/Oct/2000:13:55:36 +0000");
+        assert_eq!(&clock.iso()[..], b"2000-10-10T13:55:36Z");
+        assert_eq!(&Clock::at(951_782_400).iso()[..], b"2000-02-29T00:00:00Z");
+    }
+}

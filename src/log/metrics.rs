@@ -1,0 +1,237 @@
+//! The scoreboard as Prometheus text (exposition format 0.0.4), for the `status` handler.
+//!
+//! Owns: metric names and their rendering. Must not touch: the counters' updates (`stats`).
+//! Lives beside `stats` rather than in `ops` because `conn` answers the status location and
+//! may only import modules to its left.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use super::stats::{Stats, CACHES, LATENCY_BOUNDS, STATES};
+
+/// `Content-Type` of the text.
+pub const CONTENT_TYPE: &[u8] = b"text/plain; version=0.0.4; charset=utf-8";
+
+/// Render every metric; `draining` is whether a graceful stop is under way.
+#[must_use]
+pub fn render(stats: &Stats, draining: bool) -> String {
+    let loops = stats.loops();
+    let sum = |read: &dyn Fn(&super::stats::LoopStats) -> u64| -> u64 {
+        loops.iter().map(|shard| read(shard)).sum()
+    };
+    let mut out = String::with_capacity(4096);
+    let family = |out: &mut String, name: &str, kind: &str, help: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+
+    family(
+        &mut out,
+        "ampd_connections",
+        "gauge",
+        "Open connections by state (the scoreboard).",
+    );
+    for (index, state) in STATES.iter().enumerate() {
+        let open: i64 = loops
+            .iter()
+            .map(|shard| shard.connections[index].load(Ordering::Relaxed))
+            .sum();
+        let _ = writeln!(out, "ampd_connections{{state=\"{state}\"}} {}", open.max(0));
+    }
+    family(
+        &mut out,
+        "ampd_connections_accepted_total",
+        "counter",
+        "Connections accepted.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_connections_accepted_total {}",
+        sum(&|shard| shard.accepted.load(Ordering::Relaxed))
+    );
+    family(
+        &mut out,
+        "ampd_requests_total",
+        "counter",
+        "Responses sent, by status class.",
+    );
+    for class in 0..5 {
+        let _ = writeln!(
+            out,
+            "ampd_requests_total{{class=\"{}xx\"}} {}",
+            class + 1,
+            sum(&|shard| shard.responses[class].load(Ordering::Relaxed))
+        );
+    }
+    family(
+        &mut out,
+        "ampd_sent_bytes_total",
+        "counter",
+        "Response bytes queued, heads and bodies.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_sent_bytes_total {}",
+        sum(&|shard| shard.bytes.load(Ordering::Relaxed))
+    );
+
+    family(
+        &mut out,
+        "ampd_request_duration_seconds",
+        "histogram",
+        "From the end of a request head to its response queued.",
+    );
+    let mut cumulative = 0;
+    for (index, bound) in LATENCY_BOUNDS.iter().enumerate() {
+        cumulative += sum(&|shard| shard.latency[index].load(Ordering::Relaxed));
+        let _ = writeln!(
+            out,
+            "ampd_request_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
+        );
+    }
+    cumulative += sum(&|shard| shard.latency[LATENCY_BOUNDS.len()].load(Ordering::Relaxed));
+    let _ = writeln!(
+        out,
+        "ampd_request_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}"
+    );
+    let micros = sum(&|shard| shard.latency_micros.load(Ordering::Relaxed));
+    let _ = writeln!(
+        out,
+        "ampd_request_duration_seconds_sum {}",
+        micros as f64 / 1e6
+    );
+    let _ = writeln!(out, "ampd_request_duration_seconds_count {cumulative}");
+
+    family(
+        &mut out,
+        "ampd_cache_hits_total",
+        "counter",
+        "Cache hits, per Flash cache.",
+    );
+    for (index, cache) in CACHES.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ampd_cache_hits_total{{cache=\"{cache}\"}} {}",
+            sum(&|shard| shard.caches[index].hits.load(Ordering::Relaxed))
+        );
+    }
+    family(
+        &mut out,
+        "ampd_cache_misses_total",
+        "counter",
+        "Cache misses, per Flash cache.",
+    );
+    for (index, cache) in CACHES.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ampd_cache_misses_total{{cache=\"{cache}\"}} {}",
+            sum(&|shard| shard.caches[index].misses.load(Ordering::Relaxed))
+        );
+    }
+    family(
+        &mut out,
+        "ampd_cache_entries",
+        "gauge",
+        "Entries held by the path and header caches.",
+    );
+    for (index, cache) in CACHES.iter().enumerate().take(2) {
+        let _ = writeln!(
+            out,
+            "ampd_cache_entries{{cache=\"{cache}\"}} {}",
+            sum(&|shard| shard.caches[index].size.load(Ordering::Relaxed))
+        );
+    }
+    family(
+        &mut out,
+        "ampd_cache_bytes",
+        "gauge",
+        "Bytes of file data held by the file cache.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_cache_bytes{{cache=\"file\"}} {}",
+        sum(&|shard| shard.caches[2].size.load(Ordering::Relaxed))
+    );
+
+    family(
+        &mut out,
+        "ampd_helper_queue_depth",
+        "gauge",
+        "Disk jobs waiting for a helper.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_helper_queue_depth {}",
+        sum(&|shard| shard.helper_queue.load(Ordering::Relaxed))
+    );
+    family(
+        &mut out,
+        "ampd_helpers_busy",
+        "gauge",
+        "Helpers running a disk job.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_helpers_busy {}",
+        sum(&|shard| shard.helper_busy.load(Ordering::Relaxed))
+    );
+
+    family(
+        &mut out,
+        "ampd_shed_total",
+        "counter",
+        "Connections and requests turned away by admission control.",
+    );
+    for (index, reason) in ["connections", "address", "rate"].iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ampd_shed_total{{reason=\"{reason}\"}} {}",
+            sum(&|shard| shard.shed[index].load(Ordering::Relaxed))
+        );
+    }
+    family(
+        &mut out,
+        "ampd_reloads_total",
+        "counter",
+        "Configuration reloads, by result.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_reloads_total{{result=\"ok\"}} {}",
+        stats.reloads.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        out,
+        "ampd_reloads_total{{result=\"failed\"}} {}",
+        stats.reload_failures.load(Ordering::Relaxed)
+    );
+    family(
+        &mut out,
+        "ampd_config_generation",
+        "gauge",
+        "The configuration generation serving new requests.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_config_generation {}",
+        stats.generation.load(Ordering::Relaxed)
+    );
+    family(
+        &mut out,
+        "ampd_draining",
+        "gauge",
+        "1 while a graceful stop is under way.",
+    );
+    let _ = writeln!(out, "ampd_draining {}", u8::from(draining));
+    family(
+        &mut out,
+        "ampd_uptime_seconds",
+        "gauge",
+        "Seconds since start.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_uptime_seconds {:.3}",
+        stats.started.elapsed().as_secs_f64()
+    );
+    out
+}

@@ -1,0 +1,124 @@
+//! `SIGHUP`: read the configuration file again and, if it is good, make it serve new requests.
+//!
+//! Owns: the reload decision. A bad file is rejected with its error in the error log and the
+//! old generation keeps serving; a good one is installed for new requests, and no connection
+//! is touched (requests in flight finish under the generation they started with). Settings
+//! that only a restart can change (listeners, engine, threads, helpers, user, pid file, cache
+//! sizes) keep their running values, with a warning for each one that differs.
+//! Must not touch: connections, sockets.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use super::notify::{monotonic_usec, notify};
+use super::{log_format, Control};
+use crate::config::{load_file, Config, Level};
+use crate::log::error;
+use crate::site::Generation;
+
+/// Reload from `path`.
+pub fn reload(control: &Control, path: &Path) {
+    notify(&format!("RELOADING=1\nMONOTONIC_USEC={}", monotonic_usec()));
+    let current = control.current();
+    let outcome = load_file(path)
+        .map_err(|error| error.to_string())
+        .and_then(|mut config| {
+            keep_restart_only(&current.config, &mut config);
+            Generation::build(config, current.number + 1).map_err(|error| error.to_string())
+        });
+    match outcome {
+        Ok(generation) => {
+            if let Err(failure) = error::configure(&generation.config.logs) {
+                error::log(Level::Error, format_args!("reload: error log: {failure}"));
+            }
+            if generation.config.logs.access != current.config.logs.access {
+                control
+                    .access_log
+                    .open(generation.config.logs.access.clone());
+            }
+            let number = generation.number;
+            let format = log_format(&generation);
+            control.install(generation);
+            control.stats.reloads.fetch_add(1, Ordering::Relaxed);
+            error::log(
+                Level::Info,
+                format_args!(
+                    "configuration reloaded from {} (generation {number}, access log {})",
+                    path.display(),
+                    if format.is_some() { "on" } else { "off" }
+                ),
+            );
+        }
+        Err(failure) => {
+            control
+                .stats
+                .reload_failures
+                .fetch_add(1, Ordering::Relaxed);
+            error::log(
+                Level::Error,
+                format_args!(
+                    "reload rejected, generation {} keeps serving: {failure}",
+                    current.number
+                ),
+            );
+        }
+    }
+    notify("READY=1");
+}
+
+/// Settings a running server cannot change: the new config keeps the running values.
+fn keep_restart_only(running: &Config, new: &mut Config) {
+    let mut differ = Vec::new();
+    if new.listen != running.listen {
+        differ.push("listen");
+        new.listen = running.listen;
+    }
+    if new.arch != running.arch {
+        differ.push("arch");
+        new.arch = running.arch;
+    }
+    if new.threads != running.threads {
+        differ.push("threads");
+        new.threads = running.threads;
+    }
+    if new.helpers != running.helpers {
+        differ.push("helpers");
+        new.helpers = running.helpers;
+    }
+    if new.process.user != running.process.user || new.process.group != running.process.group {
+        differ.push("user/group");
+        new.process.user.clone_from(&running.process.user);
+        new.process.group.clone_from(&running.process.group);
+    }
+    if new.process.pid_file != running.process.pid_file {
+        differ.push("pid_file");
+        new.process.pid_file.clone_from(&running.process.pid_file);
+    }
+    let (old_caches, new_caches) = (&running.caches, &new.caches);
+    if (
+        old_caches.path_cache,
+        old_caches.header_cache,
+        old_caches.file_cache,
+    ) != (
+        new_caches.path_cache,
+        new_caches.header_cache,
+        new_caches.file_cache,
+    ) || (
+        old_caches.path_cache_entries,
+        old_caches.header_cache_entries,
+        old_caches.file_cache_bytes,
+    ) != (
+        new_caches.path_cache_entries,
+        new_caches.header_cache_entries,
+        new_caches.file_cache_bytes,
+    ) {
+        differ.push("caches");
+        new.caches = running.caches.clone();
+    }
+    for key in differ {
+        error::log(
+            Level::Warn,
+            format_args!("reload: '{key}' changes only on restart; keeping the running value"),
+        );
+    }
+}

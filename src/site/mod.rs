@@ -1,0 +1,283 @@
+//! Virtual hosts and locations: from a request's `Host` and clean path to the `Route` that
+//! answers it, and the generation of settings a request is served under.
+//!
+//! Owns: `Generation` (one loaded configuration: the typed `Config` plus what is built from
+//! it: opened document roots, pre-rendered headers, access checks, the rate limiter) and
+//! `Sites::route` (site by `Host`: exact name, then the longest `*.suffix`, then the default;
+//! location by path: an exact location, then the longest prefix).
+//! Must not touch: sockets, threads. Building a generation opens the document roots (it runs
+//! at start-up and on reload, never on a loop).
+//! Sources: Abyss §3 (per-server sections); nginx `server_name` and `location` matching.
+
+pub mod access;
+pub mod rate;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use crate::config::{Config, Handler, HostName, LocationSettings};
+use crate::content::resolve::DocRoot;
+use access::Access;
+use rate::RateLimiter;
+
+/// One loaded configuration. Requests take the newest at the time their head is parsed; a
+/// request already routed keeps the one it started with (through its `Arc<Route>`).
+#[derive(Debug)]
+pub struct Generation {
+    /// Counts reloads: 1 at start-up.
+    pub number: u64,
+    pub config: Config,
+    pub sites: Sites,
+}
+
+/// Building a generation failed: a document root cannot be opened.
+#[derive(Debug)]
+pub struct BuildError {
+    pub root: std::path::PathBuf,
+    pub error: io::Error,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "document root {}: {}",
+            self.root.display(),
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Generation {
+    /// # Errors
+    /// A static location's root cannot be opened as a directory.
+    pub fn build(config: Config, number: u64) -> Result<Generation, BuildError> {
+        let sites = Sites::build(&config)?;
+        Ok(Generation {
+            number,
+            config,
+            sites,
+        })
+    }
+}
+
+/// Where a location's requests go, with everything the request path needs pre-built.
+#[derive(Debug)]
+pub struct Route {
+    pub path: String,
+    pub exact: bool,
+    pub settings: LocationSettings,
+    /// The opened root (or alias directory) of a static location.
+    pub root: Option<Arc<DocRoot>>,
+    /// `headers` rendered as `Name: value\r\n` lines, once.
+    pub extra_headers: Box<[u8]>,
+    pub access: Access,
+}
+
+impl Route {
+    /// The part of `path` after this location's prefix (for `alias` and `{rest}`).
+    #[must_use]
+    pub fn rest<'p>(&self, path: &'p str) -> &'p str {
+        path.get(self.path.len()..).unwrap_or("")
+    }
+}
+
+#[derive(Debug)]
+struct SiteRoutes {
+    exact: HashMap<String, Arc<Route>>,
+    /// Longest prefix first.
+    prefixes: Vec<Arc<Route>>,
+}
+
+#[derive(Debug)]
+pub struct Sites {
+    sites: Vec<SiteRoutes>,
+    names: HashMap<String, usize>,
+    /// `(".example.com", site)`, longest suffix first.
+    suffixes: Vec<(String, usize)>,
+    default: usize,
+    pub rate: RateLimiter,
+}
+
+impl Sites {
+    /// # Errors
+    /// A static location's root cannot be opened.
+    pub fn build(config: &Config) -> Result<Sites, BuildError> {
+        let mut sites = Vec::new();
+        let mut names = HashMap::new();
+        let mut suffixes = Vec::new();
+        let mut default = 0;
+        // Each static location opens its own `DocRoot`, with a process-unique id: path-cache
+        // entries are keyed by (root id, path), so two locations (or two generations) never
+        // share a translation made under different options.
+        for (index, site) in config.sites.iter().enumerate() {
+            if site.default && !config.sites[..index].iter().any(|site| site.default) {
+                default = index;
+            }
+            for name in &site.names {
+                match name {
+                    HostName::Exact(name) => {
+                        names.entry(name.clone()).or_insert(index);
+                    }
+                    HostName::Suffix(suffix) => suffixes.push((suffix.clone(), index)),
+                }
+            }
+            let mut routes = SiteRoutes {
+                exact: HashMap::new(),
+                prefixes: Vec::new(),
+            };
+            for location in &site.locations {
+                let root = match location.settings.handler {
+                    Handler::Static
+                        if location.settings.redirect.is_none()
+                            && location.settings.rewrite.is_none() =>
+                    {
+                        let options = location.settings.static_files.clone();
+                        let path = options.root.clone();
+                        Some(Arc::new(
+                            DocRoot::open(options)
+                                .map_err(|error| BuildError { root: path, error })?,
+                        ))
+                    }
+                    _ => None,
+                };
+                let mut extra_headers = Vec::new();
+                for (name, value) in &location.settings.headers {
+                    extra_headers.extend_from_slice(name.as_bytes());
+                    extra_headers.extend_from_slice(b": ");
+                    extra_headers.extend_from_slice(value.as_bytes());
+                    extra_headers.extend_from_slice(b"\r\n");
+                }
+                let route = Arc::new(Route {
+                    path: location.path.clone(),
+                    exact: location.exact,
+                    access: Access::new(&location.settings.access),
+                    settings: location.settings.clone(),
+                    root,
+                    extra_headers: extra_headers.into_boxed_slice(),
+                });
+                if location.exact {
+                    routes.exact.insert(location.path.clone(), route);
+                } else {
+                    routes.prefixes.push(route);
+                }
+            }
+            routes
+                .prefixes
+                .sort_by_key(|route| std::cmp::Reverse(route.path.len()));
+            sites.push(routes);
+        }
+        suffixes.sort_by_key(|(suffix, _)| std::cmp::Reverse(suffix.len()));
+        Ok(Sites {
+            sites,
+            names,
+            suffixes,
+            default,
+            rate: RateLimiter::new(&config.admission),
+        })
+    }
+
+    /// The route for a request: site by `Host` (port and case ignored), location by path.
+    #[must_use]
+    pub fn route(&self, host: Option<&[u8]>, path: &str) -> &Arc<Route> {
+        let site = &self.sites[self.site_for(host)];
+        if let Some(route) = site.exact.get(path) {
+            return route;
+        }
+        site.prefixes
+            .iter()
+            .find(|route| path.starts_with(route.path.as_str()))
+            .unwrap_or_else(|| {
+                // Every site has a "/" prefix location (config::load adds one).
+                site.prefixes.last().expect("every site has a / location")
+            })
+    }
+
+    fn site_for(&self, host: Option<&[u8]>) -> usize {
+        if self.sites.len() == 1 {
+            return 0;
+        }
+        let Some(host) = host.and_then(|host| std::str::from_utf8(host).ok()) else {
+            return self.default;
+        };
+        let name = strip_port(host.trim());
+        let mut lower = [0u8; 255];
+        if name.len() > lower.len() {
+            return self.default;
+        }
+        for (target, byte) in lower.iter_mut().zip(name.bytes()) {
+            *target = byte.to_ascii_lowercase();
+        }
+        let name = std::str::from_utf8(&lower[..name.len()]).unwrap_or("");
+        let name = name.strip_suffix('.').unwrap_or(name);
+        if let Some(index) = self.names.get(name) {
+            return *index;
+        }
+        self.suffixes
+            .iter()
+            .find(|(suffix, _)| name.ends_with(suffix.as_str()))
+            .map_or(self.default, |(_, index)| *index)
+    }
+}
+
+/// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |end| &host[..=end]);
+    }
+    match host.rfind(':') {
+        Some(at) if host[at + 1..].bytes().all(|byte| byte.is_ascii_digit()) => &host[..at],
+        _ => host,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Location, Site};
+
+    fn location(path: &str, exact: bool, root: &std::path::Path) -> Location {
+        Location {
+            path: path.to_owned(),
+            exact,
+            settings: LocationSettings::new(root.to_path_buf()),
+        }
+    }
+
+    #[test]
+    fn hosts_and_paths_pick_the_most_specific() {
+        let dir = std::env::temp_dir();
+        let mut config = Config::new(dir.clone());
+        config.sites = vec![
+            Site {
+                names: vec![HostName::Exact("a.test".into())],
+                default: false,
+                locations: vec![
+                    location("/", false, &dir),
+                    location("/static/", false, &dir),
+                    location("/static/img/", false, &dir),
+                    location("/x", true, &dir),
+                ],
+            },
+            Site {
+                names: vec![HostName::Suffix(".b.test".into())],
+                default: true,
+                locations: vec![location("/", false, &dir)],
+            },
+        ];
+        let sites = Sites::build(&config).unwrap();
+        let route = |host: &str, path: &str| sites.route(Some(host.as_bytes()), path).path.clone();
+        assert_eq!(route("a.test", "/static/img/1.png"), "/static/img/");
+        assert_eq!(route("A.TEST:8080", "/static/x"), "/static/");
+        assert_eq!(route("a.test", "/x"), "/x");
+        assert_eq!(route("a.test", "/xy"), "/");
+        assert_eq!(sites.site_for(Some(b"www.b.test")), 1);
+        assert_eq!(sites.site_for(Some(b"other")), 1);
+        assert_eq!(sites.site_for(None), 1);
+        assert_eq!(strip_port("[::1]:80"), "[::1]");
+    }
+}

@@ -1,0 +1,166 @@
+//! `ampd check FILE` and `ampd run -c FILE`: every kind of configuration error is one `ampd: `
+//! line on stderr, exit status 1, naming the file, line, column and key (with a hint where one
+//! helps); `examples/ampd.toml` is accepted.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::*;
+
+/// Runs ampd with `args` (bounded to 10 s): (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(support::server::binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ampd");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            let output = child.wait_with_output().expect("collect output");
+            return (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("ampd {args:?} did not exit within 10 s");
+}
+
+/// Checks `text` as a config; returns the one error line.
+fn error_for(text: &str) -> String {
+    let root = TempRoot::new();
+    let file = root.outside_dir().join("bad.toml");
+    std::fs::write(&file, text).unwrap();
+    let file = file.display().to_string();
+    let (code, stdout, stderr) = run(&["check", &file]);
+    assert_eq!(code, Some(1), "{text}\nstdout {stdout}\nstderr {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let line = lines[0].to_owned();
+    assert!(line.starts_with(&format!("ampd: {file}:")), "{line}");
+    // `run -c` refuses the same file with the same line, before binding anything.
+    let (code, _, run_stderr) = run(&["run", "-c", &file]);
+    assert_eq!(code, Some(1));
+    assert_eq!(run_stderr.trim(), line);
+    line
+}
+
+fn assert_place(line: &str, place: &str, key: &str) {
+    assert!(
+        line.contains(&format!(".toml:{place}: {key}: ")),
+        "expected {place} {key} in {line}"
+    );
+}
+
+const SITE: &str = "[[site]]\nroot = \"/tmp\"\n";
+
+#[test]
+fn syntax_error() {
+    let line = error_for("listen = \"127.0.0.1:0\"\narch = \n");
+    assert!(line.contains(".toml:2:"), "{line}");
+    assert!(line.contains("arch"), "{line}");
+}
+
+#[test]
+fn unknown_key_with_a_hint() {
+    let line = error_for(&format!("listn = \"127.0.0.1:80\"\n{SITE}"));
+    assert_place(&line, "1:1", "listn");
+    assert!(line.contains("unknown field"), "{line}");
+    assert!(line.contains("hint: did you mean `listen`?"), "{line}");
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/a/\"\nautoindx = true\n"
+    ));
+    assert_place(&line, "5:1", "site.location.autoindx");
+    assert!(line.contains("did you mean `autoindex`?"), "{line}");
+}
+
+#[test]
+fn wrong_type() {
+    let line = error_for(&format!("threads = \"two\"\n{SITE}"));
+    assert_place(&line, "1:11", "threads");
+    assert!(line.contains("invalid type"), "{line}");
+    let line = error_for(&format!("{SITE}autoindex = \"yes\"\n"));
+    assert_place(&line, "3:13", "site.autoindex");
+}
+
+#[test]
+fn bad_values() {
+    let line = error_for(&format!("listen = \"localhost\"\n{SITE}"));
+    assert_place(&line, "1:10", "listen");
+    assert!(line.contains("hint:"), "{line}");
+    let line = error_for(&format!("arch = \"fast\"\n{SITE}"));
+    assert_place(&line, "1:8", "arch");
+    assert!(line.contains("one of sped, amped, reactor"), "{line}");
+    let line = error_for(&format!("[limits]\nheader_timeout = \"5 parsecs\"\n{SITE}"));
+    assert_place(&line, "2:18", "limits.header_timeout");
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/x\"\nhandler = \"cgi\"\n"
+    ));
+    assert_place(&line, "5:11", "site.location.handler");
+    assert!(line.contains("not built yet"), "{line}");
+    let line = error_for(&format!("{SITE}allow = [\"10.0.0.0/33\"]\n"));
+    assert_place(&line, "3:9", "site.allow");
+    let line = error_for(&format!(
+        "{SITE}basic_auth = {{ users = {{ bob = \"plaintext\" }} }}\n"
+    ));
+    assert_place(&line, "3:32", "site.basic_auth.users.bob");
+    assert!(line.contains("not a bcrypt or argon2 hash"), "{line}");
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/r\"\nredirect = \"/x\"\nredirect_status = 200\n"
+    ));
+    assert_place(&line, "6:19", "site.location.redirect_status");
+    let line = error_for("[[site]]\nroot = \"/no/such/dir\"\n");
+    assert_place(&line, "2:8", "site.root");
+    assert!(line.contains("No such file or directory"), "{line}");
+    let line = error_for(&format!("user = \"no-such-user-ampd\"\n{SITE}"));
+    assert_place(&line, "1:8", "user");
+}
+
+#[test]
+fn conflicts() {
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/a/\"\nroot = \"/tmp\"\nalias = \"/tmp\"\n"
+    ));
+    assert_place(&line, "6:9", "site.location.alias");
+    assert!(line.contains("conflicts with root"), "{line}");
+    let line = error_for(&format!("{SITE}default = true\n[[site]]\nroot = \"/tmp\"\ndefault = true\nserver_names = [\"a.test\"]\n"));
+    assert_place(&line, "6:11", "site.default");
+    let line = error_for(&format!("{SITE}server_names = [\"a.test\"]\n[[site]]\nroot = \"/tmp\"\nserver_names = [\"A.test\"]\n"));
+    assert_place(&line, "6:16", "site.server_names");
+    let line = error_for("[[site]]\nroot = \"/tmp\"\npath = \"/x/\"\n");
+    assert_place(&line, "3:8", "site.path");
+    assert!(line.contains("only valid in a [[site.location]]"), "{line}");
+}
+
+#[test]
+fn missing_pieces() {
+    let line = error_for("listen = \"127.0.0.1:0\"\n");
+    assert!(line.contains(": site: no [[site]]"), "{line}");
+    let line = error_for("[[site]]\nautoindex = true\n[[site.location]]\npath = \"/a/\"\n");
+    assert_place(&line, "4:8", "site.location.root");
+    assert!(line.contains("no root"), "{line}");
+    let (code, _, stderr) = run(&["check", "/no/such/ampd.toml"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr.trim(),
+        "ampd: /no/such/ampd.toml: cannot read: No such file or directory"
+    );
+}
+
+#[test]
+fn the_example_configuration_is_accepted() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ampd.toml");
+    let (code, stdout, stderr) = run(&["check", &example.display().to_string()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("configuration OK (2 sites"), "{stdout}");
+}
