@@ -85,10 +85,18 @@ enum Phase {
     /// Waiting for (the rest of) a response head.
     Head,
     /// A body of known length.
-    Body { head: Head, remaining: u64 },
-    Chunked { head: Head, step: ChunkStep },
+    Body {
+        head: Head,
+        remaining: u64,
+    },
+    Chunked {
+        head: Head,
+        step: ChunkStep,
+    },
     /// No framing: the body runs until the server closes.
-    UntilClose { head: Head },
+    UntilClose {
+        head: Head,
+    },
 }
 
 /// An incremental parser for the responses on one connection, one after another.
@@ -119,6 +127,7 @@ impl ResponseParser {
     }
 
     /// True while no byte of the next response has arrived.
+    #[cfg(test)]
     #[must_use]
     pub fn is_between_responses(&self) -> bool {
         self.phase == Phase::Head && self.partial_head.is_empty() && self.wire_len == 0
@@ -466,7 +475,9 @@ fn parse_head(head: &[u8]) -> Result<ParsedHead, ParseError> {
         ));
     }
     if transfer_encoding && (!chunked || minor == 0) {
-        return Err(ParseError::BadHeader("Transfer-Encoding other than chunked"));
+        return Err(ParseError::BadHeader(
+            "Transfer-Encoding other than chunked",
+        ));
     }
     let keep_alive = !close && (minor == 1 || keep_alive_token);
     let framing = match (chunked, content_length) {

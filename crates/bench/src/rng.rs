@@ -75,7 +75,10 @@ mod tests {
             counts[value as usize] += 1;
         }
         // Each of ten values about 1,000 times (±15%).
-        assert!(counts.iter().all(|&count| (850..1150).contains(&count)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&count| (850..1150).contains(&count)),
+            "{counts:?}"
+        );
         assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
     }
 }

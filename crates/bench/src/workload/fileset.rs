@@ -99,14 +99,19 @@ mod tests {
         ];
         let first = create(&root, &files, 1).unwrap();
         assert_eq!((first.written, first.kept, first.bytes), (2, 0, 70_000));
-        assert_eq!(fs::metadata(root.join("a/b/one.bin")).unwrap().len(), 70_000);
+        assert_eq!(
+            fs::metadata(root.join("a/b/one.bin")).unwrap().len(),
+            70_000
+        );
         let second = create(&root, &files, 1).unwrap();
         assert_eq!((second.written, second.kept), (0, 2));
         let escape = FileSpec {
             relative: "../outside".into(),
             size: 1,
         };
-        assert!(create(&root, &[escape], 1).unwrap_err().contains("refusing"));
+        assert!(create(&root, &[escape], 1)
+            .unwrap_err()
+            .contains("refusing"));
         fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -235,7 +235,9 @@ fn parse_line(line: &str) -> Result<Option<Entry>, &'static str> {
     let (_date, rest) = rest.split_once("] ").ok_or("expected [date]")?;
     let rest = rest.strip_prefix('"').ok_or("expected a quoted request")?;
     let (request, rest) = split_quoted(rest).ok_or("unterminated quoted request")?;
-    let rest = rest.strip_prefix(' ').ok_or("expected a status after the request")?;
+    let rest = rest
+        .strip_prefix(' ')
+        .ok_or("expected a status after the request")?;
     let (status, rest) = rest.split_once(' ').ok_or("expected status and size")?;
     if status.len() != 3 || !status.bytes().all(|byte| byte.is_ascii_digit()) {
         return Err("status is not three digits");
@@ -253,7 +255,10 @@ fn parse_line(line: &str) -> Result<Option<Entry>, &'static str> {
         return Ok(None);
     };
     // Absolute-form targets (proxy logs) keep only their path.
-    let path = match target.strip_prefix("http://").or(target.strip_prefix("https://")) {
+    let path = match target
+        .strip_prefix("http://")
+        .or(target.strip_prefix("https://"))
+    {
         Some(authority_and_path) => authority_and_path
             .find('/')
             .map_or("/", |slash| &authority_and_path[slash..]),

@@ -18,7 +18,11 @@ const LOG: &str = r#"10.0.0.1 - - [10/Oct/1999:13:55:36 -0700] "GET /index.html 
 #[test]
 fn only_get_lines_in_logged_order() {
     let log = Log::parse(LOG).unwrap();
-    let paths: Vec<_> = log.entries.iter().map(|entry| entry.path.as_str()).collect();
+    let paths: Vec<_> = log
+        .entries
+        .iter()
+        .map(|entry| entry.path.as_str())
+        .collect();
     assert_eq!(
         paths,
         [
@@ -108,9 +112,18 @@ fn malformed_lines_are_named_by_number() {
         })
     );
     for (line, why) in [
-        ("h - - [d] \"GET / HTTP/1.0\" 2000 5", "status is not three digits"),
-        ("h - - [d] \"GET / HTTP/1.0\" 200 five", "size is neither a number nor '-'"),
-        ("h - - [d] \"GET / HTTP/1.0 200 5", "unterminated quoted request"),
+        (
+            "h - - [d] \"GET / HTTP/1.0\" 2000 5",
+            "status is not three digits",
+        ),
+        (
+            "h - - [d] \"GET / HTTP/1.0\" 200 five",
+            "size is neither a number nor '-'",
+        ),
+        (
+            "h - - [d] \"GET / HTTP/1.0 200 5",
+            "unterminated quoted request",
+        ),
         ("h - - [d] GET / 200 5", "expected a quoted request"),
     ] {
         match Log::parse(line) {
@@ -123,5 +136,7 @@ fn malformed_lines_are_named_by_number() {
         Err(LogError::NoGetLines)
     );
     let missing = Log::read(Path::new("/nonexistent/access.log")).unwrap_err();
-    assert!(missing.to_string().starts_with("cannot read log /nonexistent/access.log"));
+    assert!(missing
+        .to_string()
+        .starts_with("cannot read log /nonexistent/access.log"));
 }

@@ -29,9 +29,8 @@ fn relative(directory: u64, class: u32, index: u64) -> String {
 
 fn each_file(directories: u64) -> impl Iterator<Item = (u64, u32, u64)> {
     (0..directories).flat_map(|directory| {
-        (0..4u32).flat_map(move |class| {
-            (0..FILES_PER_CLASS).map(move |index| (directory, class, index))
-        })
+        (0..4u32)
+            .flat_map(move |class| (0..FILES_PER_CLASS).map(move |index| (directory, class, index)))
     })
 }
 
@@ -110,7 +109,10 @@ mod tests {
         }
         for (class, &percent) in CLASS_PERCENT.iter().enumerate() {
             let share = classes[class] as f64 * 100.0 / draws as f64;
-            assert!((share - percent as f64).abs() <= 0.6, "class {class}: {share:.2}%");
+            assert!(
+                (share - percent as f64).abs() <= 0.6,
+                "class {class}: {share:.2}%"
+            );
         }
         let even = draws / directories;
         assert!(per_directory.iter().all(|&n| n.abs_diff(even) < even / 10));
