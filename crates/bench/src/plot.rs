@@ -212,7 +212,7 @@ fn draw_bars(svg: &mut String, series: &[Series], y_max: f64) {
         let colour = COLOURS[index % COLOURS.len()];
         let _ = writeln!(
             svg,
-            r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
             slot * 0.6,
             bottom - y,
             x + slot * 0.3,
@@ -371,7 +371,7 @@ mod tests {
         assert!(svg.contains("file size (bytes), logarithmic scale"));
         assert!(svg.contains(">ng&lt;nx&gt;</text>"));
         assert_eq!(svg.matches("<polyline").count(), 2);
-        assert!(svg.contains(">1m</text>") && svg.contains(">50k</text>"));
+        assert!(svg.contains(">1m</text>") && svg.contains(">100k</text>"));
     }
 
     #[test]
@@ -384,7 +384,7 @@ mod tests {
             ],
         );
         let svg = render(&[results.clone()], "requests_per_second", None).unwrap();
-        assert_eq!(svg.matches("<rect x=").count(), 2);
+        assert_eq!(svg.matches("<rect class=\"bar\"").count(), 2);
         assert!(render(&[results], "speed", None).is_err());
         assert_eq!(nice_ceiling(43_000.0), 50_000.0);
         assert_eq!(nice_ceiling(0.0), 1.0);
