@@ -113,6 +113,14 @@ struct Client {
     state: State,
 }
 
+/// What an epoll event said about a client's socket.
+#[derive(Debug, Clone, Copy, Default)]
+struct Readiness {
+    readable: bool,
+    /// The peer closed or the socket has an error: read to the end of stream.
+    hangup: bool,
+}
+
 /// What reading from a connection led to.
 enum Next {
     /// Keep the connection in the state its parser and queue say.
@@ -273,7 +281,11 @@ impl<'a> Driver<'a> {
                 let index = (event.token & 0xffff_ffff) as usize;
                 let generation = (event.token >> 32) as u32;
                 if index < self.clients.len() && self.clients[index].generation == generation {
-                    self.on_event(index, event.readable || event.hangup || event.error, now);
+                    let readiness = Readiness {
+                        readable: event.readable || event.hangup || event.error,
+                        hangup: event.hangup || event.error,
+                    };
+                    self.on_event(index, readiness, now);
                 }
             }
         }
@@ -334,7 +346,8 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn on_event(&mut self, index: usize, readable: bool, now: Instant) {
+    fn on_event(&mut self, index: usize, readiness: Readiness, now: Instant) {
+        let readable = readiness.readable;
         let state = std::mem::replace(&mut self.clients[index].state, State::Idle);
         self.clients[index].state = match state {
             State::Connecting {
@@ -345,7 +358,7 @@ impl<'a> Driver<'a> {
             State::Sending(connection)
             | State::ReadingHead(connection)
             | State::ReadingBody(connection) => {
-                return self.on_transfer(index, connection, readable, now)
+                return self.on_transfer(index, connection, readiness, now)
             }
             State::Thinking {
                 connection: Some(connection),
@@ -416,7 +429,7 @@ impl<'a> Driver<'a> {
                 first_byte: None,
             });
         }
-        self.on_transfer(index, connection, false, now);
+        self.on_transfer(index, connection, Readiness::default(), now);
     }
 
     /// Writes what is pending, reads what arrived, and moves the client on.
@@ -424,7 +437,7 @@ impl<'a> Driver<'a> {
         &mut self,
         index: usize,
         mut connection: Connection,
-        readable: bool,
+        readiness: Readiness,
         now: Instant,
     ) {
         if connection.written < connection.output.len() {
@@ -442,8 +455,8 @@ impl<'a> Driver<'a> {
             }
         }
         // A request just written has no response yet; only read when told there is data.
-        let next = if readable {
-            self.read_responses(connection, now)
+        let next = if readiness.readable {
+            self.read_responses(connection, readiness.hangup, now)
         } else {
             Next::Continue(connection)
         };
@@ -465,13 +478,15 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn read_responses(&mut self, mut connection: Connection, now: Instant) -> Next {
+    /// Reads until the socket is drained: a short read drains it (a new edge comes with new
+    /// data), except when the peer also closed, whose end of stream must still be read.
+    fn read_responses(&mut self, mut connection: Connection, hangup: bool, now: Instant) -> Next {
         let mut buffer = std::mem::take(&mut self.buffer);
         let next = loop {
             match sysio::read(connection.socket.as_fd(), &mut buffer) {
                 Ok(0) => break self.on_end_of_stream(connection, now),
                 Ok(count) => match self.on_bytes(connection, &buffer[..count], now) {
-                    Next::Continue(same) if count == buffer.len() => connection = same,
+                    Next::Continue(same) if count == buffer.len() || hangup => connection = same,
                     other => break other,
                 },
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
