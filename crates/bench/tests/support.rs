@@ -22,7 +22,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -30,6 +30,8 @@ pub struct BrokenServer {
     pub port: u16,
     /// Connections accepted so far.
     pub accepted: Arc<AtomicU64>,
+    /// Every request target received, in arrival order.
+    pub paths: Arc<Mutex<Vec<String>>>,
 }
 
 impl BrokenServer {
@@ -38,14 +40,21 @@ impl BrokenServer {
         let port = listener.local_addr().unwrap().port();
         let accepted = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&accepted);
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&paths);
         thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 counter.fetch_add(1, Ordering::SeqCst);
-                thread::spawn(move || serve_connection(stream));
+                let seen = Arc::clone(&seen);
+                thread::spawn(move || serve_connection(stream, &seen));
             }
         });
-        BrokenServer { port, accepted }
+        BrokenServer {
+            port,
+            accepted,
+            paths,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -53,7 +62,7 @@ impl BrokenServer {
     }
 }
 
-fn serve_connection(mut stream: TcpStream) {
+fn serve_connection(mut stream: TcpStream, seen: &Mutex<Vec<String>>) {
     let mut pending = Vec::new();
     let mut chunk = [0u8; 4096];
     // Bounded: a test connection lives a few seconds at most.
@@ -63,6 +72,7 @@ fn serve_connection(mut stream: TcpStream) {
             let head = String::from_utf8_lossy(&pending[..end]).into_owned();
             pending.drain(..end + 4);
             let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
+            seen.lock().unwrap().push(path.clone());
             let close = head.to_ascii_lowercase().contains("connection: close");
             if !answer(&mut stream, &path) || close {
                 return;
