@@ -383,7 +383,7 @@ mod tests {
                 ("nginx", 0.0, "specweb96", 8000.0),
             ],
         );
-        let svg = render(&[results.clone()], "requests_per_second", None).unwrap();
+        let svg = render(std::slice::from_ref(&results), "requests_per_second", None).unwrap();
         assert_eq!(svg.matches("<rect class=\"bar\"").count(), 2);
         assert!(render(&[results], "speed", None).is_err());
         assert_eq!(nice_ceiling(43_000.0), 50_000.0);

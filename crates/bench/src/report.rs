@@ -93,8 +93,8 @@ impl Report {
              bad_chunked,wrong_length,truncated,http_status,bytes_received,bytes_verified\n",
         );
         for point in &self.points {
-            let s = &point.median;
-            let e = &s.errors;
+            let summary = &point.median;
+            let errors = &summary.errors;
             let x = point.x.map(|x| x.to_string()).unwrap_or_default();
             let _ = writeln!(
                 out,
@@ -102,31 +102,31 @@ impl Report {
                 self.workload,
                 csv_field(&point.target),
                 csv_field(&point.label),
-                s.requests_per_second,
-                s.mbit_per_second,
-                s.responses,
-                s.latency_ms.p50,
-                s.latency_ms.p90,
-                s.latency_ms.p99,
-                s.latency_ms.p99_9,
-                s.latency_ms.max,
-                s.first_byte_ms.p50,
-                s.first_byte_ms.p99,
-                s.connect_ms.p50,
-                s.connect_ms.p99,
-                s.errors_total,
-                e.connect_refused,
-                e.connect_failed,
-                e.reset,
-                e.timeout,
-                e.bad_status_line,
-                e.bad_header,
-                e.bad_chunked,
-                e.wrong_length,
-                e.truncated,
-                e.http_status,
-                s.bytes_received,
-                s.bytes_verified
+                summary.requests_per_second,
+                summary.mbit_per_second,
+                summary.responses,
+                summary.latency_ms.p50,
+                summary.latency_ms.p90,
+                summary.latency_ms.p99,
+                summary.latency_ms.p99_9,
+                summary.latency_ms.max,
+                summary.first_byte_ms.p50,
+                summary.first_byte_ms.p99,
+                summary.connect_ms.p50,
+                summary.connect_ms.p99,
+                summary.errors_total,
+                errors.connect_refused,
+                errors.connect_failed,
+                errors.reset,
+                errors.timeout,
+                errors.bad_status_line,
+                errors.bad_header,
+                errors.bad_chunked,
+                errors.wrong_length,
+                errors.truncated,
+                errors.http_status,
+                summary.bytes_received,
+                summary.bytes_verified
             );
         }
         std::fs::write(path, out)
@@ -151,27 +151,27 @@ impl Report {
         );
         let _ = writeln!(out, "{header}");
         for point in &self.points {
-            let s = &point.median;
-            let l = &s.latency_ms;
+            let summary = &point.median;
+            let latency = &summary.latency_ms;
             let _ = writeln!(
                 out,
                 "{:<10} {:<12} {:>11.0} {:>9.1} | {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.2} | {:>6.3} {:>6.3} | {:>8.3} | {:>7} {}",
                 point.label,
                 point.target,
-                s.requests_per_second,
-                s.mbit_per_second,
-                l.p50,
-                l.p90,
-                l.p99,
-                l.p99_9,
-                l.max,
-                s.first_byte_ms.p50,
-                s.first_byte_ms.p99,
-                s.connect_ms.p50,
-                s.errors_total,
-                human_bytes(s.bytes_verified)
+                summary.requests_per_second,
+                summary.mbit_per_second,
+                latency.p50,
+                latency.p90,
+                latency.p99,
+                latency.p99_9,
+                latency.max,
+                summary.first_byte_ms.p50,
+                summary.first_byte_ms.p99,
+                summary.connect_ms.p50,
+                summary.errors_total,
+                human_bytes(summary.bytes_verified)
             );
-            for (kind, count) in s.errors.nonzero() {
+            for (kind, count) in summary.errors.nonzero() {
                 let _ = writeln!(out, "{:<23} error {kind}: {count}", "");
             }
         }
@@ -333,9 +333,9 @@ mod tests {
         report.write_json(&path).unwrap();
         assert_eq!(Report::read(&path).unwrap(), report);
         std::fs::remove_file(&path).unwrap();
-        let table = compare(&[report.clone()], "ampd", "requests_per_second").unwrap();
+        let table = compare(std::slice::from_ref(&report), "ampd", "requests_per_second").unwrap();
         assert!(table.contains("| 1k | 300 | 200 | 1.50 |"), "{table}");
-        assert!(compare(&[report.clone()], "h2o", "errors").is_err());
+        assert!(compare(std::slice::from_ref(&report), "h2o", "errors").is_err());
         assert!(compare(&[report], "ampd", "speed")
             .unwrap_err()
             .contains("unknown metric"));
