@@ -3,8 +3,9 @@
 //!
 //! Owns: parsing log lines, choosing the prefix, the files the prefix names and their sizes.
 //! Must not touch: the network. Strict on structure (a line that is not CLF stops the run with
-//! its line number), lenient on content: requests that are not GET, and unparseable request
-//! lines that servers log (such as `"-"` for a 408), are valid log lines and are skipped.
+//! its line number), lenient on content: requests that are not GET, GETs answered other than
+//! 2xx or 304 (a 404 names no file to serve), and unparseable request lines that servers log
+//! (such as `"-"` for a 408) are valid log lines and are skipped.
 //!
 //! Sources: Flash §6.2 ("we use the access logs ... and truncate them as appropriate to achieve
 //! a given dataset size. The clients then replay this truncated log as a loop"); the NCSA/Apache
@@ -250,6 +251,12 @@ fn parse_line(line: &str) -> Result<Option<Entry>, &'static str> {
         }
         _ => return Err("size is neither a number nor '-'"),
     };
+    let status: u16 = status.parse().map_err(|_| "status is not three digits")?;
+    // Only requests for files that existed: 2xx, and 304 (the client had it cached). A 404 or
+    // a 500 in the log says nothing about which files to serve.
+    if !(200..300).contains(&status) && status != 304 {
+        return Ok(None);
+    }
     let mut parts = request.split(' ');
     let (Some("GET"), Some(target)) = (parts.next(), parts.next()) else {
         return Ok(None);
@@ -269,7 +276,7 @@ fn parse_line(line: &str) -> Result<Option<Entry>, &'static str> {
     }
     Ok(Some(Entry {
         path: path.to_owned(),
-        status: status.parse().map_err(|_| "status is not three digits")?,
+        status,
         bytes,
     }))
 }

@@ -13,6 +13,7 @@ const LOG: &str = r#"10.0.0.1 - - [10/Oct/1999:13:55:36 -0700] "GET /index.html 
 10.0.0.7 - - [10/Oct/1999:13:55:43 -0700] "GET /big.iso HTTP/1.1" 200 90000
 10.0.0.8 - - [10/Oct/1999:13:55:44 -0700] "GET /images/logo.gif HTTP/1.1" 200 5000
 10.0.0.9 - - [10/Oct/1999:13:55:45 -0700] "GET /docs/ HTTP/1.1" 200 300
+10.0.0.9 - - [10/Oct/1999:13:55:46 -0700] "GET /nothing-here HTTP/1.1" 404 209
 "#;
 
 #[test]
@@ -107,7 +108,7 @@ fn malformed_lines_are_named_by_number() {
     assert_eq!(
         Log::parse(&bad),
         Err(LogError::Malformed {
-            line: 11,
+            line: 12,
             reason: "expected [date]"
         })
     );
