@@ -17,12 +17,17 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::io::{self, IsTerminal, Write};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use ampd_sys::epoll::{Epoll, Events, Interest};
 use ampd_sys::{io as sysio, socket};
+
+mod progress;
+mod timers;
+
+use progress::Progress;
 
 use crate::response::{ParseError, Response, ResponseParser};
 use crate::rng::Rng;
@@ -631,110 +636,6 @@ impl<'a> Driver<'a> {
             self.thinking.push(Reverse((until, index)));
         }
     }
-
-    fn wake_thinkers(&mut self, now: Instant) {
-        while let Some(&Reverse((until, index))) = self.thinking.peek() {
-            if until > now {
-                break;
-            }
-            self.thinking.pop();
-            match std::mem::replace(&mut self.clients[index].state, State::Idle) {
-                State::Thinking {
-                    connection,
-                    until: due,
-                } if due <= now => match connection {
-                    Some(connection) => self.send_batch(index, connection, None, now),
-                    None => self.connect(index, None, now),
-                },
-                other => self.clients[index].state = other,
-            }
-        }
-    }
-
-    /// Open loop: hands every request that has come due to a free connection, or queues it.
-    fn release_due(&mut self, now: Instant) {
-        loop {
-            let Some(open) = &mut self.open else { return };
-            if open.next_due > now {
-                return;
-            }
-            let due = open.next_due;
-            open.next_due += open.interval;
-            open.backlog.push_back(due);
-            self.dispatch_backlog(now);
-        }
-    }
-
-    fn dispatch_backlog(&mut self, now: Instant) {
-        loop {
-            let Some(open) = &mut self.open else { return };
-            if open.backlog.is_empty() {
-                return;
-            }
-            if let Some(index) = open.waiting.pop() {
-                if let State::Waiting(connection) =
-                    std::mem::replace(&mut self.clients[index].state, State::Idle)
-                {
-                    let due = open.backlog.pop_front();
-                    self.send_batch(index, connection, due, now);
-                }
-                continue;
-            }
-            if let Some(index) = open.idle.pop() {
-                if matches!(self.clients[index].state, State::Idle) {
-                    let due = open.backlog.pop_front();
-                    self.connect(index, due, now);
-                }
-                continue;
-            }
-            return;
-        }
-    }
-
-    fn sweep_timeouts(&mut self, now: Instant) {
-        let limit = self.config.timeout;
-        for index in 0..self.clients.len() {
-            let expired = match &self.clients[index].state {
-                State::Connecting { started, due, .. } => {
-                    now.duration_since(due.unwrap_or(*started)) >= limit
-                }
-                State::Sending(connection)
-                | State::ReadingHead(connection)
-                | State::ReadingBody(connection) => connection
-                    .in_flight
-                    .front()
-                    .is_some_and(|request| now.duration_since(request.sent) >= limit),
-                _ => false,
-            };
-            if !expired {
-                continue;
-            }
-            match std::mem::replace(&mut self.clients[index].state, State::Idle) {
-                State::Connecting { started, due, .. } => {
-                    self.fail(ErrorKind::Timeout, due.unwrap_or(started));
-                }
-                State::Sending(connection)
-                | State::ReadingHead(connection)
-                | State::ReadingBody(connection) => self.fail_all(&connection, ErrorKind::Timeout),
-                _ => {}
-            }
-            self.start_over(index, now);
-        }
-        if let Some(open) = &mut self.open {
-            while open
-                .backlog
-                .front()
-                .is_some_and(|due| now.duration_since(*due) >= limit)
-            {
-                if let Some(due) = open.backlog.pop_front() {
-                    if due >= self.measure_from {
-                        self.recorder.error(ErrorKind::Timeout);
-                    }
-                }
-            }
-        }
-        self.dispatch_backlog(now);
-    }
 }
 
 fn connect_error_kind(error: &io::Error) -> ErrorKind {
@@ -751,57 +652,5 @@ fn parse_error_kind(error: ParseError) -> ErrorKind {
         ParseError::BadHeader(_) => ErrorKind::BadHeader,
         ParseError::BadChunked(_) => ErrorKind::BadChunked,
         ParseError::Truncated => ErrorKind::Truncated,
-    }
-}
-
-/// The live progress line: once a second on a terminal, overwritten in place.
-struct Progress {
-    label: Option<String>,
-    measure_from: Instant,
-    next: Instant,
-    last_count: u64,
-    shown: bool,
-}
-
-impl Progress {
-    fn new(label: Option<String>, measure_from: Instant) -> Progress {
-        let label = label.filter(|_| io::stderr().is_terminal());
-        Progress {
-            label,
-            measure_from,
-            next: Instant::now() + Duration::from_secs(1),
-            last_count: 0,
-            shown: false,
-        }
-    }
-
-    fn tick(&mut self, now: Instant, recorder: &Recorder) {
-        if now < self.next {
-            return;
-        }
-        self.next = now + Duration::from_secs(1);
-        let Some(label) = &self.label else { return };
-        let (phase, elapsed) = if now < self.measure_from {
-            ("warm-up", 0.0)
-        } else {
-            ("", (now - self.measure_from).as_secs_f64())
-        };
-        let rate = recorder.responses - self.last_count;
-        self.last_count = recorder.responses;
-        let mut err = io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[K{label}: {phase}{elapsed:6.1}s {:>10} responses {rate:>9} req/s {:>6} errors",
-            recorder.responses,
-            recorder.errors.total()
-        );
-        let _ = err.flush();
-        self.shown = true;
-    }
-
-    fn finish(&self) {
-        if self.shown {
-            let _ = write!(io::stderr(), "\r\x1b[K");
-        }
     }
 }
