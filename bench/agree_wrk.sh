@@ -13,6 +13,11 @@
 # REPS [5] DUR [5] CONNS [50] FILE [/f1k.bin], and BASE_PORT/SERVER_CPU/CLIENT_CPU of
 # bench/peers_lib.sh.
 SERVERS=nginx
+# Hold the benchmark lock for the whole comparison, so that no other benchmark runs between a
+# wrk run and the ampd-bench run it is compared with.
+if [ -z "${AGREE_LOCKED:-}" ]; then
+  AGREE_LOCKED=1 exec flock /tmp/ampd-bench.lock bash "$0" "$@"
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/peers_lib.sh"
 REPS=${REPS:-5}
 DUR=${DUR:-5}
@@ -25,14 +30,14 @@ URL="http://127.0.0.1:${PORT[nginx]}$FILE"
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-# timed FILE COMMAND...: runs COMMAND on $CLIENT_CPU under the lock; appends "user+sys seconds".
+# timed FILE COMMAND...: runs COMMAND on $CLIENT_CPU; writes "user sys" CPU seconds to FILE.time.
 timed() {
   local out=$1; shift
-  { TIMEFORMAT='%U %S'; time flock /tmp/ampd-bench.lock taskset -c "$CLIENT_CPU" "$@" > "$out" 2>&1; } 2>> "$out.time"
+  { TIMEFORMAT='%U %S'; time taskset -c "$CLIENT_CPU" "$@" > "$out" 2>&1; } 2>> "$out.time"
 }
 
-flock /tmp/ampd-bench.lock taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d1s "$URL" > /dev/null
-flock /tmp/ampd-bench.lock taskset -c "$CLIENT_CPU" "$BENCH" file --target "$URL" \
+taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d1s "$URL" > /dev/null
+taskset -c "$CLIENT_CPU" "$BENCH" file --target "$URL" \
   --clients "$CONNS" --duration 1s --warmup 0 --quiet > /dev/null
 printf '| run | wrk req/s | ampd-bench req/s | ampd-bench/wrk | wrk CPU µs/req | ampd-bench CPU µs/req |\n'
 printf '|---|---:|---:|---:|---:|---:|\n'
