@@ -11,7 +11,7 @@
 #
 # Knobs (environment, defaults in brackets):
 #   SERVERS ["ampd nginx lighttpd apache2"]   BASE_PORT [28581]: +0 ampd, +1 nginx, +2 lighttpd,
-#   +3 apache2   SERVER_CPU [0]   CLIENT_CPU [1]   WWW [/tmp/bench/www]
+#   +3 apache2, +4 howl (only bench/agree_wrk.sh uses it)   SERVER_CPU [0]   CLIENT_CPU [1]   WWW [/tmp/bench/www]
 #   RESULTS [/tmp/ampd-bench-results/<script>-<timestamp>]   AMPD_ARCH [amped]
 #   CLIENTS [50]   DURATION [5s]   WARMUP [1s]   REPEAT [3]   EXTRA [] more ampd-bench options
 #   PRIO [1]: run in a session of our own with autogroup nice -20 (0: ordinary priority)
@@ -49,7 +49,7 @@ AMPD=$REPO/target/release/ampd
 BENCH=$REPO/target/release/ampd-bench
 
 declare -A PORT=([ampd]=$BASE_PORT [nginx]=$((BASE_PORT + 1)) [lighttpd]=$((BASE_PORT + 2))
-                 [apache2]=$((BASE_PORT + 3)))
+                 [apache2]=$((BASE_PORT + 3)) [howl]=$((BASE_PORT + 4)))
 declare -A PID=()
 
 log() { printf '[%s %s] %s\n' "$SCRIPT" "$(date +%H:%M:%S)" "$*" >&2; }
@@ -168,6 +168,8 @@ server_cmd() {
     nginx)    echo "nginx -c $RUN/nginx.conf -e $RUN/nginx.err" ;;
     lighttpd) echo "lighttpd -D -f $RUN/lighttpd.conf" ;;
     apache2)  echo "apache2 -f $RUN/apache2.conf -DFOREGROUND" ;;
+    # The AFPA paper's 'Howl': a pre-built 1 KiB answer to every request, built by setup.sh.
+    howl)     echo "/tmp/bench/bin/howl ${PORT[howl]} 1024 127.0.0.1" ;;
     *)        die "unknown server $1" ;;
   esac
 }

@@ -147,9 +147,12 @@ fn draw_lines(svg: &mut String, series: &[Series], y_max: f64, swept: &str) {
         r##"<line x1="{LEFT}" y1="{bottom:.1}" x2="{:.1}" y2="{bottom:.1}" stroke="#333333"/>"##,
         WIDTH - RIGHT
     );
-    // One tick per measured point, labelled as the command line named it (64, 1k, 10m…).
+    // One tick per measured point: sizes in binary units (64 B, 1 KiB, 10 MiB), anything else
+    // as the command line named it.
+    let sizes = swept.contains("bytes");
     let mut labelled: Vec<f64> = Vec::new();
     for (x, label, _) in series.iter().flat_map(|series| &series.points) {
+        let label = if sizes { size_label(*x) } else { label.clone() };
         if labelled.iter().any(|seen| (seen - x).abs() < f64::EPSILON) {
             continue;
         }
@@ -160,7 +163,7 @@ fn draw_lines(svg: &mut String, series: &[Series], y_max: f64, swept: &str) {
             r##"<line x1="{position:.1}" y1="{bottom:.1}" x2="{position:.1}" y2="{:.1}" stroke="#333333"/><text x="{position:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             bottom + 5.0,
             bottom + 20.0,
-            escape(label)
+            escape(&label)
         );
     }
     let axis = if logarithmic {
@@ -293,6 +296,22 @@ fn nice_ceiling(value: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
+/// `64 B`, `1 KiB`, `1.5 MiB`, `10 MiB`.
+fn size_label(bytes: f64) -> String {
+    let (value, unit) = if bytes >= 1024.0 * 1024.0 {
+        (bytes / (1024.0 * 1024.0), "MiB")
+    } else if bytes >= 1024.0 {
+        (bytes / 1024.0, "KiB")
+    } else {
+        (bytes, "B")
+    };
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{value:.1} {unit}")
+    }
+}
+
 /// `12k`, `1.5M`, `250`, `0.75`.
 fn short_number(value: f64) -> String {
     let trim = |text: String| {
@@ -371,7 +390,8 @@ mod tests {
         assert!(svg.contains("file size (bytes), logarithmic scale"));
         assert!(svg.contains(">ng&lt;nx&gt;</text>"));
         assert_eq!(svg.matches("<polyline").count(), 2);
-        assert!(svg.contains(">1m</text>") && svg.contains(">100k</text>"));
+        assert!(svg.contains(">1 MiB</text>") && svg.contains(">64 B</text>"));
+        assert!(svg.contains(">100k</text>"));
     }
 
     #[test]
@@ -389,5 +409,7 @@ mod tests {
         assert_eq!(nice_ceiling(43_000.0), 50_000.0);
         assert_eq!(nice_ceiling(0.0), 1.0);
         assert_eq!(short_number(1_500_000.0), "1.5M");
+        assert_eq!(size_label(10.0 * 1024.0 * 1024.0), "10 MiB");
+        assert_eq!(size_label(1536.0), "1.5 KiB");
     }
 }
