@@ -153,9 +153,15 @@ impl Report {
         for point in &self.points {
             let summary = &point.median;
             let latency = &summary.latency_ms;
+            // Persistent connections all open during the warm-up: no connect time to show.
+            let connect = if summary.connections == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.3}", summary.connect_ms.p50)
+            };
             let _ = writeln!(
                 out,
-                "{:<10} {:<12} {:>11.0} {:>9.1} | {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.2} | {:>6.3} {:>6.3} | {:>8.3} | {:>7} {}",
+                "{:<10} {:<12} {:>11.0} {:>9.1} | {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.2} | {:>6.3} {:>6.3} | {:>8} | {:>7} {}",
                 point.label,
                 point.target,
                 summary.requests_per_second,
@@ -167,7 +173,7 @@ impl Report {
                 latency.max,
                 summary.first_byte_ms.p50,
                 summary.first_byte_ms.p99,
-                summary.connect_ms.p50,
+                connect,
                 summary.errors_total,
                 human_bytes(summary.bytes_verified)
             );
