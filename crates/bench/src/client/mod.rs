@@ -87,6 +87,8 @@ struct Connection {
     in_flight: VecDeque<InFlight>,
     output: Vec<u8>,
     written: usize,
+    /// Whether the socket is registered for writability too (only while a send is unfinished).
+    watching_writes: bool,
 }
 
 /// A simulated client. Every variant owns what the client holds in that state.
@@ -192,7 +194,7 @@ impl<'a> Driver<'a> {
             .iter()
             .map(|resource| {
                 format!(
-                    "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: ampd-bench\r\n{connection}\r\n",
+                    "GET {} HTTP/1.1\r\nHost: {}\r\n{connection}\r\n",
                     resource.path, target.host
                 )
                 .into_bytes()
@@ -312,7 +314,7 @@ impl<'a> Driver<'a> {
     fn connect(&mut self, index: usize, due: Option<Instant>, now: Instant) {
         let client = &mut self.clients[index];
         client.generation = client.generation.wrapping_add(1);
-        let token = u64::from(client.generation) << 32 | index as u64;
+        let token = self.token(index);
         let attempt = socket::connect_tcp_nonblocking(self.target.address).and_then(|socket| {
             self.epoll
                 .add(socket.as_fd(), token, Interest::BOTH.edge())
@@ -400,14 +402,47 @@ impl<'a> Driver<'a> {
         if self.measured(started) {
             self.recorder.connected(now - started);
         }
-        let connection = Connection {
+        let mut connection = Connection {
             socket,
             parser: ResponseParser::new(),
             in_flight: VecDeque::new(),
             output: Vec::new(),
             written: 0,
+            watching_writes: true,
         };
+        // Connected: from now on only reads wake this client. Left registered for writes, every
+        // ACK of a request would queue a useless event (and cost the server's CPU, which runs
+        // loopback delivery). A send that cannot finish registers for writes again.
+        if self.watch_writes(index, &mut connection, false).is_err() {
+            self.fail_all(&connection, ErrorKind::Reset);
+            return self.start_over(index, now);
+        }
         self.send_batch(index, connection, due, now);
+    }
+
+    fn token(&self, index: usize) -> u64 {
+        u64::from(self.clients[index].generation) << 32 | index as u64
+    }
+
+    /// Registers the connection for reads only, or for reads and writes.
+    fn watch_writes(
+        &self,
+        index: usize,
+        connection: &mut Connection,
+        writes: bool,
+    ) -> io::Result<()> {
+        let interest = if writes {
+            Interest::BOTH
+        } else {
+            Interest::READABLE
+        };
+        self.epoll.modify(
+            connection.socket.as_fd(),
+            self.token(index),
+            interest.edge(),
+        )?;
+        connection.watching_writes = writes;
+        Ok(())
     }
 
     /// Queues the next request(s) on `connection` and writes them.
@@ -457,6 +492,15 @@ impl<'a> Driver<'a> {
                     self.fail_all(&connection, ErrorKind::Reset);
                     return self.start_over(index, now);
                 }
+            }
+            let unfinished = connection.written < connection.output.len();
+            if unfinished != connection.watching_writes
+                && self
+                    .watch_writes(index, &mut connection, unfinished)
+                    .is_err()
+            {
+                self.fail_all(&connection, ErrorKind::Reset);
+                return self.start_over(index, now);
             }
         }
         // A request just written has no response yet; only read when told there is data.
