@@ -315,7 +315,10 @@ impl<'a> Driver<'a> {
         let client = &mut self.clients[index];
         client.generation = client.generation.wrapping_add(1);
         let token = self.token(index);
+        // TCP_NODELAY, as wrk sets it: a pipelined batch or a request after a partial write
+        // must not wait for the ACK of the previous segment.
         let attempt = socket::connect_tcp_nonblocking(self.target.address).and_then(|socket| {
+            socket::set_nodelay(socket.as_fd(), true)?;
             self.epoll
                 .add(socket.as_fd(), token, Interest::BOTH.edge())
                 .map(|()| socket)
