@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ampd::config::{Arch, Config};
+use ampd::config::{Arch, Config, HelperMode};
 use ampd::content::resolve::DocRoot;
 use ampd::engine;
 
@@ -29,8 +29,10 @@ USAGE:
 OPTIONS:
     --listen ADDR              address to listen on [default: 127.0.0.1:8080]
     --arch ARCH                concurrency architecture [default: reactor]
-{arches}    --threads N                event loops for reactor [default: one per core]
-    --helpers N                helper threads per loop for disk work [default: 4]
+{arches}    --threads N                loops (reactor, uring: one per core), pool threads (mt: 64),
+                               most connection threads (tpc: 2048), processes (mp: 8)
+    --helpers N                helpers per loop for disk work [default: 4]
+    --helpers-mode MODE        helpers as 'threads' or as 'process'es (as Flash) [default: threads]
     --autoindex                list directories that have no index.html
     --dotfiles                 serve files whose names start with '.'
     --follow-symlinks          follow symlinks that lead out of DIR
@@ -74,6 +76,9 @@ fn start(args: Vec<String>) -> Result<(), Failure> {
             Ok(())
         }
         Some("serve") => serve(args.collect()),
+        // Not in --help: how the server starts its own helper processes (--helpers-mode process).
+        Some(engine::helper_process::SUBCOMMAND) => engine::helper_process::serve_parent()
+            .map_err(|error| Failure(format!("helper process: {}", plain(&error)))),
         Some(other) => Err(Failure(format!(
             "unknown command '{other}' (try 'ampd --help')"
         ))),
@@ -113,9 +118,17 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
                 })?;
             }
             "--threads" => {
-                config.threads = positive("--threads", &value("--threads")?)?;
+                config.threads = Some(positive("--threads", &value("--threads")?)?);
             }
             "--helpers" => config.helpers = positive("--helpers", &value("--helpers")?)?,
+            "--helpers-mode" => {
+                let text = value("--helpers-mode")?;
+                config.helper_mode = HelperMode::from_name(&text).ok_or_else(|| {
+                    Failure(format!(
+                        "--helpers-mode: unknown mode '{text}' (one of: threads, process)"
+                    ))
+                })?;
+            }
             "--autoindex" => config.static_files.autoindex = true,
             "--dotfiles" => config.static_files.dotfiles = true,
             "--follow-symlinks" => config.static_files.follow_symlinks = true,
@@ -191,19 +204,13 @@ fn serve(args: Vec<String>) -> Result<(), Failure> {
             plain(&error)
         ))
     })?;
-    let loops = engine::loop_count(&config);
-    let helpers = match config.arch {
-        Arch::Sped => "no helpers".to_owned(),
-        _ => format!("{} helpers per loop", config.helpers),
-    };
     let mut stdout = std::io::stdout();
     let _ = writeln!(
         stdout,
-        "ampd {VERSION} serving {} at http://{}/ (arch {}, {loops} loop{}, {helpers})",
+        "ampd {VERSION} serving {} at http://{}/ ({})",
         root.display(),
         bound.local,
-        config.arch.name(),
-        if loops == 1 { "" } else { "s" },
+        engine::describe(&config, &bound),
     );
     let _ = stdout.flush();
     engine::run(config, doc_root, bound)

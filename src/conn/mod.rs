@@ -38,7 +38,7 @@ const OUTPUT_HIGH_WATER: u64 = 256 << 10;
 pub struct Context<'a> {
     pub config: &'a Config,
     pub root: &'a Arc<DocRoot>,
-    pub caches: &'a mut Caches,
+    pub caches: &'a Caches,
     /// `Date` value for this second.
     pub date: &'a [u8; 29],
     pub disk: DiskAccess,
@@ -186,6 +186,13 @@ impl Conn {
     /// The client closed its sending side.
     pub fn peer_finished(&mut self) {
         self.peer_finished = true;
+    }
+
+    /// Input received and not yet parsed or discarded (a proactor that receives without being
+    /// asked bounds it).
+    #[must_use]
+    pub fn buffered_input(&self) -> usize {
+        self.input.len() - self.consumed
     }
 
     /// Whether reading more input is useful now.

@@ -81,6 +81,22 @@ impl std::error::Error for PathError {}
 pub struct CleanPath(String);
 
 impl CleanPath {
+    /// A path that was normalised already (in another process: a helper process receives it
+    /// as text), checked again for every property `normalize` guarantees; `None` if it lacks one.
+    #[must_use]
+    pub fn from_normalized(path: &str) -> Option<CleanPath> {
+        let body = path.strip_prefix('/')?;
+        let body = body.strip_suffix('/').unwrap_or(body);
+        let segments_ok = body.is_empty()
+            || body
+                .split('/')
+                .all(|segment| !matches!(segment, "" | "." | ".."));
+        let characters_ok = !path
+            .chars()
+            .any(|character| character == '\\' || character.is_control());
+        (segments_ok && characters_ok).then(|| CleanPath(path.to_owned()))
+    }
+
     /// The root path, `/`.
     #[must_use]
     pub fn root() -> CleanPath {

@@ -95,13 +95,17 @@ impl EventLoop {
         let epoll = Epoll::new()?;
         epoll.add(listener.as_fd(), LISTENER, Interest::READABLE.edge())?;
         let helpers = if settings.disk == DiskAccess::Helpers {
-            let helpers = Helpers::start(settings.helpers, &settings.name)?;
+            let helpers = Helpers::start(
+                settings.helpers,
+                &settings.name,
+                settings.config.helper_mode,
+            )?;
             epoll.add(helpers.wake_fd(), HELPERS, Interest::READABLE.edge())?;
             Some(helpers)
         } else {
             None
         };
-        let caches = Caches::new(&settings.config.caches);
+        let caches = Caches::new(&settings.config.caches, 1);
         if let Some(watcher) = &caches.watcher {
             epoll.add(watcher.as_fd(), INOTIFY, Interest::READABLE.edge())?;
         }
@@ -300,7 +304,7 @@ impl EventLoop {
                 let mut context = Context {
                     config: &self.settings.config,
                     root: &self.settings.root,
-                    caches: &mut self.caches,
+                    caches: &self.caches,
                     date: &self.date,
                     disk: self.settings.disk,
                 };
@@ -332,7 +336,7 @@ impl EventLoop {
                     let mut context = Context {
                         config: &self.settings.config,
                         root: &self.settings.root,
-                        caches: &mut self.caches,
+                        caches: &self.caches,
                         date: &self.date,
                         disk: self.settings.disk,
                     };
@@ -366,7 +370,7 @@ impl EventLoop {
                 let mut context = Context {
                     config: &self.settings.config,
                     root: &self.settings.root,
-                    caches: &mut self.caches,
+                    caches: &self.caches,
                     date: &self.date,
                     disk: self.settings.disk,
                 };
@@ -575,7 +579,7 @@ impl EventLoop {
                         let context = Context {
                             config: &self.settings.config,
                             root: &self.settings.root,
-                            caches: &mut self.caches,
+                            caches: &self.caches,
                             date: &self.date,
                             disk: self.settings.disk,
                         };

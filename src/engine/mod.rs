@@ -1,12 +1,29 @@
-//! Engines: who owns threads and who does blocking disk work. Only `main` imports this.
+//! Engines: who owns threads, processes and caches, and who does blocking disk work. Only `main`
+//! imports this.
 //!
-//! Owns: binding listeners and starting the loops of the chosen architecture.
-//! Must not touch: HTTP or content decisions — every engine runs the same `conn` and
-//! `content` code, so a comparison measures the architecture alone (Flash §6).
-//! Sources: Flash §3–4 (SPED, AMPED); Zeus/nginx worker-per-core for `reactor`.
+//! Owns: binding listeners, choosing the architecture that runs (falling back from `uring` to
+//! `reactor` where io_uring is unavailable) and starting it.
+//! Must not touch: HTTP or content decisions — every engine runs the same `conn` and `content`
+//! code, so a comparison measures the architecture alone (Flash §6).
+//! Sources: Flash §3–4 (SPED, AMPED, MT, MP); JAWS §3 (thread pool, thread per connection,
+//! asynchronous dispatch); Zeus/nginx worker-per-core for `reactor`.
+//!
+//! | arch | module |
+//! |---|---|
+//! | `sped`, `amped`, `reactor` | `event_loop.rs` (+ `helpers.rs`, `helper_process.rs`) |
+//! | `mt`, `mp` | `blocking.rs` + `waiting_room.rs`, started by `mt.rs` / `mp.rs` |
+//! | `tpc` | `blocking.rs`, started by `tpc.rs` |
+//! | `uring` | `uring/` (+ `helpers.rs`) |
 
+pub mod blocking;
 pub mod event_loop;
+pub mod helper_process;
 pub mod helpers;
+pub mod mp;
+pub mod mt;
+pub mod tpc;
+pub mod uring;
+pub mod waiting_room;
 
 use std::io;
 use std::net::SocketAddr;
@@ -15,7 +32,7 @@ use std::sync::Arc;
 
 use ampd_sys::socket;
 
-use crate::config::{Arch, Config};
+use crate::config::{Arch, Config, HelperMode};
 use crate::content::resolve::DocRoot;
 use crate::content::serve::DiskAccess;
 use event_loop::{EventLoop, LoopSettings};
@@ -31,32 +48,47 @@ const DEFER_ACCEPT_SECS: u32 = 1;
 pub struct Bound {
     listeners: Vec<OwnedFd>,
     pub local: SocketAddr,
+    /// The architecture that will run: the configured one, or `reactor` for `uring` where
+    /// io_uring is unavailable.
+    pub arch: Arch,
 }
 
-/// How many event loops an architecture runs.
-#[must_use]
-pub fn loop_count(config: &Config) -> usize {
-    match config.arch {
-        Arch::Sped | Arch::Amped => 1,
-        Arch::Reactor => config.threads.max(1),
+/// How many listeners (and event loops or rings) an architecture runs: one per loop with
+/// `SO_REUSEPORT` for `reactor` and `uring`, so the kernel spreads connections with no shared
+/// accept lock; one shared by every thread or process otherwise.
+fn listener_count(arch: Arch, config: &Config) -> usize {
+    match arch {
+        Arch::Reactor | Arch::Uring => config.thread_count().max(1),
+        _ => 1,
     }
 }
 
-/// Bind the listeners: one for `sped`/`amped`, one per loop with `SO_REUSEPORT` for
-/// `reactor`, so the kernel spreads connections across loops with no shared accept lock.
+/// Bind the listeners, after deciding whether `uring` can run here (the one-line reason goes
+/// to stderr when it cannot).
 ///
 /// # Errors
 /// The address cannot be bound (in use, no permission, not local).
 pub fn bind(config: &Config) -> io::Result<Bound> {
-    let count = loop_count(config);
-    let reuse_port = config.arch == Arch::Reactor;
+    let mut arch = config.arch;
+    if arch == Arch::Uring {
+        if let Err(reason) = uring::probe() {
+            eprintln!("ampd: io_uring unavailable ({reason}); serving with reactor instead");
+            arch = Arch::Reactor;
+        }
+    }
+    let count = listener_count(arch, config);
+    let reuse_port = matches!(arch, Arch::Reactor | Arch::Uring);
     let first = listen(config.listen, reuse_port)?;
     let local = socket::local_addr(first.as_fd())?;
     let mut listeners = vec![first];
     for _ in 1..count {
         listeners.push(listen(local, true)?);
     }
-    Ok(Bound { listeners, local })
+    Ok(Bound {
+        listeners,
+        local,
+        arch,
+    })
 }
 
 /// One listener, with the options every accepted socket inherits.
@@ -74,23 +106,83 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
     Ok(listener)
 }
 
-/// Run the architecture's loops until the process ends.
+/// The ready line's description of what runs: `arch NAME, ...`.
+#[must_use]
+pub fn describe(config: &Config, bound: &Bound) -> String {
+    let count = config.thread_count();
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let helpers = match config.helper_mode {
+        HelperMode::Threads => plural(config.helpers, "helper thread"),
+        HelperMode::Processes => plural(config.helpers, "helper process"),
+    };
+    let fell_back = bound.arch != config.arch;
+    let what = match bound.arch {
+        Arch::Sped => "1 loop, no helpers".to_owned(),
+        Arch::Amped => format!("1 loop, {helpers}"),
+        Arch::Reactor | Arch::Uring => {
+            let unit = if bound.arch == Arch::Uring {
+                "ring"
+            } else {
+                "loop"
+            };
+            format!(
+                "{}, {helpers} per {unit}",
+                plural(bound.listeners.len(), unit)
+            )
+        }
+        Arch::Mt => format!("{}, one shared cache", plural(count, "thread")),
+        Arch::Tpc => format!("a thread per connection, at most {count}"),
+        Arch::Mp => format!("{}, a cache each", plural(count, "worker process")),
+    };
+    if fell_back {
+        format!(
+            "arch {}, {what}; {} unavailable",
+            bound.arch.name(),
+            config.arch.name()
+        )
+    } else {
+        format!("arch {}, {what}", bound.arch.name())
+    }
+}
+
+/// Run the architecture until the process ends (or, for `mp`, until the master is told to stop).
 ///
 /// # Errors
-/// A loop cannot be set up, or fails.
+/// The architecture cannot be set up, or fails.
 pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
     ampd_sys::process::ignore_sigpipe()?;
     let _ = ampd_sys::process::raise_nofile_limit();
     let config = Arc::new(config);
     let root = Arc::new(root);
-    let disk = match config.arch {
+    let Bound {
+        mut listeners,
+        arch,
+        ..
+    } = bound;
+    match arch {
+        Arch::Sped | Arch::Amped | Arch::Reactor => run_loops(arch, &config, &root, listeners),
+        Arch::Uring => uring::run(config, root, listeners),
+        Arch::Mt => mt::run(config, root, listeners.remove(0)),
+        Arch::Tpc => tpc::run(config, root, listeners.remove(0)),
+        Arch::Mp => mp::run(config, root, listeners.remove(0)),
+    }
+}
+
+/// `sped`, `amped`, `reactor`: one epoll loop per listener, the last on the main thread.
+fn run_loops(
+    arch: Arch,
+    config: &Arc<Config>,
+    root: &Arc<DocRoot>,
+    listeners: Vec<OwnedFd>,
+) -> io::Result<()> {
+    let disk = match arch {
         Arch::Sped => DiskAccess::Inline,
-        Arch::Amped | Arch::Reactor => DiskAccess::Helpers,
+        _ => DiskAccess::Helpers,
     };
     let mut loops = Vec::new();
-    for (index, listener) in bound.listeners.into_iter().enumerate() {
+    for (index, listener) in listeners.into_iter().enumerate() {
         let settings = LoopSettings {
-            name: format!("{}-{index}", config.arch.name()),
+            name: format!("{}-{index}", arch.name()),
             config: config.clone(),
             root: root.clone(),
             disk,
@@ -99,15 +191,13 @@ pub fn run(config: Config, root: DocRoot, bound: Bound) -> io::Result<()> {
         loops.push(EventLoop::new(listener, settings)?);
     }
     let mut handles = Vec::new();
-    let last = loops.pop().expect("at least one loop");
+    let mut last = loops.pop().expect("at least one loop");
     for (index, mut event_loop) in loops.into_iter().enumerate() {
         let handle = std::thread::Builder::new()
-            .name(format!("{}-loop-{index}", config.arch.name()))
+            .name(format!("{}-loop-{index}", arch.name()))
             .spawn(move || event_loop.run())?;
         handles.push(handle);
     }
-    // The last loop runs on the main thread.
-    let mut last = last;
     last.run()?;
     for handle in handles {
         handle

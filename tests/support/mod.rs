@@ -17,7 +17,9 @@ pub use server::{curl, is_root_user, Options, Server};
 
 /// Runs one test body under every engine: `for_each_arch!(fn name(arch) { ... })` expands to
 /// `mod name { #[test] fn sped() ..; #[test] fn amped() ..; ... }`. This macro is the ONE place the
-/// engine list lives; adding an engine (mt, tpc, mp, uring) is one line here.
+/// engine list lives; adding an engine is one `#[test]` here. `amped_helper_processes` runs the
+/// `amped` engine with its helpers as processes (`--helpers-mode process`): the arch string may
+/// carry extra arguments after a space, which `Options::new` passes on.
 #[macro_export]
 macro_rules! for_each_arch {
     (fn $name:ident($arch:ident) $body:block) => {
@@ -36,8 +38,28 @@ macro_rules! for_each_arch {
                 run("amped")
             }
             #[test]
+            fn mt() {
+                run("mt")
+            }
+            #[test]
+            fn tpc() {
+                run("tpc")
+            }
+            #[test]
+            fn mp() {
+                run("mp")
+            }
+            #[test]
+            fn uring() {
+                run("uring")
+            }
+            #[test]
             fn reactor() {
                 run("reactor")
+            }
+            #[test]
+            fn amped_helper_processes() {
+                run("amped --helpers-mode process")
             }
         }
     };

@@ -27,15 +27,26 @@ pub struct Options {
     root: PathBuf,
     arch: String,
     extra: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Options {
+    /// `arch` is an engine name, optionally followed by arguments that select a variant of it
+    /// (`"amped --helpers-mode process"`, as `for_each_arch!` lists it).
     pub fn new(root: &Path, arch: &str) -> Self {
+        let mut words = arch.split_whitespace().map(str::to_string);
         Options {
             root: root.to_path_buf(),
-            arch: arch.to_string(),
-            extra: Vec::new(),
+            arch: words.next().unwrap_or_default(),
+            extra: words.collect(),
+            env: Vec::new(),
         }
+    }
+
+    /// Sets an environment variable for the server process.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
+        self
     }
 
     /// Adds one command-line argument after the standard ones.
@@ -85,6 +96,7 @@ impl Server {
         let line = options.command_line();
         let mut child = Command::new(binary())
             .args(&line)
+            .envs(options.env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
