@@ -247,6 +247,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn known_returns_the_tables_own_value() {
+        let value = String::from("text/html; charset=utf-8");
+        assert!(std::ptr::eq(known(&value).unwrap(), content_type("a.html")));
+        assert_eq!(known(DEFAULT_TYPE), Some(DEFAULT_TYPE));
+        assert_eq!(known("text/x-nonsense"), None);
+    }
+
+    #[test]
     fn table_is_sorted_unique_lowercase_and_large() {
         assert!(TYPES.len() >= 110, "{}", TYPES.len());
         for pair in TYPES.windows(2) {

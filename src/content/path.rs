@@ -86,9 +86,10 @@ impl CleanPath {
     #[must_use]
     pub fn from_normalized(path: &str) -> Option<CleanPath> {
         let body = path.strip_prefix('/')?;
-        let body = body.strip_suffix('/').unwrap_or(body);
         let segments_ok = body.is_empty()
             || body
+                .strip_suffix('/')
+                .unwrap_or(body)
                 .split('/')
                 .all(|segment| !matches!(segment, "" | "." | ".."));
         let characters_ok = !path
@@ -392,6 +393,25 @@ mod tests {
 
     fn ok(path: &str) -> Result<CleanPath, PathError> {
         Ok(CleanPath(path.to_owned()))
+    }
+
+    #[test]
+    fn from_normalized_accepts_exactly_what_normalize_produces() {
+        for good in [
+            "/",
+            "/a",
+            "/a/b/",
+            "/~user/x.txt",
+            "/a%20b",
+            "/.well-known/x",
+        ] {
+            assert_eq!(CleanPath::from_normalized(good).unwrap().as_str(), good);
+        }
+        for bad in [
+            "", "a", "//", "/a//b", "/./a", "/a/../b", "/a/..", "/a\\b", "/a\0b", "/a\nb",
+        ] {
+            assert!(CleanPath::from_normalized(bad).is_none(), "{bad:?}");
+        }
     }
 
     /// Traversal attempts and what the strict options make of them. Each one is also a file in

@@ -110,7 +110,11 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
 #[must_use]
 pub fn describe(config: &Config, bound: &Bound) -> String {
     let count = config.thread_count();
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let plural = |n: usize, word: &str| match (n, word.ends_with('s')) {
+        (1, _) => format!("1 {word}"),
+        (_, true) => format!("{n} {word}es"),
+        (_, false) => format!("{n} {word}s"),
+    };
     let helpers = match config.helper_mode {
         HelperMode::Threads => plural(config.helpers, "helper thread"),
         HelperMode::Processes => plural(config.helpers, "helper process"),
