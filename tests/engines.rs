@@ -140,7 +140,7 @@ fn uring_falls_back(errno: &str) {
     let deadline = Instant::now() + Duration::from_secs(5);
     let stderr = loop {
         let stderr = server.stderr();
-        if stderr.contains("io_uring unavailable") || Instant::now() > deadline {
+        if stderr.contains("reactor instead\n") || Instant::now() > deadline {
             break stderr;
         }
         std::thread::sleep(Duration::from_millis(10));
