@@ -57,14 +57,6 @@ pub enum Between {
     Hold,
 }
 
-/// What became of a held connection.
-enum Held {
-    /// Its client sent again.
-    Again(Box<Connection>),
-    /// Parked (other work came) or closed (keep-alive timeout).
-    Gone,
-}
-
 /// What a worker gets from the waiting room.
 pub enum Ready {
     Connection(Box<Connection>),
@@ -82,6 +74,8 @@ pub struct WaitingRoom {
     /// When accepting may resume after running out of descriptors.
     accept_paused_until: Mutex<Option<Instant>>,
     last_sweep: Mutex<Instant>,
+    /// Since when a held connection's worker has seen new clients waiting (see `hold`).
+    clients_waiting_since: Mutex<Option<Instant>>,
 }
 
 impl WaitingRoom {
@@ -104,6 +98,7 @@ impl WaitingRoom {
             keepalive,
             accept_paused_until: Mutex::new(None),
             last_sweep: Mutex::new(Instant::now()),
+            clients_waiting_since: Mutex::new(None),
         })
     }
 
@@ -181,39 +176,72 @@ impl WaitingRoom {
     }
 
     /// Wait on an idle connection while nothing else needs this worker (see `Between::Hold`).
-    fn hold(&self, mut connection: Box<Connection>) -> Held {
+    /// Returns the connection to serve next: this one (its client sent again), or another that
+    /// needs this worker (it then parks this one); `None` when this one timed out (closed).
+    fn hold(
+        &self,
+        mut connection: Box<Connection>,
+        events: &mut Events,
+        worker: &Worker,
+    ) -> Option<Box<Connection>> {
         let deadline = Instant::now() + self.keepalive;
         let mut shed = false;
         loop {
             let now = Instant::now();
             if now >= deadline {
-                return Held::Gone;
+                return None;
             }
-            let wait = (deadline - now).min(SWEEP);
             let mut fds = [
                 PollFd::new(connection.fd.as_fd(), true, false),
                 PollFd::new(self.epoll.as_fd(), true, false),
             ];
-            if poll::poll(&mut fds, Some(wait)).is_err() {
-                return Held::Gone;
+            if poll::poll(&mut fds, Some((deadline - now).min(SWEEP))).is_err() {
+                return None;
             }
             if fds[0].ready() {
-                return Held::Again(connection);
+                return Some(connection);
             }
-            if fds[1].ready() {
-                // Another idle worker probably takes it; give it a head start.
-                if let Ok(Some(_)) =
-                    poll::poll_one(connection.fd.as_fd(), true, false, Some(HEAD_START))
-                {
-                    return Held::Again(connection);
+            if !fds[1].ready() {
+                if !shed {
+                    // Idle past one wait: give its buffers back, as the event loop does.
+                    connection.conn.shed_buffers();
+                    shed = true;
                 }
-                self.park(connection);
-                return Held::Gone;
+                continue;
             }
-            if !shed {
-                // Idle past one wait: give its buffers back, as the event loop does.
-                connection.conn.shed_buffers();
-                shed = true;
+            if self.epoll.wait(events, 0).is_err() {
+                return None;
+            }
+            match events.iter().next().map(|event| event.token) {
+                // Nothing after all (another process took the new client).
+                None => *lock(&self.clients_waiting_since) = None,
+                // A parked connection of this process woke: only this process can serve it.
+                Some(token) if token != LISTENER => {
+                    let woken = self.parked.lock(&token).remove(&token);
+                    self.park(connection);
+                    return woken.map(|parked| parked.connection);
+                }
+                // New clients: idle processes (waiting in epoll_wait) get them first. Take one
+                // only once they have waited a head start, so a busy process does not grab a
+                // client (which may need the slow disk) while its own idle clients wait on it.
+                Some(_) => {
+                    let since = *lock(&self.clients_waiting_since).get_or_insert(now);
+                    let waited = now.saturating_duration_since(since);
+                    if waited >= HEAD_START {
+                        *lock(&self.clients_waiting_since) = None;
+                        self.park(connection);
+                        return match self.accept(worker) {
+                            Ready::Connection(accepted) => Some(accepted),
+                            Ready::Nothing => None,
+                        };
+                    }
+                    let rest = HEAD_START - waited;
+                    if let Ok(Some(_)) =
+                        poll::poll_one(connection.fd.as_fd(), true, false, Some(rest))
+                    {
+                        return Some(connection);
+                    }
+                }
             }
         }
     }
@@ -281,23 +309,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The waiting room's epoll fails.
 pub fn serve_forever(room: &WaitingRoom, worker: &mut Worker, between: Between) -> io::Result<()> {
     let mut events = Events::with_capacity(1);
+    let mut next = None;
     loop {
         // The one place a stop or drain check belongs: a worker stops taking connections here.
-        let mut connection = match room.next(&mut events, worker)? {
-            Ready::Connection(connection) => connection,
-            Ready::Nothing => continue,
+        let connection = match next.take() {
+            Some(connection) => connection,
+            None => match room.next(&mut events, worker)? {
+                Ready::Connection(connection) => connection,
+                Ready::Nothing => continue,
+            },
         };
-        loop {
-            let Served::Idle(idle) = worker.serve(connection, WhenIdle::Return) else {
-                break;
-            };
-            if between == Between::Park {
-                room.park(idle);
-                break;
-            }
-            match room.hold(idle) {
-                Held::Again(again) => connection = again,
-                Held::Gone => break,
+        if let Served::Idle(idle) = worker.serve(connection, WhenIdle::Return) {
+            match between {
+                Between::Park => room.park(idle),
+                Between::Hold => next = room.hold(idle, &mut events, worker),
             }
         }
     }
