@@ -219,6 +219,11 @@ fn helper_processes_do_the_disk_work_and_are_replaced() {
     );
     let helpers = wait_for_children(server.pid(), 2);
     for helper in &helpers {
+        // A child shows its own command line once it has run exec (bounded wait).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !cmdline(*helper).contains("__helper") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert!(
             cmdline(*helper).contains("__helper"),
             "{}",
