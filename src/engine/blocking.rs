@@ -120,15 +120,13 @@ pub struct Worker {
     scratch: Box<[u8]>,
 }
 
-/// Why a connection's service ended early.
-enum Stop {
-    /// The peer went away, a write failed, or a timeout passed: just close.
-    Drop,
-}
+/// The connection is to be dropped without more ado: the peer went away, a write failed, or a
+/// send timed out.
+struct Dropped;
 
-impl From<io::Error> for Stop {
-    fn from(_: io::Error) -> Stop {
-        Stop::Drop
+impl From<io::Error> for Dropped {
+    fn from(_: io::Error) -> Dropped {
+        Dropped
     }
 }
 
@@ -154,7 +152,7 @@ impl Worker {
     pub fn serve(&mut self, mut connection: Box<Connection>, when_idle: WhenIdle) -> Served {
         match self.serve_until_idle(&mut connection, when_idle) {
             Ok(true) => Served::Idle(connection),
-            Ok(false) | Err(Stop::Drop) => Served::Closed,
+            Ok(false) | Err(Dropped) => Served::Closed,
         }
     }
 
@@ -163,7 +161,7 @@ impl Worker {
         &mut self,
         connection: &mut Connection,
         when_idle: WhenIdle,
-    ) -> Result<bool, Stop> {
+    ) -> Result<bool, Dropped> {
         let limits = self.config.limits.clone();
         let mut phase = connection.conn.phase();
         let mut phase_since = Instant::now();
@@ -188,7 +186,7 @@ impl Worker {
                 // The output drained (flush blocks until it does): decide again.
                 Need::Flush => continue,
                 // Jobs run inline here, so nothing can be outstanding.
-                Need::Job(_) | Need::Wait => return Err(Stop::Drop),
+                Need::Job(_) | Need::Wait => return Err(Dropped),
                 Need::Read if read_any && !drained => continue,
                 Need::Read => {}
             }
@@ -210,7 +208,7 @@ impl Worker {
                     }
                 }
                 // Output is empty after a flush and the state is not closing; nothing else.
-                Phase::Sending | Phase::Closing => return Err(Stop::Drop),
+                Phase::Sending | Phase::Closing => return Err(Dropped),
             }
         }
     }
@@ -239,7 +237,7 @@ impl Worker {
 
     /// Read what the socket has, up to a turn's worth. Returns (anything changed, socket
     /// drained).
-    fn read_input(&mut self, connection: &mut Connection) -> Result<(bool, bool), Stop> {
+    fn read_input(&mut self, connection: &mut Connection) -> Result<(bool, bool), Dropped> {
         let mut total = 0;
         let mut changed = false;
         while connection.conn.wants_input() && total < READ_TURN {
@@ -259,7 +257,7 @@ impl Worker {
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     return Ok((changed, true))
                 }
-                Err(_) => return Err(Stop::Drop),
+                Err(_) => return Err(Dropped),
             }
         }
         Ok((changed, total < READ_TURN))
@@ -267,7 +265,7 @@ impl Worker {
 
     /// Write everything queued, waiting for the socket as needed; a response that makes no
     /// progress for the send timeout ends the connection.
-    fn flush(&mut self, connection: &mut Connection) -> Result<(), Stop> {
+    fn flush(&mut self, connection: &mut Connection) -> Result<(), Dropped> {
         let send_timeout = self.config.limits.send_timeout;
         let mut last_progress = Instant::now();
         while !connection.conn.output.is_empty() {
@@ -280,7 +278,7 @@ impl Worker {
                         .min(sysio::MAX_RW_COUNT);
                     match sysio::sendfile(fd, range.file.file.as_fd(), &mut offset, count) {
                         // The file shrank under the response: it cannot be completed.
-                        Ok(0) => return Err(Stop::Drop),
+                        Ok(0) => return Err(Dropped),
                         other => other,
                     }
                 }
@@ -305,14 +303,14 @@ impl Worker {
                         (last_progress + send_timeout).saturating_duration_since(Instant::now());
                     match poll::poll_one(connection.fd.as_fd(), false, true, Some(left))? {
                         Some(ready) if ready.writable => {}
-                        Some(_) => return Err(Stop::Drop),
+                        Some(_) => return Err(Dropped),
                         None if Instant::now() >= last_progress + send_timeout => {
-                            return Err(Stop::Drop)
+                            return Err(Dropped)
                         }
                         None => {}
                     }
                 }
-                Err(_) => return Err(Stop::Drop),
+                Err(_) => return Err(Dropped),
             }
         }
         Ok(())
@@ -340,7 +338,11 @@ impl Worker {
 
 /// Wait until the connection is readable or `deadline` passes; `Ok(false)` at the deadline.
 /// While idle (`shed`), buffers are given back once the wait passes `SHED_AFTER`.
-fn wait_readable(connection: &mut Connection, deadline: Instant, shed: bool) -> Result<bool, Stop> {
+fn wait_readable(
+    connection: &mut Connection,
+    deadline: Instant,
+    shed: bool,
+) -> Result<bool, Dropped> {
     let mut shed_pending = shed;
     loop {
         let now = Instant::now();
