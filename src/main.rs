@@ -32,7 +32,8 @@ OPTIONS:
 {arches}    --threads N                loops (reactor, uring: one per core), pool threads (mt: 64),
                                most connection threads (tpc: 2048), processes (mp: 8)
     --helpers N                helpers per loop for disk work [default: 4]
-    --helpers-mode MODE        helpers as 'threads' or as 'process'es (as Flash) [default: threads]
+    --helpers-mode MODE        'threads', or 'process' for helper processes as in Flash
+                               [default: threads]
     --autoindex                list directories that have no index.html
     --dotfiles                 serve files whose names start with '.'
     --follow-symlinks          follow symlinks that lead out of DIR
