@@ -297,3 +297,45 @@ for_each_arch!(fn more_connections_than_workers(arch) {
         }
     }
 });
+
+/// Waits (bounded) until none of `pids` is alive.
+fn all_gone_within(pids: &[u32], within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if pids.iter().all(|pid| !alive(*pid)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn workers_and_helper_processes_die_with_a_killed_server() {
+    let root = TempRoot::new();
+    root.file("ok.txt", "ok");
+    let mut mp = Server::start(Options::new(root.path(), "mp").args(["--threads", "2"]));
+    let mut amped = Server::start(Options::new(root.path(), "amped").args([
+        "--helpers",
+        "2",
+        "--helpers-mode",
+        "process",
+    ]));
+    let workers = wait_for_children(mp.pid(), 2);
+    let helpers = wait_for_children(amped.pid(), 2);
+    signal(mp.pid(), "KILL");
+    signal(amped.pid(), "KILL");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while (mp.is_running() || amped.is_running()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Workers get SIGTERM from PR_SET_PDEATHSIG; helpers see their socket close.
+    assert!(
+        all_gone_within(&workers, Duration::from_secs(5)),
+        "mp workers outlived a SIGKILLed master"
+    );
+    assert!(
+        all_gone_within(&helpers, Duration::from_secs(5)),
+        "helper processes outlived their server"
+    );
+}
