@@ -13,8 +13,10 @@
 //! Owns: starting and stopping helper processes, the wire format, and the helper's own loop.
 //! Must not touch: what a job does (`content::job`), the queue in front of helpers (`helpers`).
 
+use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -305,7 +307,7 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             writer.u8(JOB_RESOLVE);
             writer.text(path.as_str());
             let options = &root.options;
-            writer.text(&root.path.to_string_lossy());
+            writer.bytes(root.path.as_os_str().as_bytes());
             writer.u32(u32::try_from(options.index.len()).unwrap_or(0));
             for name in &options.index {
                 writer.text(name);
@@ -356,7 +358,7 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
     match reader.u8()? {
         JOB_RESOLVE => {
             let path = CleanPath::from_normalized(&reader.text()?)?;
-            let root_path = PathBuf::from(reader.text()?);
+            let root_path = PathBuf::from(OsStr::from_bytes(reader.bytes()?));
             let count = reader.u32()?;
             let mut index = Vec::new();
             for _ in 0..count {
