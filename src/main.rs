@@ -10,13 +10,13 @@ use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use ampd::config::{self, Arch, Config, Level};
-use ampd::engine;
+use ampd::config::{self, Arch, Config, HelperMode, Level};
+use ampd::engine::{self, Start};
+use ampd::log::access::LogFile;
 use ampd::log::error;
-use ampd::ops::{self, notify::notify, Control};
+use ampd::ops::{self, notify::notify, Shared};
 use ampd::site::Generation;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -41,8 +41,11 @@ SIGNALS (ampd run and ampd serve):
 OPTIONS:
     --listen ADDR              address to listen on [default: 127.0.0.1:8080]
     --arch ARCH                concurrency architecture [default: reactor]
-{arches}    --threads N                event loops for reactor [default: one per core]
-    --helpers N                helper threads per loop for disk work [default: 4]
+{arches}    --threads N                loops (reactor, uring: one per core), pool threads (mt: 64),
+                               most connection threads (tpc: 2048), processes (mp: 8)
+    --helpers N                helpers per loop for disk work [default: 4]
+    --helpers-mode MODE        'threads', or 'process' for helper processes as in Flash
+                               [default: threads]
     --autoindex                list directories that have no index.html
     --dotfiles                 serve files whose names start with '.'
     --follow-symlinks          follow symlinks that lead out of DIR
@@ -102,6 +105,9 @@ fn start(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
         Some("serve") => serve(args.collect(), activated),
         Some("run") => run(args.collect(), activated),
         Some("check") => check(args.collect()),
+        // Not in --help: how the server starts its own helper processes (--helpers-mode process).
+        Some(engine::helper_process::SUBCOMMAND) => engine::helper_process::serve_parent()
+            .map_err(|error| Failure(format!("helper process: {}", plain(&error)))),
         Some(other) => Err(Failure(format!(
             "unknown command '{other}' (try 'ampd --help')"
         ))),
@@ -141,9 +147,17 @@ fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
                 })?;
             }
             "--threads" => {
-                config.threads = positive("--threads", &value("--threads")?)?;
+                config.threads = Some(positive("--threads", &value("--threads")?)?);
             }
             "--helpers" => config.helpers = positive("--helpers", &value("--helpers")?)?,
+            "--helpers-mode" => {
+                let text = value("--helpers-mode")?;
+                config.helper_mode = HelperMode::from_name(&text).ok_or_else(|| {
+                    Failure(format!(
+                        "--helpers-mode: unknown mode '{text}' (one of: threads, process)"
+                    ))
+                })?;
+            }
             "--autoindex" => config.serve_location().static_files.autoindex = true,
             "--dotfiles" => config.serve_location().static_files.dotfiles = true,
             "--follow-symlinks" => config.serve_location().static_files.follow_symlinks = true,
@@ -295,7 +309,8 @@ fn launch(
             ))
         })?;
     }
-    let control = Control::new(generation, file).map_err(|failure| {
+    // Opened while still privileged; under mp, shared by every worker forked later.
+    let log_file = LogFile::open(config.logs.access.as_deref()).map_err(|failure| {
         let path = config.logs.access.as_deref().unwrap_or(Path::new("-"));
         Failure(format!(
             "access log {}: {}",
@@ -303,31 +318,30 @@ fn launch(
             plain(&failure)
         ))
     })?;
-    let control = Arc::new(control);
+    let shared = Shared::new(&config)
+        .map_err(|failure| Failure(format!("cannot set up the scoreboard: {}", plain(&failure))))?;
     ops::process::drop_privileges(&config.process)
         .map_err(|failure| Failure(format!("cannot switch user: {}", plain(&failure))))?;
-    ops::signals::spawn(control.clone())
-        .map_err(|failure| Failure(format!("cannot watch signals: {}", plain(&failure))))?;
 
-    let loops = engine::loop_count(&config);
-    let helpers = match config.arch {
-        Arch::Sped => "no helpers".to_owned(),
-        _ => format!("{} helpers per loop", config.helpers),
-    };
     let mut stdout = std::io::stdout();
     let _ = writeln!(
         stdout,
-        "ampd {VERSION} serving {what} at http://{}/ (arch {}, {loops} loop{}, {helpers})",
+        "ampd {VERSION} serving {what} at http://{}/ ({})",
         bound.local,
-        config.arch.name(),
-        if loops == 1 { "" } else { "s" },
+        engine::describe(&config, &bound),
     );
     let _ = stdout.flush();
     notify(&format!("READY=1\nMAINPID={}", std::process::id()));
 
-    let served = engine::run(control.clone(), bound);
-    // Every loop has handed its buffer over; wait for the log thread to write it all.
-    control.access_log.sync(Duration::from_secs(10));
+    // No thread exists yet: `mp` forks its workers in there; every other engine starts its
+    // log and signal threads and its loops.
+    let start = Start {
+        generation,
+        config_path: file,
+        shared,
+        log_file,
+    };
+    let served = engine::run(start, bound);
     if let Some(pid_file) = &config.process.pid_file {
         ops::process::remove_pid_file(pid_file);
     }

@@ -122,14 +122,25 @@ fn bad_flags_fail_cleanly() {
         "zero",
     ]);
     assert_one_line_failure(&["serve", &dir, "--listen"]);
+    assert_one_line_failure(&[
+        "serve",
+        &dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--helpers-mode",
+        "goblins",
+    ]);
     assert_one_line_failure(&["frobnicate"]);
 }
 
 #[test]
 fn ready_line_names_dir_and_arch() {
     let root = TempRoot::new();
-    for arch in ["sped", "amped", "reactor"] {
+    for arch in ["sped", "amped", "mt", "tpc", "mp", "uring", "reactor"] {
         let server = Server::start(Options::new(root.path(), arch));
+        if server.ready_line().contains("uring unavailable") {
+            continue;
+        }
         let line = server.ready_line().to_string();
         assert!(line.starts_with("ampd 0.1.0 serving "), "{line}");
         assert!(line.contains(&root.path().display().to_string()), "{line}");
@@ -157,4 +168,26 @@ fn sigterm_stops_the_server() {
     }
     assert!(!server.is_running(), "still running 5 s after SIGTERM");
     assert!(!server.stderr().contains("panicked"));
+}
+
+#[test]
+fn serve_help_lists_every_engine_on_one_line_each() {
+    let output = Command::new(support::server::binary())
+        .args(["serve", "--help"])
+        .output()
+        .expect("run ampd");
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    for arch in ["sped", "amped", "mt", "tpc", "mp", "uring", "reactor"] {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|line| line.trim_start().starts_with(&format!("{arch} ")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{arch}: {lines:?} in\n{text}");
+        assert!(
+            lines[0].len() > arch.len() + 20,
+            "{arch} has no description: {lines:?}"
+        );
+    }
+    assert!(text.contains("--helpers-mode"), "{text}");
 }

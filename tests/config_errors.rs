@@ -100,7 +100,10 @@ fn bad_values() {
     assert!(line.contains("hint:"), "{line}");
     let line = error_for(&format!("arch = \"fast\"\n{SITE}"));
     assert_place(&line, "1:8", "arch");
-    assert!(line.contains("one of sped, amped, reactor"), "{line}");
+    assert!(
+        line.contains("one of sped, amped, mt, tpc, mp, uring, reactor"),
+        "{line}"
+    );
     let line = error_for(&format!("[limits]\nheader_timeout = \"5 parsecs\"\n{SITE}"));
     assert_place(&line, "2:18", "limits.header_timeout");
     let line = error_for(&format!(

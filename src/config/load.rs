@@ -17,7 +17,7 @@ use toml::Spanned;
 
 use super::raw::{Quantity, RawAdmission, RawCaches, RawFile, RawLimits, RawLog};
 use super::text::{key_at, parse_duration, parse_size, plain, position, unknown_field_hint};
-use super::{Arch, Config, Level, LogFormat};
+use super::{Arch, Config, HelperMode, Level, LogFormat};
 
 /// A configuration that cannot be used: where, which key, what is wrong, and maybe a hint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,10 +180,20 @@ impl Loader<'_> {
             })?;
         }
         if let Some(threads) = &raw.threads {
-            config.threads = self.count(threads, "threads", 1)?;
+            config.threads = Some(self.count(threads, "threads", 1)?);
         }
         if let Some(helpers) = &raw.helpers {
             config.helpers = self.count(helpers, "helpers", 1)?;
+        }
+        if let Some(mode) = &raw.helpers_mode {
+            config.helper_mode = HelperMode::from_name(mode.get_ref()).ok_or_else(|| {
+                self.hinted(
+                    mode.span(),
+                    "helpers_mode",
+                    format!("unknown helper mode '{}'", mode.get_ref()),
+                    "one of threads, process",
+                )
+            })?;
         }
         self.process(&raw, &mut config)?;
         self.caches(raw.caches.unwrap_or_default(), &mut config)?;

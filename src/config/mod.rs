@@ -20,34 +20,66 @@ use std::time::Duration;
 pub use load::{check_file, load_file, ConfigError};
 
 /// Which concurrency architecture serves connections (Flash §3, JAWS §3). Every variant runs the
-/// same `conn` and `content` code; only who owns threads and who does blocking disk work differs.
+/// same `conn` and `content` code; only who owns threads, processes and caches differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
     /// One thread, one epoll loop; disk work is done inline and blocks the loop (Flash-SPED).
     Sped,
-    /// One epoll loop plus helper threads for everything that can block on disk (Flash-AMPED).
+    /// One epoll loop plus helpers for everything that can block on disk (Flash-AMPED).
     Amped,
+    /// A pool of threads, each serving one connection at a time with blocking calls, sharing
+    /// one set of caches (Flash-MT, JAWS thread pool).
+    Mt,
+    /// A thread per connection, up to a cap (JAWS thread-per-connection, Apache worker limits).
+    Tpc,
+    /// Pre-forked processes, each serving one connection at a time with its own caches, under a
+    /// master that restarts them (Flash-MP, Apache prefork).
+    Mp,
+    /// A proactor on io_uring: batched submissions and completions (JAWS asynchronous dispatch,
+    /// AFPA's batching). Falls back to `reactor` where io_uring is unavailable.
+    Uring,
     /// One AMPED loop per core, each with its own `SO_REUSEPORT` listener and caches.
     Reactor,
 }
 
 impl Arch {
-    pub const ALL: [Arch; 3] = [Arch::Sped, Arch::Amped, Arch::Reactor];
+    pub const ALL: [Arch; 7] = [
+        Arch::Sped,
+        Arch::Amped,
+        Arch::Mt,
+        Arch::Tpc,
+        Arch::Mp,
+        Arch::Uring,
+        Arch::Reactor,
+    ];
 
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Arch::Sped => "sped",
             Arch::Amped => "amped",
+            Arch::Mt => "mt",
+            Arch::Tpc => "tpc",
+            Arch::Mp => "mp",
+            Arch::Uring => "uring",
             Arch::Reactor => "reactor",
         }
     }
 
+    /// One line for `ampd serve --help`.
     #[must_use]
     pub fn describe(self) -> &'static str {
         match self {
             Arch::Sped => "one event loop, disk work inline (blocks on a page-cache miss)",
-            Arch::Amped => "one event loop + helper threads for open/stat and paging data in",
+            Arch::Amped => "one event loop + helpers for open/stat and paging data in",
+            Arch::Mt => {
+                "pool of --threads threads (64), blocking, one connection each; shared cache"
+            }
+            Arch::Tpc => {
+                "a thread per connection, at most --threads (2048); the rest wait in backlog"
+            }
+            Arch::Mp => "--threads pre-forked processes (8), blocking, own caches; master restarts",
+            Arch::Uring => "io_uring proactor per core; falls back to reactor where unavailable",
             Arch::Reactor => "one amped loop per core, each with its own SO_REUSEPORT listener",
         }
     }
@@ -55,6 +87,56 @@ impl Arch {
     #[must_use]
     pub fn from_name(name: &str) -> Option<Arch> {
         Arch::ALL.into_iter().find(|arch| arch.name() == name)
+    }
+
+    /// What `threads` means when not set: event loops for `reactor` and `uring` (one per core),
+    /// pool threads for `mt`, the most connection threads at once for `tpc`, worker processes
+    /// for `mp`; `sped` and `amped` always run one loop.
+    #[must_use]
+    pub fn default_threads(self, cores: usize) -> usize {
+        match self {
+            Arch::Sped | Arch::Amped => 1,
+            Arch::Reactor | Arch::Uring => cores.max(1),
+            // Enough threads that disk-bound requests overlap (nginx's thread pool has 32).
+            Arch::Mt => 64,
+            // More than the 1,000 concurrent keep-alive clients the test suite opens; past the
+            // cap, connections wait in the listen backlog as under Apache's MaxRequestWorkers.
+            Arch::Tpc => 2048,
+            Arch::Mp => 8,
+        }
+    }
+
+    /// Whether the architecture's disk work runs on helpers (and so `--helpers` matters).
+    #[must_use]
+    pub fn uses_helpers(self) -> bool {
+        matches!(self, Arch::Amped | Arch::Reactor | Arch::Uring)
+    }
+}
+
+/// Whether helpers are threads of the server or processes of their own (Flash used processes,
+/// for portability to systems without kernel threads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HelperMode {
+    Threads,
+    Processes,
+}
+
+impl HelperMode {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            HelperMode::Threads => "threads",
+            HelperMode::Processes => "process",
+        }
+    }
+
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<HelperMode> {
+        match name {
+            "threads" | "thread" => Some(HelperMode::Threads),
+            "process" | "processes" => Some(HelperMode::Processes),
+            _ => None,
+        }
     }
 }
 
@@ -331,10 +413,14 @@ pub struct Site {
 pub struct Config {
     pub listen: SocketAddr,
     pub arch: Arch,
-    /// Event loops for `reactor` (default: one per core). `sped` and `amped` run one.
-    pub threads: usize,
-    /// Helper threads per event loop (`amped`, `reactor`).
+    /// Units of concurrency of the architecture: event loops (`reactor`, `uring`), pool threads
+    /// (`mt`), the cap on connection threads (`tpc`), worker processes (`mp`). `None`: the
+    /// architecture's default (`Arch::default_threads`). `sped` and `amped` run one loop.
+    pub threads: Option<usize>,
+    /// Helpers per event loop (`amped`, `reactor`, `uring`).
     pub helpers: usize,
+    /// Helpers as threads (default) or as processes.
+    pub helper_mode: HelperMode,
     pub caches: CacheOptions,
     pub send: SendOptions,
     pub limits: Limits,
@@ -373,6 +459,17 @@ impl LocationSettings {
 }
 
 impl Config {
+    /// The number `threads` stands for under the chosen architecture (see `Config::threads`).
+    #[must_use]
+    pub fn thread_count(&self) -> usize {
+        match self.arch {
+            Arch::Sped | Arch::Amped => 1,
+            arch => self.threads.unwrap_or_else(|| {
+                arch.default_threads(std::thread::available_parallelism().map_or(1, usize::from))
+            }),
+        }
+    }
+
     /// The settings of the one site `ampd serve` runs: its `/` location, which the
     /// command-line flags change.
     ///
@@ -388,8 +485,9 @@ impl Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             arch: Arch::Reactor,
-            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            threads: None,
             helpers: 4,
+            helper_mode: HelperMode::Threads,
             caches: CacheOptions {
                 path_cache: true,
                 header_cache: true,

@@ -31,6 +31,7 @@ use crate::content::serve::{DiskAccess, Persistence, Sink};
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
 use crate::log::stats::{LoopStats, Stats};
+use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
 use output::Output;
 
@@ -46,7 +47,8 @@ const OUTPUT_HIGH_WATER: u64 = 256 << 10;
 pub struct Context<'a> {
     pub config: &'a Config,
     pub sites: &'a Sites,
-    pub caches: &'a mut Caches,
+    /// Shared by the threads of `mt` and `tpc`; every method takes `&self`.
+    pub caches: &'a Caches,
     /// `Date` and log times for this second.
     pub clock: &'a Clock,
     pub disk: DiskAccess,
@@ -55,6 +57,8 @@ pub struct Context<'a> {
     pub stats: &'a LoopStats,
     /// All loops' counters (the status handler renders them).
     pub metrics: &'a Stats,
+    /// Request-rate state per client address, shared by all loops (and `mp` processes).
+    pub rates: &'a RateLimiter,
     /// A graceful stop is under way: answer with `Connection: close`, health says `503`.
     pub draining: bool,
 }
@@ -258,6 +262,13 @@ impl Conn {
     /// The client closed its sending side.
     pub fn peer_finished(&mut self) {
         self.peer_finished = true;
+    }
+
+    /// Input received and not yet parsed or discarded (a proactor that receives without being
+    /// asked bounds it).
+    #[must_use]
+    pub fn buffered_input(&self) -> usize {
+        self.input.len() - self.consumed
     }
 
     /// Whether reading more input is useful now.

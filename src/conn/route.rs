@@ -109,7 +109,11 @@ impl Conn {
         }
 
         if route.settings.rate_limit {
-            if let Err(wait) = sites.rate.take(self.peer, Instant::now()) {
+            if let Err(wait) =
+                context
+                    .rates
+                    .take(self.peer, Instant::now(), &context.config.admission)
+            {
                 context.stats.shed(Shed::Rate);
                 let retry = wait.as_secs_f64().ceil().max(1.0).to_string();
                 return self.answer(

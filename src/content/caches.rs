@@ -1,14 +1,21 @@
-//! The three caches of one event loop, and how they learn that the disk changed.
+//! The three caches, and how they learn that the disk changed. One `Caches` belongs to each
+//! event loop (or `mp` process), or is shared by all the threads of `mt` and `tpc`: every method
+//! takes `&self`, and the caches are split into locked shards (`sharded.rs`) — one shard for a
+//! loop's own caches, several when threads share them.
 //!
 //! Owns: `Caches` (path, head, file) and the inotify registry that maps a watched directory to
 //! the entries its changes invalidate. Freshness bound: a change made through the local
-//! filesystem is seen by the next request that arrives after it (the loop reads the inotify
-//! descriptor before it handles requests in the same wake-up); anything inotify cannot report
-//! is seen within `revalidate_after` (default 1 s). See docs/architecture.md.
+//! filesystem is seen by the next request that arrives after it (an event loop reads the inotify
+//! descriptor before it handles requests in the same wake-up; a blocking engine calls
+//! `on_change` after it reads a request and before it looks anything up); anything inotify
+//! cannot report is seen within `revalidate_after` (default 1 s). See docs/architecture.md.
 //! Must not touch: sockets; the disk beyond reading inotify events (never blocks).
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use ampd_sys::inotify::{self, Inotify};
 
@@ -17,6 +24,7 @@ use super::file_cache::FileCache;
 use super::head_cache::HeadCache;
 use super::path_cache::PathCache;
 use crate::config::CacheOptions;
+use crate::log::stats::LoopStats;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 enum Dependent {
@@ -31,10 +39,18 @@ pub struct Caches {
     pub files: FileCache,
     /// Shared with the helpers, which add watches before they look (see `resolve`).
     pub watcher: Option<Arc<Inotify>>,
-    dependents: HashMap<i32, HashSet<Dependent>>,
-    pub invalidations: u64,
-    /// Reused to build `root id:path` keys without allocating per lookup.
-    key: String,
+    dependents: Mutex<HashMap<i32, HashSet<Dependent>>>,
+    /// Held while inotify is read and what it said is applied: a thread that finds nothing to
+    /// read must not look up an entry that another thread has read the change for but not yet
+    /// dropped, so reading and applying are one step.
+    reading_changes: Mutex<()>,
+    invalidations: AtomicU64,
+}
+
+thread_local! {
+    /// Reused to build `root id:path` keys without allocating per lookup (one per thread,
+    /// since threads of `mt` and `tpc` share one `Caches`).
+    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// The path-cache key of `path` under the document root `root` (a `DocRoot::id`): locations
@@ -47,10 +63,11 @@ fn write_key(key: &mut String, root: u64, path: &str) {
 }
 
 impl Caches {
-    /// The caches for one loop. Without inotify (limit reached, or not supported), entries are
-    /// still bounded in age by `revalidate_after`.
+    /// The caches for one loop or process (`shards` = 1), or for threads that share them (more
+    /// shards, fewer collisions on a lock). Without inotify (limit reached, or not supported),
+    /// entries are still bounded in age by `revalidate_after`.
     #[must_use]
-    pub fn new(options: &CacheOptions) -> Caches {
+    pub fn new(options: &CacheOptions, shards: usize) -> Caches {
         let any = options.path_cache || options.header_cache || options.file_cache;
         let watcher = if any {
             Inotify::new().ok().map(Arc::new)
@@ -62,32 +79,35 @@ impl Caches {
                 options.path_cache,
                 options.path_cache_entries,
                 options.revalidate_after,
+                shards,
             ),
-            heads: HeadCache::new(options.header_cache, options.header_cache_entries),
-            files: FileCache::new(options.file_cache, options.file_cache_bytes),
+            heads: HeadCache::new(options.header_cache, options.header_cache_entries, shards),
+            files: FileCache::new(options.file_cache, options.file_cache_bytes, shards),
             watcher,
-            dependents: HashMap::new(),
-            invalidations: 0,
-            key: String::new(),
+            dependents: Mutex::new(HashMap::new()),
+            reading_changes: Mutex::new(()),
+            invalidations: AtomicU64::new(0),
         }
     }
 
     /// The cached translation of `path` below root `root`, if fresh.
-    pub fn lookup(
-        &mut self,
-        root: u64,
-        path: &str,
-        now: std::time::Instant,
-    ) -> Option<Arc<Resolved>> {
-        let mut key = std::mem::take(&mut self.key);
-        write_key(&mut key, root, path);
-        let found = self.paths.lookup(&key, now);
-        self.key = key;
-        found
+    pub fn lookup(&self, root: u64, path: &str, now: Instant) -> Option<Arc<Resolved>> {
+        KEY.with(|key| match key.try_borrow_mut() {
+            Ok(mut key) => {
+                write_key(&mut key, root, path);
+                self.paths.lookup(&key, now)
+            }
+            // Not reachable (no lookup calls another), but never worth a panic.
+            Err(_) => {
+                let mut key = String::new();
+                write_key(&mut key, root, path);
+                self.paths.lookup(&key, now)
+            }
+        })
     }
 
     /// Record a fresh translation of `path` below root `root`.
-    pub fn remember(&mut self, root: u64, path: &str, resolved: &Arc<Resolved>) {
+    pub fn remember(&self, root: u64, path: &str, resolved: &Arc<Resolved>) {
         let mut key = String::with_capacity(path.len() + 8);
         write_key(&mut key, root, path);
         let path = key.as_str();
@@ -99,7 +119,7 @@ impl Caches {
         }
         // Unwatched entries live only until `revalidate_after`; caching them is still safe.
         if let Some(watch) = resolved.watch {
-            self.dependents
+            self.dependents()
                 .entry(watch)
                 .or_default()
                 .insert(Dependent::Path(path.to_owned()));
@@ -108,12 +128,12 @@ impl Caches {
     }
 
     /// Record file data loaded for a file that lives in the directory watched by `watch`.
-    pub fn remember_data(&mut self, key: FileKey, data: Arc<[u8]>, watch: Option<i32>) {
+    pub fn remember_data(&self, key: FileKey, data: Arc<[u8]>, watch: Option<i32>) {
         if !self.files.enabled() {
             return;
         }
         if let Some(watch) = watch {
-            self.dependents
+            self.dependents()
                 .entry(watch)
                 .or_default()
                 .insert(Dependent::File(key));
@@ -123,10 +143,14 @@ impl Caches {
 
     /// Drain inotify and drop everything that depends on a directory that changed. Cheap when
     /// nothing changed (one `read` returning `EAGAIN`).
-    pub fn on_change(&mut self) {
-        let Some(watcher) = self.watcher.clone() else {
+    pub fn on_change(&self) {
+        let Some(watcher) = self.watcher.as_ref() else {
             return;
         };
+        let _reading = self
+            .reading_changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut buffer = [0u8; 4096];
         loop {
             let events = match watcher.read_events(&mut buffer) {
@@ -138,8 +162,10 @@ impl Caches {
                     self.clear();
                     continue;
                 }
-                if let Some(dependents) = self.dependents.remove(&event.wd) {
-                    self.invalidations += dependents.len() as u64;
+                let removed = self.dependents().remove(&event.wd);
+                if let Some(dependents) = removed {
+                    self.invalidations
+                        .fetch_add(dependents.len() as u64, Ordering::Relaxed);
                     for dependent in dependents {
                         match dependent {
                             Dependent::Path(path) => self.paths.invalidate(&path),
@@ -153,10 +179,33 @@ impl Caches {
         }
     }
 
-    pub fn clear(&mut self) {
+    pub fn clear(&self) {
         self.paths.clear();
         self.heads.clear();
         self.files.clear();
-        self.dependents.clear();
+        self.dependents().clear();
+    }
+
+    /// Copy the caches' counts and sizes to a scoreboard slot (in `log::stats::CACHES` order);
+    /// their owner does it a few times a second.
+    pub fn publish(&self, stats: &LoopStats) {
+        let (hits, misses) = self.paths.hits_and_misses();
+        stats.publish_cache(0, hits, misses, self.paths.len() as u64);
+        let (hits, misses) = self.heads.hits_and_misses();
+        stats.publish_cache(1, hits, misses, self.heads.len() as u64);
+        let (hits, misses) = self.files.hits_and_misses();
+        stats.publish_cache(2, hits, misses, self.files.weight());
+    }
+
+    /// Entries dropped because inotify reported a change.
+    #[must_use]
+    pub fn invalidations(&self) -> u64 {
+        self.invalidations.load(Ordering::Relaxed)
+    }
+
+    fn dependents(&self) -> std::sync::MutexGuard<'_, HashMap<i32, HashSet<Dependent>>> {
+        self.dependents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }

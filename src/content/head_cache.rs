@@ -1,8 +1,8 @@
 //! Flash's response header cache (§5.3): the head of a `200` for a file, rendered once.
 //!
 //! Owns: prebuilt head prefixes — status line and every header that depends only on the file
-//! (type, length, validators, `Vary`). `Date` (rendered once a second by the engine) and the
-//! per-request `Connection` are appended by `serve` (AFPA's pre-built responses).
+//! (type, length, validators, `Vary`), in shards. `Date` (rendered once a second by the engine)
+//! and the per-request `Connection` are appended by `serve` (AFPA's pre-built responses).
 //! Must not touch: the disk, the clock.
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use ampd_http::coding::Coding;
 
 use super::file::{FileKey, Representation, StaticFile};
 use super::lru::Lru;
+use super::sharded::Sharded;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct HeadKey {
@@ -21,26 +22,39 @@ struct HeadKey {
 }
 
 #[derive(Debug)]
+struct Shard {
+    entries: Lru<HeadKey, Arc<[u8]>>,
+    hits: u64,
+    misses: u64,
+}
+
+#[derive(Debug)]
 pub struct HeadCache {
-    entries: Option<Lru<HeadKey, Arc<[u8]>>>,
-    pub hits: u64,
-    pub misses: u64,
+    shards: Option<Sharded<Shard>>,
 }
 
 impl HeadCache {
+    /// At most `capacity` heads in all, split evenly over `shards`.
     #[must_use]
-    pub fn new(enabled: bool, capacity: u64) -> HeadCache {
+    pub fn new(enabled: bool, capacity: u64, shards: usize) -> HeadCache {
         HeadCache {
-            entries: enabled.then(|| Lru::new(capacity)),
-            hits: 0,
-            misses: 0,
+            shards: enabled.then(|| {
+                let per_shard = (capacity / shards.max(1).next_power_of_two() as u64).max(1);
+                Sharded::new(shards, || Shard {
+                    entries: Lru::new(per_shard),
+                    hits: 0,
+                    misses: 0,
+                })
+            }),
         }
     }
 
     /// Heads held.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.entries.as_ref().map_or(0, Lru::len)
+        self.shards.as_ref().map_or(0, |shards| {
+            shards.sum(|shard| shard.entries.len() as u64) as usize
+        })
     }
 
     #[must_use]
@@ -49,35 +63,46 @@ impl HeadCache {
     }
 
     /// The head prefix of a full `200` for this representation of `file`.
-    pub fn full_response(
-        &mut self,
-        file: &StaticFile,
-        representation: &Representation,
-    ) -> Arc<[u8]> {
+    pub fn full_response(&self, file: &StaticFile, representation: &Representation) -> Arc<[u8]> {
         let key = HeadKey {
             file: representation.file.key,
             coding: representation.coding,
             content_type: file.content_type,
             varies: file.varies(),
         };
-        let Some(entries) = self.entries.as_mut() else {
-            self.misses += 1;
+        let Some(shards) = self.shards.as_ref() else {
             return Arc::from(render(file, representation));
         };
-        if let Some(head) = entries.get(&key) {
-            self.hits += 1;
-            return head.clone();
+        {
+            let mut shard = shards.lock(&key);
+            if let Some(head) = shard.entries.get(&key).cloned() {
+                shard.hits += 1;
+                return head;
+            }
+            shard.misses += 1;
         }
-        self.misses += 1;
+        // Rendered outside the lock; two threads that miss together both render, harmlessly.
         let head: Arc<[u8]> = Arc::from(render(file, representation));
-        entries.insert(key, head.clone(), 1);
+        let evicted = shards.lock(&key).entries.insert(key, head.clone(), 1);
+        drop(evicted);
         head
     }
 
-    pub fn clear(&mut self) {
-        if let Some(entries) = self.entries.as_mut() {
-            entries.clear();
+    pub fn clear(&self) {
+        if let Some(shards) = self.shards.as_ref() {
+            shards.for_each(|shard| drop(shard.entries.clear()));
         }
+    }
+
+    /// Heads answered from the cache, and not.
+    #[must_use]
+    pub fn hits_and_misses(&self) -> (u64, u64) {
+        self.shards.as_ref().map_or((0, 0), |shards| {
+            (
+                shards.sum(|shard| shard.hits),
+                shards.sum(|shard| shard.misses),
+            )
+        })
     }
 }
 

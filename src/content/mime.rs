@@ -207,6 +207,19 @@ pub fn content_type(path: &str) -> &'static str {
         .map_or(DEFAULT_TYPE, |index| TYPES[index].1)
 }
 
+/// The table's own copy of a `Content-Type` value (as `content_type` returns it), for a value
+/// that crossed a process boundary as text; `None` for a value not in the table.
+#[must_use]
+pub fn known(value: &str) -> Option<&'static str> {
+    if value == DEFAULT_TYPE {
+        return Some(DEFAULT_TYPE);
+    }
+    TYPES
+        .iter()
+        .find(|(_, known)| *known == value)
+        .map(|(_, known)| *known)
+}
+
 /// Whether a `Content-Type` value names text (and so carries a charset): text/*, JSON, XML,
 /// JavaScript, YAML, TOML.
 #[must_use]
@@ -232,6 +245,14 @@ pub fn is_textual(content_type: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_returns_the_tables_own_value() {
+        let value = String::from("text/html; charset=utf-8");
+        assert!(std::ptr::eq(known(&value).unwrap(), content_type("a.html")));
+        assert_eq!(known(DEFAULT_TYPE), Some(DEFAULT_TYPE));
+        assert_eq!(known("text/x-nonsense"), None);
+    }
 
     #[test]
     fn table_is_sorted_unique_lowercase_and_large() {

@@ -18,4 +18,5 @@ pub mod path;
 pub mod path_cache;
 pub mod resolve;
 pub mod serve;
+pub mod sharded;
 pub mod status_page;

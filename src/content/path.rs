@@ -81,6 +81,23 @@ impl std::error::Error for PathError {}
 pub struct CleanPath(String);
 
 impl CleanPath {
+    /// A path that was normalised already (in another process: a helper process receives it
+    /// as text), checked again for every property `normalize` guarantees; `None` if it lacks one.
+    #[must_use]
+    pub fn from_normalized(path: &str) -> Option<CleanPath> {
+        let body = path.strip_prefix('/')?;
+        let segments_ok = body.is_empty()
+            || body
+                .strip_suffix('/')
+                .unwrap_or(body)
+                .split('/')
+                .all(|segment| !matches!(segment, "" | "." | ".."));
+        let characters_ok = !path
+            .chars()
+            .any(|character| character == '\\' || character.is_control());
+        (segments_ok && characters_ok).then(|| CleanPath(path.to_owned()))
+    }
+
     /// The root path, `/`.
     #[must_use]
     pub fn root() -> CleanPath {
@@ -397,6 +414,25 @@ mod tests {
 
     fn ok(path: &str) -> Result<CleanPath, PathError> {
         Ok(CleanPath(path.to_owned()))
+    }
+
+    #[test]
+    fn from_normalized_accepts_exactly_what_normalize_produces() {
+        for good in [
+            "/",
+            "/a",
+            "/a/b/",
+            "/~user/x.txt",
+            "/a%20b",
+            "/.well-known/x",
+        ] {
+            assert_eq!(CleanPath::from_normalized(good).unwrap().as_str(), good);
+        }
+        for bad in [
+            "", "a", "//", "/a//b", "/./a", "/a/../b", "/a/..", "/a\\b", "/a\0b", "/a\nb",
+        ] {
+            assert!(CleanPath::from_normalized(bad).is_none(), "{bad:?}");
+        }
     }
 
     /// Traversal attempts and what the strict options make of them. Each one is also a file in

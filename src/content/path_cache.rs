@@ -1,9 +1,10 @@
 //! Flash's pathname translation cache (§5.2): request path → what it resolved to, including
 //! negative answers, so a hot path costs no `open`/`stat` at all.
 //!
-//! Owns: the entries and their age. Entries are dropped by `Caches` when inotify reports a
-//! change in their directory, and treated as misses once older than `revalidate_after` (the
-//! bound for changes inotify cannot see).
+//! Owns: the entries and their age, in shards (one for an event loop's own cache, several when
+//! threads share it). Entries are dropped by `Caches` when inotify reports a change in their
+//! directory, and treated as misses once older than `revalidate_after` (the bound for changes
+//! inotify cannot see).
 //! Must not touch: the disk.
 
 use std::sync::Arc;
@@ -11,44 +12,62 @@ use std::time::{Duration, Instant};
 
 use super::file::{Resolution, Resolved};
 use super::lru::Lru;
+use super::sharded::Sharded;
+
+#[derive(Debug)]
+struct Shard {
+    entries: Lru<String, Arc<Resolved>>,
+    hits: u64,
+    misses: u64,
+}
 
 #[derive(Debug)]
 pub struct PathCache {
-    entries: Option<Lru<String, Arc<Resolved>>>,
+    shards: Option<Sharded<Shard>>,
     revalidate_after: Duration,
-    pub hits: u64,
-    pub misses: u64,
 }
 
 impl PathCache {
+    /// At most `capacity` entries in all, split evenly over `shards`.
     #[must_use]
-    pub fn new(enabled: bool, capacity: u64, revalidate_after: Duration) -> PathCache {
+    pub fn new(
+        enabled: bool,
+        capacity: u64,
+        revalidate_after: Duration,
+        shards: usize,
+    ) -> PathCache {
         PathCache {
-            entries: enabled.then(|| Lru::new(capacity)),
+            shards: enabled.then(|| {
+                let per_shard = (capacity / shards.max(1).next_power_of_two() as u64).max(1);
+                Sharded::new(shards, || Shard {
+                    entries: Lru::new(per_shard),
+                    hits: 0,
+                    misses: 0,
+                })
+            }),
             revalidate_after,
-            hits: 0,
-            misses: 0,
         }
     }
 
     /// The cached translation of `path`, unless absent or too old to trust.
-    pub fn lookup(&mut self, path: &str, now: Instant) -> Option<Arc<Resolved>> {
-        let entries = self.entries.as_mut()?;
-        let fresh = entries
+    pub fn lookup(&self, path: &str, now: Instant) -> Option<Arc<Resolved>> {
+        let mut shard = self.shards.as_ref()?.lock(path);
+        let fresh = shard
+            .entries
             .get(path)
             .filter(|resolved| now.saturating_duration_since(resolved.at) < self.revalidate_after)
             .cloned();
         if fresh.is_some() {
-            self.hits += 1;
+            shard.hits += 1;
         } else {
-            self.misses += 1;
+            shard.misses += 1;
         }
         fresh
     }
 
     /// Remember a translation. Listings and internal failures are not remembered.
-    pub fn insert(&mut self, path: String, resolved: Arc<Resolved>) {
-        let Some(entries) = self.entries.as_mut() else {
+    pub fn insert(&self, path: String, resolved: Arc<Resolved>) {
+        let Some(shards) = self.shards.as_ref() else {
             return;
         };
         if matches!(
@@ -57,28 +76,44 @@ impl PathCache {
         ) {
             return;
         }
-        entries.insert(path, resolved, 1);
+        // Evicted entries are dropped after the lock is released (closing their files).
+        let evicted = shards.lock(path.as_str()).entries.insert(path, resolved, 1);
+        drop(evicted);
     }
 
-    pub fn invalidate(&mut self, path: &str) {
-        if let Some(entries) = self.entries.as_mut() {
-            entries.remove(path);
+    pub fn invalidate(&self, path: &str) {
+        if let Some(shards) = self.shards.as_ref() {
+            let removed = shards.lock(path).entries.remove(path);
+            drop(removed);
         }
     }
 
-    pub fn clear(&mut self) {
-        if let Some(entries) = self.entries.as_mut() {
-            entries.clear();
+    pub fn clear(&self) {
+        if let Some(shards) = self.shards.as_ref() {
+            shards.for_each(|shard| drop(shard.entries.clear()));
         }
     }
 
     #[must_use]
     pub fn len(&self) -> usize {
-        self.entries.as_ref().map_or(0, Lru::len)
+        self.shards.as_ref().map_or(0, |shards| {
+            shards.sum(|shard| shard.entries.len() as u64) as usize
+        })
     }
 
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Lookups answered from the cache, and not.
+    #[must_use]
+    pub fn hits_and_misses(&self) -> (u64, u64) {
+        self.shards.as_ref().map_or((0, 0), |shards| {
+            (
+                shards.sum(|shard| shard.hits),
+                shards.sum(|shard| shard.misses),
+            )
+        })
     }
 }

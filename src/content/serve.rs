@@ -79,7 +79,7 @@ pub fn serve_file(
     request: &RequestHead,
     file: &StaticFile,
     watch: Option<i32>,
-    caches: &mut Caches,
+    caches: &Caches,
     context: &ResponseContext<'_>,
     sink: &mut dyn Sink,
 ) -> Served {
@@ -237,7 +237,7 @@ impl Body {
 fn body_source(
     representation: &Representation,
     watch: Option<i32>,
-    caches: &mut Caches,
+    caches: &Caches,
     context: &ResponseContext<'_>,
 ) -> Result<Body, Job> {
     let file = &representation.file;

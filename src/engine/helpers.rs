@@ -1,6 +1,8 @@
 //! Flash's helpers (§4.2): threads that do the work that can block on disk, so the event loop
 //! never does. Jobs go in through a queue; results come back through a completion list and an
-//! eventfd that the loop's epoll watches.
+//! eventfd that the loop's epoll watches. With `--helpers-mode process` each helper thread hands
+//! its jobs to a helper process of its own and waits for the answer (`helper_process.rs`), so
+//! the disk work runs in another process while the queue and completions stay the same.
 //!
 //! Owns: the helper threads, the job queue and the completion list of one event loop.
 //! Must not touch: connections (a completion names its connection by token only).
@@ -12,6 +14,8 @@ use std::thread::JoinHandle;
 
 use ampd_sys::eventfd::EventFd;
 
+use super::helper_process::HelperProcess;
+use crate::config::HelperMode;
 use crate::content::job::{self, Job, JobDone};
 
 /// Identifies the connection (slot and generation) a job belongs to.
@@ -36,11 +40,11 @@ pub struct Helpers {
 }
 
 impl Helpers {
-    /// Start `count` helper threads.
+    /// Start `count` helper threads (each with a helper process of its own in process mode).
     ///
     /// # Errors
-    /// The eventfd or a thread cannot be created.
-    pub fn start(count: usize, name: &str) -> io::Result<Helpers> {
+    /// The eventfd, a thread or a helper process cannot be created.
+    pub fn start(count: usize, name: &str, mode: HelperMode) -> io::Result<Helpers> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
@@ -54,9 +58,14 @@ impl Helpers {
         let mut threads = Vec::with_capacity(count);
         for index in 0..count.max(1) {
             let shared = shared.clone();
+            // Started here, so a server that cannot start its helpers says so at start-up.
+            let mut runner = match mode {
+                HelperMode::Threads => Runner::InThread,
+                HelperMode::Processes => Runner::Process(Some(HelperProcess::spawn()?)),
+            };
             let thread = std::thread::Builder::new()
                 .name(format!("{name}-helper-{index}"))
-                .spawn(move || work(&shared))?;
+                .spawn(move || work(&shared, &mut runner))?;
             threads.push(thread);
         }
         Ok(Helpers { shared, threads })
@@ -123,7 +132,43 @@ impl Drop for Helpers {
     }
 }
 
-fn work(shared: &Shared) {
+/// Where a helper thread's jobs run.
+enum Runner {
+    InThread,
+    /// The helper process; `None` after it failed, until the next job starts another.
+    Process(Option<HelperProcess>),
+}
+
+impl Runner {
+    fn run(&mut self, job: Job) -> JobDone {
+        let Runner::Process(process) = self else {
+            return job::run(job);
+        };
+
+        if process.is_none() {
+            match HelperProcess::spawn() {
+                Ok(started) => *process = Some(started),
+                Err(error) => {
+                    eprintln!("ampd: cannot start a helper process: {error}");
+                    return HelperProcess::failed(job);
+                }
+            }
+        }
+        let Some(helper) = process.as_mut() else {
+            return HelperProcess::failed(job);
+        };
+        match helper.run(&job) {
+            Ok(done) => done,
+            Err(error) => {
+                eprintln!("ampd: helper process failed ({error}); starting another");
+                *process = None;
+                HelperProcess::failed(job)
+            }
+        }
+    }
+}
+
+fn work(shared: &Shared, runner: &mut Runner) {
     loop {
         let (token, job) = {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -143,7 +188,7 @@ fn work(shared: &Shared) {
         shared
             .busy
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let done = job::run(job);
+        let done = runner.run(job);
         shared
             .busy
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);

@@ -1,23 +1,49 @@
-//! Engines: who owns threads and who does blocking disk work. Only `main` imports this.
+//! Engines: who owns threads, processes and caches, and who does blocking disk work. Only `main`
+//! imports this.
 //!
-//! Owns: binding listeners and starting the loops of the chosen architecture.
-//! Must not touch: HTTP or content decisions — every engine runs the same `conn` and
-//! `content` code, so a comparison measures the architecture alone (Flash §6).
-//! Sources: Flash §3–4 (SPED, AMPED); Zeus/nginx worker-per-core for `reactor`.
+//! Owns: binding listeners, choosing the architecture that runs (falling back from `uring` to
+//! `reactor` where io_uring is unavailable), starting it under `ops::Control`, and the steps
+//! every engine takes with a new connection (`admit`) and its timeouts (`phase_clock.rs`).
+//! Must not touch: HTTP or content decisions — every engine runs the same `conn` and `content`
+//! code, so a comparison measures the architecture alone (Flash §6).
+//! Sources: Flash §3–4 (SPED, AMPED, MT, MP); JAWS §3 (thread pool, thread per connection,
+//! asynchronous dispatch); Zeus/nginx worker-per-core for `reactor`.
+//!
+//! | arch | module |
+//! |---|---|
+//! | `sped`, `amped`, `reactor` | `event_loop/` (+ `helpers.rs`, `helper_process.rs`) |
+//! | `mt`, `mp` | `blocking.rs` + `waiting_room.rs`, started by `mt.rs` / `mp/` |
+//! | `tpc` | `blocking.rs`, started by `tpc.rs` |
+//! | `uring` | `uring/` (+ `helpers.rs`) |
 
+pub mod blocking;
 pub mod event_loop;
+pub mod helper_process;
 pub mod helpers;
+pub mod mp;
+pub mod mt;
+pub mod phase_clock;
+pub mod tpc;
+pub mod uring;
+pub mod waiting_room;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ampd_sys::socket;
 
-use crate::config::{Arch, Config};
+use crate::config::{Arch, Config, HelperMode};
+use crate::conn::Conn;
 use crate::content::serve::DiskAccess;
-use crate::ops::Control;
+use crate::log::access::LogFile;
+use crate::log::stats::LoopStats;
+use crate::ops::admission::{Admit, Ticket};
+use crate::ops::{signals, Control, Role, Shared};
+use crate::site::Generation;
 use event_loop::{EventLoop, LoopSettings};
 
 /// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
@@ -31,28 +57,48 @@ const DEFER_ACCEPT_SECS: u32 = 1;
 pub struct Bound {
     listeners: Vec<OwnedFd>,
     pub local: SocketAddr,
+    /// The architecture that will run: the configured one, or `reactor` for `uring` where
+    /// io_uring is unavailable.
+    pub arch: Arch,
 }
 
-/// How many event loops an architecture runs.
-#[must_use]
-pub fn loop_count(config: &Config) -> usize {
-    match config.arch {
-        Arch::Sped | Arch::Amped => 1,
-        Arch::Reactor => config.threads.max(1),
+/// Everything the server is started with, made by `main` before any thread exists.
+pub struct Start {
+    pub generation: Generation,
+    /// The file `SIGHUP` reloads (`None` under `ampd serve`).
+    pub config_path: Option<PathBuf>,
+    pub shared: Shared,
+    /// The access log, opened (before privileges were dropped).
+    pub log_file: LogFile,
+}
+
+/// How many listeners (and event loops or rings) an architecture runs: one per loop with
+/// `SO_REUSEPORT` for `reactor` and `uring`, so the kernel spreads connections with no shared
+/// accept lock; one shared by every thread or process otherwise.
+fn listener_count(arch: Arch, config: &Config) -> usize {
+    match arch {
+        Arch::Reactor | Arch::Uring => config.thread_count().max(1),
+        _ => 1,
     }
 }
 
-/// Bind the listeners: one for `sped`/`amped`, one per loop with `SO_REUSEPORT` for
-/// `reactor`, so the kernel spreads connections across loops with no shared accept lock.
-/// Under systemd socket activation, `activated` holds the passed sockets (main takes them
-/// before anything else opens a descriptor); the first is used instead, shared by the loops,
-/// and `config.listen` is ignored.
+/// Bind the listeners, after deciding whether `uring` can run here (the one-line reason goes
+/// to stderr when it cannot). Under systemd socket activation, `activated` holds the passed
+/// sockets (main takes them before anything else opens a descriptor); the first is used
+/// instead, shared by every loop, and `config.listen` is ignored.
 ///
 /// # Errors
 /// The address cannot be bound (in use, no permission, not local), or a passed socket is not
 /// a listening socket.
 pub fn bind(config: &Config, mut activated: Vec<OwnedFd>) -> io::Result<Bound> {
-    let count = loop_count(config);
+    let mut arch = config.arch;
+    if arch == Arch::Uring {
+        if let Err(reason) = uring::probe() {
+            eprintln!("ampd: io_uring unavailable ({reason}); serving with reactor instead");
+            arch = Arch::Reactor;
+        }
+    }
+    let count = listener_count(arch, config);
     if !activated.is_empty() {
         let first = activated.swap_remove(0);
         tune_listener(&first)?;
@@ -62,16 +108,24 @@ pub fn bind(config: &Config, mut activated: Vec<OwnedFd>) -> io::Result<Bound> {
             listeners.push(first.try_clone()?);
         }
         listeners.insert(0, first);
-        return Ok(Bound { listeners, local });
+        return Ok(Bound {
+            listeners,
+            local,
+            arch,
+        });
     }
-    let reuse_port = config.arch == Arch::Reactor;
+    let reuse_port = matches!(arch, Arch::Reactor | Arch::Uring);
     let first = listen(config.listen, reuse_port)?;
     let local = socket::local_addr(first.as_fd())?;
     let mut listeners = vec![first];
     for _ in 1..count {
         listeners.push(listen(local, true)?);
     }
-    Ok(Bound { listeners, local })
+    Ok(Bound {
+        listeners,
+        local,
+        arch,
+    })
 }
 
 fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
@@ -94,40 +148,124 @@ fn tune_listener(listener: &OwnedFd) -> io::Result<()> {
     socket::set_defer_accept(listener.as_fd(), DEFER_ACCEPT_SECS)
 }
 
-/// Run the architecture's loops until a graceful stop has drained them (or a stop).
+/// The ready line's description of what runs: `arch NAME, ...`.
+#[must_use]
+pub fn describe(config: &Config, bound: &Bound) -> String {
+    let count = config.thread_count();
+    let plural = |n: usize, word: &str| match (n, word.ends_with('s')) {
+        (1, _) => format!("1 {word}"),
+        (_, true) => format!("{n} {word}es"),
+        (_, false) => format!("{n} {word}s"),
+    };
+    let helpers = match config.helper_mode {
+        HelperMode::Threads => plural(config.helpers, "helper thread"),
+        HelperMode::Processes => plural(config.helpers, "helper process"),
+    };
+    let what = match bound.arch {
+        Arch::Sped => "1 loop, no helpers".to_owned(),
+        Arch::Amped => format!("1 loop, {helpers}"),
+        Arch::Reactor | Arch::Uring => {
+            let unit = if bound.arch == Arch::Uring {
+                "ring"
+            } else {
+                "loop"
+            };
+            format!(
+                "{}, {helpers} per {unit}",
+                plural(bound.listeners.len(), unit)
+            )
+        }
+        Arch::Mt => format!("{}, one shared cache", plural(count, "thread")),
+        Arch::Tpc => format!("a thread per connection, at most {count}"),
+        Arch::Mp => format!("{}, a cache each", plural(count, "worker process")),
+    };
+    if bound.arch == config.arch {
+        format!("arch {}, {what}", bound.arch.name())
+    } else {
+        format!(
+            "arch {}, {what}; {} unavailable",
+            bound.arch.name(),
+            config.arch.name()
+        )
+    }
+}
+
+/// Serve until a graceful stop has drained every loop, thread or process (or a stop). `mp`
+/// forks its workers first and supervises them (`mp::run`); every other engine runs in this
+/// process under one `Control`, with the signal thread.
 ///
 /// # Errors
-/// A loop cannot be set up, or fails.
-pub fn run(control: Arc<Control>, bound: Bound) -> io::Result<()> {
+/// The architecture cannot be set up, or fails.
+pub fn run(start: Start, bound: Bound) -> io::Result<()> {
     ampd_sys::process::ignore_sigpipe()?;
-    if let Ok(nofile) = ampd_sys::process::raise_nofile_limit() {
-        control.admission.limit_descriptors(nofile);
-    }
-    let config = control.current().config.clone();
-    let disk = match config.arch {
-        Arch::Sped => DiskAccess::Inline,
-        Arch::Amped | Arch::Reactor => DiskAccess::Helpers,
+    let nofile = ampd_sys::process::raise_nofile_limit().ok();
+    let processes = match bound.arch {
+        Arch::Mp => start.generation.config.thread_count(),
+        _ => 1,
     };
+    if let Some(nofile) = nofile {
+        start.shared.admission.limit_descriptors(nofile, processes);
+    }
+    if bound.arch == Arch::Mp {
+        // Before any thread exists: the master forks, each worker starts its own threads.
+        return mp::run(start, bound.listeners);
+    }
+    let Start {
+        generation,
+        config_path,
+        shared,
+        log_file,
+    } = start;
+    let control = Arc::new(Control::new(
+        Arc::new(generation),
+        config_path,
+        &shared,
+        log_file,
+        Role::Server,
+    )?);
+    signals::spawn(control.clone())?;
+    let Bound {
+        mut listeners,
+        arch,
+        ..
+    } = bound;
+    let served = match arch {
+        Arch::Sped | Arch::Amped | Arch::Reactor => run_loops(arch, &control, listeners),
+        Arch::Uring => uring::run(&control, listeners),
+        Arch::Mt => mt::run(&control, listeners.remove(0)),
+        Arch::Tpc => tpc::run(&control, listeners.remove(0)),
+        Arch::Mp => unreachable!("mp returned above"),
+    };
+    // Every loop has handed its buffer over; wait for the log thread to write it all.
+    control.access_log.sync(Duration::from_secs(10));
+    served
+}
+
+/// `sped`, `amped`, `reactor`: one epoll loop per listener, the last on the main thread.
+fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io::Result<()> {
+    let disk = match arch {
+        Arch::Sped => DiskAccess::Inline,
+        _ => DiskAccess::Helpers,
+    };
+    let helpers = control.current().config.helpers;
     let mut loops = Vec::new();
-    for (index, listener) in bound.listeners.into_iter().enumerate() {
+    for (index, listener) in listeners.into_iter().enumerate() {
         let settings = LoopSettings {
-            name: format!("{}-{index}", config.arch.name()),
+            name: format!("{}-{index}", arch.name()),
             control: control.clone(),
             disk,
-            helpers: config.helpers,
+            helpers,
         };
         loops.push(EventLoop::new(listener, settings)?);
     }
     let mut handles = Vec::new();
-    let last = loops.pop().expect("at least one loop");
+    let mut last = loops.pop().expect("at least one loop");
     for (index, mut event_loop) in loops.into_iter().enumerate() {
         let handle = std::thread::Builder::new()
-            .name(format!("{}-loop-{index}", config.arch.name()))
+            .name(format!("{}-loop-{index}", arch.name()))
             .spawn(move || event_loop.run())?;
         handles.push(handle);
     }
-    // The last loop runs on the main thread.
-    let mut last = last;
     last.run()?;
     for handle in handles {
         handle
@@ -135,4 +273,28 @@ pub fn run(control: Arc<Control>, bound: Bound) -> io::Result<()> {
             .map_err(|_| io::Error::other("an event loop panicked"))??;
     }
     Ok(())
+}
+
+/// What admission control says about a new connection from `peer`, counted on `stats`: its
+/// `Conn` (one that answers `503` if it came in over a cap) and its place in the counts, or
+/// `None` to close it at once (far over a cap).
+#[must_use]
+pub fn admit(
+    control: &Control,
+    generation: &Generation,
+    stats: &LoopStats,
+    peer: IpAddr,
+) -> Option<(Conn, Ticket)> {
+    let config = &generation.config;
+    match control.admission.admit(peer, &config.admission) {
+        Admit::Yes(ticket) => Some((Conn::new(config, peer), ticket)),
+        Admit::Refuse(ticket, why) => {
+            stats.shed(why);
+            Some((Conn::refusing(config, peer), ticket))
+        }
+        Admit::Drop(why) => {
+            stats.shed(why);
+            None
+        }
+    }
 }

@@ -78,16 +78,44 @@ fn open(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-impl LogThread {
-    /// Open `path` (so a bad path is a start-up error) and start the writer.
+/// The access log's file, opened but not yet written: opened before privileges are dropped
+/// (the file may be writable by root only), and, under `mp`, before workers are forked, so
+/// each worker's log thread writes the same open file (`O_APPEND`: every write lands at the end,
+/// whole, and each write is a whole number of lines).
+#[derive(Debug)]
+pub struct LogFile(Option<(File, PathBuf)>);
+
+impl LogFile {
+    /// `None`: no access log.
     ///
     /// # Errors
-    /// The file cannot be opened for appending, or the thread cannot start.
-    pub fn start(path: Option<&Path>) -> io::Result<LogThread> {
-        let file = match path {
+    /// The file cannot be opened for appending.
+    pub fn open(path: Option<&Path>) -> io::Result<LogFile> {
+        Ok(LogFile(match path {
             Some(path) => Some((open(path)?, path.to_path_buf())),
             None => None,
-        };
+        }))
+    }
+
+    /// Another handle on the same open file (for a forked worker).
+    ///
+    /// # Errors
+    /// Descriptors run out.
+    pub fn try_clone(&self) -> io::Result<LogFile> {
+        Ok(LogFile(match &self.0 {
+            Some((file, path)) => Some((file.try_clone()?, path.clone())),
+            None => None,
+        }))
+    }
+}
+
+impl LogThread {
+    /// Start the writer of `file`.
+    ///
+    /// # Errors
+    /// The thread cannot start.
+    pub fn start(file: LogFile) -> io::Result<LogThread> {
+        let file = file.0;
         let (sender, receiver) = mpsc::channel();
         let spares: Spares = Arc::new(Mutex::new(Vec::new()));
         let thread_spares = spares.clone();
@@ -197,6 +225,12 @@ impl AccessLog {
     #[must_use]
     pub fn enabled(&self) -> bool {
         self.format.is_some()
+    }
+
+    /// Whether no line waits in the buffer.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_empty()
     }
 
     pub fn set_format(&mut self, format: Option<LogFormat>) {
@@ -472,7 +506,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("access.log");
         let _ = std::fs::remove_file(&path);
-        let thread = LogThread::start(Some(&path)).unwrap();
+        let thread = LogThread::start(LogFile::open(Some(&path)).unwrap()).unwrap();
         let mut log = thread.handle(Some(LogFormat::Common));
         let clock = Clock::at(0);
         for _ in 0..2000 {

@@ -4,10 +4,8 @@
 //! Lives beside `stats` rather than in `ops` because `conn` answers the status location and
 //! may only import modules to its left.
 
+use super::stats::{LoopStats, Stats, CACHES, LATENCY_BOUNDS, STATES};
 use std::fmt::Write;
-use std::sync::atomic::Ordering;
-
-use super::stats::{Stats, CACHES, LATENCY_BOUNDS, STATES};
 
 /// `Content-Type` of the text.
 pub const CONTENT_TYPE: &[u8] = b"text/plain; version=0.0.4; charset=utf-8";
@@ -16,9 +14,7 @@ pub const CONTENT_TYPE: &[u8] = b"text/plain; version=0.0.4; charset=utf-8";
 #[must_use]
 pub fn render(stats: &Stats, draining: bool) -> String {
     let loops = stats.loops();
-    let sum = |read: &dyn Fn(&super::stats::LoopStats) -> u64| -> u64 {
-        loops.iter().map(|shard| read(shard)).sum()
-    };
+    let sum = |read: &dyn Fn(&LoopStats) -> u64| -> u64 { loops.iter().map(read).sum() };
     let mut out = String::with_capacity(4096);
     let family = |out: &mut String, name: &str, kind: &str, help: &str| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -31,10 +27,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         "Open connections by state (the scoreboard).",
     );
     for (index, state) in STATES.iter().enumerate() {
-        let open: i64 = loops
-            .iter()
-            .map(|shard| shard.connections[index].load(Ordering::Relaxed))
-            .sum();
+        let open: i64 = loops.iter().map(|shard| shard.connections(index)).sum();
         let _ = writeln!(out, "ampd_connections{{state=\"{state}\"}} {}", open.max(0));
     }
     family(
@@ -46,7 +39,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     let _ = writeln!(
         out,
         "ampd_connections_accepted_total {}",
-        sum(&|shard| shard.accepted.load(Ordering::Relaxed))
+        sum(&|shard| shard.accepted_total())
     );
     family(
         &mut out,
@@ -59,7 +52,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
             out,
             "ampd_requests_total{{class=\"{}xx\"}} {}",
             class + 1,
-            sum(&|shard| shard.responses[class].load(Ordering::Relaxed))
+            sum(&|shard| shard.responses(class))
         );
     }
     family(
@@ -68,11 +61,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         "counter",
         "Response bytes queued, heads and bodies.",
     );
-    let _ = writeln!(
-        out,
-        "ampd_sent_bytes_total {}",
-        sum(&|shard| shard.bytes.load(Ordering::Relaxed))
-    );
+    let _ = writeln!(out, "ampd_sent_bytes_total {}", sum(&|shard| shard.bytes()));
 
     family(
         &mut out,
@@ -82,18 +71,18 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     );
     let mut cumulative = 0;
     for (index, bound) in LATENCY_BOUNDS.iter().enumerate() {
-        cumulative += sum(&|shard| shard.latency[index].load(Ordering::Relaxed));
+        cumulative += sum(&|shard| shard.latency(index));
         let _ = writeln!(
             out,
             "ampd_request_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
         );
     }
-    cumulative += sum(&|shard| shard.latency[LATENCY_BOUNDS.len()].load(Ordering::Relaxed));
+    cumulative += sum(&|shard| shard.latency(LATENCY_BOUNDS.len()));
     let _ = writeln!(
         out,
         "ampd_request_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}"
     );
-    let micros = sum(&|shard| shard.latency_micros.load(Ordering::Relaxed));
+    let micros = sum(&|shard| shard.latency_micros());
     let _ = writeln!(
         out,
         "ampd_request_duration_seconds_sum {}",
@@ -111,7 +100,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         let _ = writeln!(
             out,
             "ampd_cache_hits_total{{cache=\"{cache}\"}} {}",
-            sum(&|shard| shard.caches[index].hits.load(Ordering::Relaxed))
+            sum(&|shard| shard.cache(index).0)
         );
     }
     family(
@@ -124,7 +113,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         let _ = writeln!(
             out,
             "ampd_cache_misses_total{{cache=\"{cache}\"}} {}",
-            sum(&|shard| shard.caches[index].misses.load(Ordering::Relaxed))
+            sum(&|shard| shard.cache(index).1)
         );
     }
     family(
@@ -137,7 +126,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         let _ = writeln!(
             out,
             "ampd_cache_entries{{cache=\"{cache}\"}} {}",
-            sum(&|shard| shard.caches[index].size.load(Ordering::Relaxed))
+            sum(&|shard| shard.cache(index).2)
         );
     }
     family(
@@ -149,7 +138,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     let _ = writeln!(
         out,
         "ampd_cache_bytes{{cache=\"file\"}} {}",
-        sum(&|shard| shard.caches[2].size.load(Ordering::Relaxed))
+        sum(&|shard| shard.cache(2).2)
     );
 
     family(
@@ -161,7 +150,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     let _ = writeln!(
         out,
         "ampd_helper_queue_depth {}",
-        sum(&|shard| shard.helper_queue.load(Ordering::Relaxed))
+        sum(&|shard| shard.helper_queue())
     );
     family(
         &mut out,
@@ -172,7 +161,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     let _ = writeln!(
         out,
         "ampd_helpers_busy {}",
-        sum(&|shard| shard.helper_busy.load(Ordering::Relaxed))
+        sum(&|shard| shard.helper_busy())
     );
 
     family(
@@ -185,7 +174,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         let _ = writeln!(
             out,
             "ampd_shed_total{{reason=\"{reason}\"}} {}",
-            sum(&|shard| shard.shed[index].load(Ordering::Relaxed))
+            sum(&|shard| shard.shed_total(index))
         );
     }
     family(
@@ -197,12 +186,12 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     let _ = writeln!(
         out,
         "ampd_reloads_total{{result=\"ok\"}} {}",
-        stats.reloads.load(Ordering::Relaxed)
+        stats.reloads()
     );
     let _ = writeln!(
         out,
         "ampd_reloads_total{{result=\"failed\"}} {}",
-        stats.reload_failures.load(Ordering::Relaxed)
+        stats.reload_failures()
     );
     family(
         &mut out,
@@ -210,11 +199,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         "gauge",
         "The configuration generation serving new requests.",
     );
-    let _ = writeln!(
-        out,
-        "ampd_config_generation {}",
-        stats.generation.load(Ordering::Relaxed)
-    );
+    let _ = writeln!(out, "ampd_config_generation {}", stats.generation());
     family(
         &mut out,
         "ampd_draining",

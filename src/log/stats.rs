@@ -1,22 +1,25 @@
 //! The scoreboard (Abyss §4, Apache's mod_status): counters and gauges that loops bump as they
 //! work and the metrics location reads.
 //!
-//! Owns: `Stats` (process-wide) and `LoopStats` (one per loop, on its own cache lines, so that
-//! loops never write the same line: every bump is an uncontended relaxed atomic). Readers sum
-//! over loops; a reading is a consistent-enough snapshot, not an atomic one.
+//! Owns: `Stats` (the whole server's board) and `LoopStats` (one slot of it per loop, thread
+//! group or process, 512 bytes on cache lines of its own, so that loops never write the same
+//! line: every bump is an uncontended relaxed atomic). The board lives in memory that forked
+//! processes share (`ampd_sys::shared`), as Apache prefork's scoreboard does: under `mp` every
+//! worker writes its own slot and any worker's status location reports the whole server.
+//! Readers sum over slots; a reading is a consistent-enough snapshot, not an atomic one.
 //! Must not touch: anything but counters.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Connection states of the scoreboard, in the order of `LoopStats::connections`.
+/// Connection states of the scoreboard, in the order of `Phase::index`.
 pub const STATES: [&str; 5] = ["idle", "reading", "busy", "sending", "closing"];
 /// Upper bounds (seconds) of the latency histogram's buckets; one more bucket is `+Inf`.
 pub const LATENCY_BOUNDS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
 ];
-/// The three Flash caches, in the order of `LoopStats::caches`.
+/// The three Flash caches, in the order `LoopStats::publish_cache` takes them.
 pub const CACHES: [&str; 3] = ["path", "header", "file"];
 
 /// Why a request or connection was turned away.
@@ -30,103 +33,266 @@ pub enum Shed {
     Rate,
 }
 
-#[derive(Debug, Default)]
-pub struct CacheCounters {
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
-    /// Entries (path, header) or bytes (file) held.
-    pub size: AtomicU64,
-}
+/// Cells of one slot (a power of two, 512 bytes: whole cache lines).
+const SLOT: usize = 64;
+// Where each counter sits in a slot.
+const CONNECTIONS: usize = 0; // 5 gauges, stored as two's complement
+const ACCEPTED: usize = 5;
+const RESPONSES: usize = 6; // 5 status classes
+const BYTES: usize = 11;
+const LATENCY: usize = 12; // 13 buckets, the last +Inf
+const LATENCY_MICROS: usize = 25;
+const CACHE_COUNTERS: usize = 26; // 3 caches × (hits, misses, size)
+const HELPER_QUEUE: usize = 35;
+const HELPER_BUSY: usize = 36;
+const SHED: usize = 37; // 3 reasons
+/// Cells before the slots: whole-server values.
+const HEADER: usize = SLOT;
+const RELOADS: usize = 0;
+const RELOAD_FAILURES: usize = 1;
+const GENERATION: usize = 2;
+const NEXT_SLOT: usize = 3;
 
-#[derive(Debug, Default)]
-#[repr(align(128))]
+/// One loop's slot of the board.
+#[derive(Clone, Copy, Debug)]
 pub struct LoopStats {
-    pub connections: [AtomicI64; 5],
-    pub accepted: AtomicU64,
-    /// Responses by status class, 1xx..5xx.
-    pub responses: [AtomicU64; 5],
-    /// Response bytes queued (heads and bodies).
-    pub bytes: AtomicU64,
-    /// Per-bucket (not cumulative) counts; the last is `+Inf`.
-    pub latency: [AtomicU64; 13],
-    pub latency_micros: AtomicU64,
-    pub caches: [CacheCounters; 3],
-    pub helper_queue: AtomicU64,
-    pub helper_busy: AtomicU64,
-    /// By `Shed` variant.
-    pub shed: [AtomicU64; 3],
+    cells: &'static [AtomicU64; SLOT],
 }
 
 impl LoopStats {
+    fn bump(&self, cell: usize, by: u64) {
+        self.cells[cell].fetch_add(by, Ordering::Relaxed);
+    }
+
+    fn read(&self, cell: usize) -> u64 {
+        self.cells[cell].load(Ordering::Relaxed)
+    }
+
     /// One response of `status`, `bytes` long, `latency` after its request head arrived.
     pub fn response(&self, status: u16, bytes: u64, latency: Duration) {
         let class = usize::from((status / 100).clamp(1, 5) - 1);
-        self.responses[class].fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.bump(RESPONSES + class, 1);
+        self.bump(BYTES, bytes);
         let seconds = latency.as_secs_f64();
         let bucket = LATENCY_BOUNDS
             .iter()
             .position(|bound| seconds <= *bound)
             .unwrap_or(LATENCY_BOUNDS.len());
-        self.latency[bucket].fetch_add(1, Ordering::Relaxed);
-        self.latency_micros.fetch_add(
+        self.bump(LATENCY + bucket, 1);
+        self.bump(
+            LATENCY_MICROS,
             u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
         );
+    }
+
+    /// A connection was accepted.
+    pub fn accepted(&self) {
+        self.bump(ACCEPTED, 1);
     }
 
     /// A connection moved between scoreboard states (`None`: opened or closed).
     pub fn connection_moved(&self, from: Option<usize>, to: Option<usize>) {
         if let Some(from) = from {
-            self.connections[from].fetch_sub(1, Ordering::Relaxed);
+            self.cells[CONNECTIONS + from].fetch_sub(1, Ordering::Relaxed);
         }
         if let Some(to) = to {
-            self.connections[to].fetch_add(1, Ordering::Relaxed);
+            self.bump(CONNECTIONS + to, 1);
         }
     }
 
     pub fn shed(&self, why: Shed) {
-        self.shed[why as usize].fetch_add(1, Ordering::Relaxed);
+        self.bump(SHED + why as usize, 1);
     }
-}
 
-#[derive(Debug)]
-pub struct Stats {
-    loops: Mutex<Vec<Arc<LoopStats>>>,
-    pub reloads: AtomicU64,
-    pub reload_failures: AtomicU64,
-    pub generation: AtomicU64,
-    pub started: Instant,
-}
+    /// What a cache holds and has counted (`cache` in the order of `CACHES`); its owner copies
+    /// it here a few times a second.
+    pub fn publish_cache(&self, cache: usize, hits: u64, misses: u64, size: u64) {
+        let base = CACHE_COUNTERS + 3 * cache;
+        self.cells[base].store(hits, Ordering::Relaxed);
+        self.cells[base + 1].store(misses, Ordering::Relaxed);
+        self.cells[base + 2].store(size, Ordering::Relaxed);
+    }
 
-impl Default for Stats {
-    fn default() -> Self {
-        Stats {
-            loops: Mutex::new(Vec::new()),
-            reloads: AtomicU64::new(0),
-            reload_failures: AtomicU64::new(0),
-            generation: AtomicU64::new(1),
-            started: Instant::now(),
+    pub fn publish_helpers(&self, queued: u64, busy: u64) {
+        self.cells[HELPER_QUEUE].store(queued, Ordering::Relaxed);
+        self.cells[HELPER_BUSY].store(busy, Ordering::Relaxed);
+    }
+
+    /// Open connections in state `index` (of `STATES`).
+    #[must_use]
+    pub fn connections(&self, index: usize) -> i64 {
+        self.read(CONNECTIONS + index) as i64
+    }
+
+    #[must_use]
+    pub fn accepted_total(&self) -> u64 {
+        self.read(ACCEPTED)
+    }
+
+    /// Responses of status class `class` (0 for 1xx … 4 for 5xx).
+    #[must_use]
+    pub fn responses(&self, class: usize) -> u64 {
+        self.read(RESPONSES + class)
+    }
+
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.read(BYTES)
+    }
+
+    /// Responses in latency bucket `index` (not cumulative; the last is `+Inf`).
+    #[must_use]
+    pub fn latency(&self, index: usize) -> u64 {
+        self.read(LATENCY + index)
+    }
+
+    #[must_use]
+    pub fn latency_micros(&self) -> u64 {
+        self.read(LATENCY_MICROS)
+    }
+
+    /// `(hits, misses, size)` of `cache`.
+    #[must_use]
+    pub fn cache(&self, cache: usize) -> (u64, u64, u64) {
+        let base = CACHE_COUNTERS + 3 * cache;
+        (self.read(base), self.read(base + 1), self.read(base + 2))
+    }
+
+    #[must_use]
+    pub fn helper_queue(&self) -> u64 {
+        self.read(HELPER_QUEUE)
+    }
+
+    #[must_use]
+    pub fn helper_busy(&self) -> u64 {
+        self.read(HELPER_BUSY)
+    }
+
+    /// Turned away for reason `index` (a `Shed` as usize).
+    #[must_use]
+    pub fn shed_total(&self, index: usize) -> u64 {
+        self.read(SHED + index)
+    }
+
+    /// A process that takes over this slot (a replaced `mp` worker) starts with no open
+    /// connections and nothing published; counters keep counting from where they were.
+    fn reset_gauges(&self) {
+        for cell in (CONNECTIONS..CONNECTIONS + STATES.len())
+            .chain(CACHE_COUNTERS..CACHE_COUNTERS + 9)
+            .chain([HELPER_QUEUE, HELPER_BUSY])
+        {
+            self.cells[cell].store(0, Ordering::Relaxed);
         }
     }
 }
 
+/// The whole server's board.
+#[derive(Debug)]
+pub struct Stats {
+    header: &'static [AtomicU64],
+    slots: Vec<LoopStats>,
+    pub started: Instant,
+}
+
 impl Stats {
-    /// A fresh shard for a new loop.
-    pub fn add_loop(&self) -> Arc<LoopStats> {
-        let shard = Arc::new(LoopStats::default());
-        self.loops
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(shard.clone());
-        shard
+    /// A board with `slots` slots, in memory shared with processes forked later.
+    ///
+    /// # Errors
+    /// The shared mapping cannot be made (out of memory).
+    pub fn new(slots: usize) -> io::Result<Stats> {
+        let slots = slots.max(1);
+        let cells = ampd_sys::shared::atomics(HEADER + slots * SLOT)?;
+        let (header, rest) = cells.split_at(HEADER);
+        let slots = rest
+            .chunks_exact(SLOT)
+            .map(|chunk| LoopStats {
+                cells: chunk.try_into().expect("chunks are SLOT long"),
+            })
+            .collect();
+        let stats = Stats {
+            header,
+            slots,
+            started: Instant::now(),
+        };
+        stats.set_generation(1);
+        Ok(stats)
+    }
+
+    /// The next free slot, for a new loop (or group of threads). If more loops join than the
+    /// board has slots, they share slots: every bump is still counted once.
+    #[must_use]
+    pub fn add_loop(&self) -> LoopStats {
+        let next = self.header[NEXT_SLOT].fetch_add(1, Ordering::Relaxed);
+        self.slots[usize::try_from(next).unwrap_or(0) % self.slots.len()]
+    }
+
+    /// Slot `index`, taken over by a process that replaces the one that had it (`mp`).
+    #[must_use]
+    pub fn claim(&self, index: usize) -> LoopStats {
+        let slot = self.slots[index % self.slots.len()];
+        slot.reset_gauges();
+        slot
+    }
+
+    /// Every slot (unused ones read zero).
+    #[must_use]
+    pub fn loops(&self) -> &[LoopStats] {
+        &self.slots
+    }
+
+    pub fn count_reload(&self, succeeded: bool) {
+        let cell = if succeeded { RELOADS } else { RELOAD_FAILURES };
+        self.header[cell].fetch_add(1, Ordering::Relaxed);
     }
 
     #[must_use]
-    pub fn loops(&self) -> Vec<Arc<LoopStats>> {
-        self.loops
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    pub fn reloads(&self) -> u64 {
+        self.header[RELOADS].load(Ordering::Relaxed)
+    }
+
+    #[must_use]
+    pub fn reload_failures(&self) -> u64 {
+        self.header[RELOAD_FAILURES].load(Ordering::Relaxed)
+    }
+
+    pub fn set_generation(&self, number: u64) {
+        self.header[GENERATION].store(number, Ordering::Relaxed);
+    }
+
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.header[GENERATION].load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_count_apart_and_sum_together() {
+        let stats = Stats::new(2).unwrap();
+        let (first, second) = (stats.add_loop(), stats.add_loop());
+        first.response(200, 10, Duration::from_micros(50));
+        second.response(404, 5, Duration::from_secs(2));
+        first.connection_moved(None, Some(0));
+        first.connection_moved(Some(0), Some(3));
+        second.connection_moved(None, Some(0));
+        second.connection_moved(Some(0), None);
+        let sum = |read: fn(&LoopStats) -> u64| stats.loops().iter().map(read).sum::<u64>();
+        assert_eq!(sum(|slot| slot.responses(1)), 1);
+        assert_eq!(sum(|slot| slot.responses(3)), 1);
+        assert_eq!(sum(LoopStats::bytes), 15);
+        assert_eq!(first.latency(0), 1);
+        assert_eq!(second.latency(LATENCY_BOUNDS.len()), 1);
+        assert_eq!(first.connections(3), 1);
+        assert_eq!(second.connections(0), 0);
+        // A third loop shares a slot rather than go uncounted.
+        stats.add_loop().accepted();
+        assert_eq!(sum(LoopStats::accepted_total), 1);
+        let claimed = stats.claim(0);
+        assert_eq!(claimed.connections(3), 0);
+        assert_eq!(claimed.responses(1), 1);
+        assert_eq!(stats.generation(), 1);
     }
 }

@@ -1,20 +1,25 @@
 //! Operations: the lifecycle every engine obeys (reload, drain, stop), signals, admission
 //! control, systemd integration and the process around the server.
 //!
-//! Owns: `Control`, the one interface between the operator and the engines:
+//! Owns: `Control`, the one interface between the operator and the engines (one per process):
 //!
-//! * each loop calls `join_loop` once and keeps the `LoopLink` (a waker to register with its
-//!   poller, its scoreboard shard, its access-log buffer);
-//! * on every wake-up it calls `refresh` (one relaxed atomic load unless a reload happened)
-//!   and serves new requests under the generation it holds;
+//! * an event loop (or ring) calls `join_loop` once and keeps the `LoopLink` (a waker to
+//!   register with its poller, its scoreboard slot, its access-log buffer); a thread of a
+//!   blocking engine calls `join_thread` (a slot it may share, its log buffer) and polls
+//!   `stopping_fd` beside its sockets;
+//! * on every wake-up (or request) it calls `refresh` (one relaxed atomic load unless a reload
+//!   happened) and serves new requests under the generation it holds;
 //! * it obeys `run_state`: `Running`; `Draining` (stop accepting, answer with
 //!   `Connection: close`, close idle connections, exit when none are left or at the
 //!   deadline); `Stopped` (exit now);
-//! * it admits connections through `admission` and flushes its log buffer before it exits.
+//! * it admits connections through `admission`, limits request rates through `rates`, and
+//!   flushes its log buffer before it exits.
 //!
+//! What every process of the server shares — the scoreboard, the admission counts and the
+//! rate limiter's table — is made once, before any `mp` worker is forked (`Shared`).
 //! Must not touch: HTTP (that is `conn`'s), how an engine polls (that is `engine`'s).
 //! Sources: Abyss §5 (admission control as future work); nginx signals (`HUP`, `USR1`,
-//! `TERM`, `QUIT`); sd_notify(3); sd_listen_fds(3).
+//! `TERM`, `QUIT`); Apache prefork's shared scoreboard; sd_notify(3); sd_listen_fds(3).
 
 pub mod admission;
 pub mod notify;
@@ -23,6 +28,7 @@ pub mod reload;
 pub mod signals;
 
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,9 +36,10 @@ use std::time::Instant;
 
 use ampd_sys::eventfd::EventFd;
 
-use crate::config::LogFormat;
-use crate::log::access::{AccessLog, LogThread};
+use crate::config::{Arch, Config, LogFormat};
+use crate::log::access::{AccessLog, LogFile, LogThread};
 use crate::log::stats::{LoopStats, Stats};
+use crate::site::rate::RateLimiter;
 use crate::site::Generation;
 use admission::Admission;
 
@@ -52,11 +59,62 @@ const RUNNING: u8 = 0;
 const DRAINING: u8 = 1;
 const STOPPED: u8 = 2;
 
+/// Which process of the server this `Control` runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The only process (every engine but `mp`): it counts reloads and talks to systemd.
+    Server,
+    /// An `mp` worker: its master validates reloads, counts them and talks to systemd (which
+    /// accepts notifications from the main process only).
+    Worker,
+}
+
+/// What all processes of the server share, in memory that forked workers inherit: made
+/// before any fork.
+pub struct Shared {
+    pub stats: Arc<Stats>,
+    pub admission: Arc<Admission>,
+    pub rates: Arc<RateLimiter>,
+}
+
+impl Shared {
+    /// For `config`'s engine: one scoreboard slot per loop, thread group or process.
+    ///
+    /// # Errors
+    /// The shared mappings cannot be made.
+    pub fn new(config: &Config) -> io::Result<Shared> {
+        let count = config.thread_count();
+        let (slots, processes) = match config.arch {
+            Arch::Sped | Arch::Amped => (1, 1),
+            Arch::Reactor | Arch::Uring => (count, 1),
+            // Pool threads have a slot each; one more for the shared caches.
+            Arch::Mt => (count + 1, 1),
+            // Connection threads share a few slots; one more for the shared caches.
+            Arch::Tpc => (TPC_SLOTS + 1, 1),
+            Arch::Mp => (count, count),
+        };
+        Ok(Shared {
+            stats: Arc::new(Stats::new(slots)?),
+            admission: Arc::new(Admission::new(processes)?),
+            rates: Arc::new(RateLimiter::new()?),
+        })
+    }
+}
+
+/// Scoreboard slots the connection threads of `tpc` share (chosen in turn).
+pub const TPC_SLOTS: usize = 16;
+
 /// A loop's end of `Control`.
 pub struct LoopLink {
     /// Notified on every change of state or generation; register it with the poller.
     pub waker: Arc<EventFd>,
-    pub stats: Arc<LoopStats>,
+    pub stats: LoopStats,
+    pub log: AccessLog,
+}
+
+/// A blocking engine thread's end of `Control` (it waits on `Control::stopping_fd`).
+pub struct ThreadLink {
+    pub stats: LoopStats,
     pub log: AccessLog,
 }
 
@@ -67,11 +125,16 @@ pub struct Control {
     state: AtomicU8,
     deadline: Mutex<Option<Instant>>,
     wakers: Mutex<Vec<Arc<EventFd>>>,
+    /// Made readable when a graceful stop (or a stop) begins and never read, so every thread
+    /// of a blocking engine that polls it wakes, however many there are.
+    stopping: EventFd,
     pub stats: Arc<Stats>,
     pub admission: Arc<Admission>,
+    pub rates: Arc<RateLimiter>,
     pub access_log: LogThread,
     /// The file `SIGHUP` reloads (`None` under `ampd serve`).
     pub config_path: Option<PathBuf>,
+    pub role: Role,
 }
 
 /// The access-log format a generation asks for (`None`: off).
@@ -86,26 +149,39 @@ pub fn log_format(generation: &Generation) -> Option<LogFormat> {
 }
 
 impl Control {
+    /// Starts the access-log thread (so a process that forks must do it in each child).
+    ///
     /// # Errors
-    /// The access log cannot be opened.
-    pub fn new(generation: Generation, config_path: Option<PathBuf>) -> io::Result<Control> {
-        let access_log = LogThread::start(generation.config.logs.access.as_deref())?;
-        let stats = Arc::new(Stats::default());
-        stats.generation.store(generation.number, Ordering::Relaxed);
+    /// The log thread or the stop eventfd cannot be created.
+    pub fn new(
+        generation: Arc<Generation>,
+        config_path: Option<PathBuf>,
+        shared: &Shared,
+        access_log: LogFile,
+        role: Role,
+    ) -> io::Result<Control> {
+        let access_log = LogThread::start(access_log)?;
+        let stats = shared.stats.clone();
+        if role == Role::Server {
+            stats.set_generation(generation.number);
+        }
         Ok(Control {
-            generation: Mutex::new(Arc::new(generation)),
+            generation: Mutex::new(generation),
             epoch: AtomicU64::new(0),
             state: AtomicU8::new(RUNNING),
             deadline: Mutex::new(None),
             wakers: Mutex::new(Vec::new()),
+            stopping: EventFd::new()?,
             stats,
-            admission: Arc::new(Admission::new()),
+            admission: shared.admission.clone(),
+            rates: shared.rates.clone(),
             access_log,
             config_path,
+            role,
         })
     }
 
-    /// Register a loop.
+    /// Register an event loop (or ring).
     ///
     /// # Errors
     /// The waker's eventfd cannot be created.
@@ -121,6 +197,21 @@ impl Control {
             stats: self.stats.add_loop(),
             log: self.access_log.handle(log_format(&generation)),
         })
+    }
+
+    /// Register a thread of a blocking engine that counts into `stats`.
+    #[must_use]
+    pub fn join_thread(&self, stats: LoopStats) -> ThreadLink {
+        ThreadLink {
+            stats,
+            log: self.access_log.handle(log_format(&self.current())),
+        }
+    }
+
+    /// Readable once a graceful stop or a stop has begun (level-triggered: poll it).
+    #[must_use]
+    pub fn stopping_fd(&self) -> BorrowedFd<'_> {
+        self.stopping.as_fd()
     }
 
     /// The newest generation.
@@ -158,9 +249,7 @@ impl Control {
 
     /// Make `generation` serve new requests.
     pub fn install(&self, generation: Generation) {
-        self.stats
-            .generation
-            .store(generation.number, Ordering::Relaxed);
+        self.stats.set_generation(generation.number);
         *self
             .generation
             .lock()
@@ -177,12 +266,14 @@ impl Control {
         let _ = self
             .state
             .compare_exchange(RUNNING, DRAINING, Ordering::AcqRel, Ordering::Acquire);
+        self.stopping.notify();
         self.wake_all();
     }
 
     /// Stop now (the grace period is cut short).
     pub fn stop(&self) {
         self.state.store(STOPPED, Ordering::Release);
+        self.stopping.notify();
         self.wake_all();
     }
 

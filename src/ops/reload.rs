@@ -3,30 +3,48 @@
 //! Owns: the reload decision. A bad file is rejected with its error in the error log and the
 //! old generation keeps serving; a good one is installed for new requests, and no connection
 //! is touched (requests in flight finish under the generation they started with). Settings
-//! that only a restart can change (listeners, engine, threads, helpers, user, pid file, cache
-//! sizes) keep their running values, with a warning for each one that differs.
+//! that only a restart can change (listeners, engine, threads, helpers and their mode, user,
+//! pid file, cache sizes) keep their running values, with a warning for each one that differs.
 //! Must not touch: connections, sockets.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use super::notify::{monotonic_usec, notify};
-use super::{log_format, Control};
+use super::{log_format, Control, Role};
 use crate::config::{load_file, Config, Level};
 use crate::log::error;
 use crate::site::Generation;
 
-/// Reload from `path`.
+/// Read `path` again and build the generation after `current` from it: restart-only settings
+/// keep their running values. The `mp` master calls it to validate a reload before it passes
+/// the reload on to its workers. `warn`: log each restart-only setting that differs (once per
+/// server: not again in each worker).
+///
+/// # Errors
+/// The file's error, or a document root that cannot be opened, as one line.
+pub fn prepare(current: &Generation, path: &Path, warn: bool) -> Result<Generation, String> {
+    let mut config = load_file(path).map_err(|error| error.to_string())?;
+    let differ = keep_restart_only(&current.config, &mut config);
+    if warn {
+        for key in differ {
+            error::log(
+                Level::Warn,
+                format_args!("reload: '{key}' changes only on restart; keeping the running value"),
+            );
+        }
+    }
+    Generation::build(config, current.number + 1).map_err(|error| error.to_string())
+}
+
+/// Reload from `path`. A worker (`Role::Worker`) reloads quietly: its master has checked the
+/// file, counted the reload and told systemd.
 pub fn reload(control: &Control, path: &Path) {
-    notify(&format!("RELOADING=1\nMONOTONIC_USEC={}", monotonic_usec()));
+    let server = control.role == Role::Server;
+    if server {
+        notify(&format!("RELOADING=1\nMONOTONIC_USEC={}", monotonic_usec()));
+    }
     let current = control.current();
-    let outcome = load_file(path)
-        .map_err(|error| error.to_string())
-        .and_then(|mut config| {
-            keep_restart_only(&current.config, &mut config);
-            Generation::build(config, current.number + 1).map_err(|error| error.to_string())
-        });
-    match outcome {
+    match prepare(&current, path, server) {
         Ok(generation) => {
             if let Err(failure) = error::configure(&generation.config.logs) {
                 error::log(Level::Error, format_args!("reload: error log: {failure}"));
@@ -39,35 +57,46 @@ pub fn reload(control: &Control, path: &Path) {
             let number = generation.number;
             let format = log_format(&generation);
             control.install(generation);
-            control.stats.reloads.fetch_add(1, Ordering::Relaxed);
-            error::log(
-                Level::Info,
-                format_args!(
-                    "configuration reloaded from {} (generation {number}, access log {})",
-                    path.display(),
-                    if format.is_some() { "on" } else { "off" }
-                ),
-            );
+            if server {
+                control.stats.count_reload(true);
+                reloaded(path, number, format.is_some());
+            }
         }
         Err(failure) => {
-            control
-                .stats
-                .reload_failures
-                .fetch_add(1, Ordering::Relaxed);
-            error::log(
-                Level::Error,
-                format_args!(
-                    "reload rejected, generation {} keeps serving: {failure}",
-                    current.number
-                ),
-            );
+            if server {
+                control.stats.count_reload(false);
+            }
+            rejected(current.number, &failure);
         }
     }
-    notify("READY=1");
+    if server {
+        notify("READY=1");
+    }
 }
 
-/// Settings a running server cannot change: the new config keeps the running values.
-fn keep_restart_only(running: &Config, new: &mut Config) {
+/// The log line of a reload that took effect.
+pub fn reloaded(path: &Path, number: u64, access_log: bool) {
+    error::log(
+        Level::Info,
+        format_args!(
+            "configuration reloaded from {} (generation {number}, access log {})",
+            path.display(),
+            if access_log { "on" } else { "off" }
+        ),
+    );
+}
+
+/// The log line of a reload that was refused.
+pub fn rejected(number: u64, failure: &str) {
+    error::log(
+        Level::Error,
+        format_args!("reload rejected, generation {number} keeps serving: {failure}"),
+    );
+}
+
+/// Settings a running server cannot change: the new config keeps the running values. Returns
+/// the keys that differed.
+fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
     let mut differ = Vec::new();
     if new.listen != running.listen {
         differ.push("listen");
@@ -84,6 +113,10 @@ fn keep_restart_only(running: &Config, new: &mut Config) {
     if new.helpers != running.helpers {
         differ.push("helpers");
         new.helpers = running.helpers;
+    }
+    if new.helper_mode != running.helper_mode {
+        differ.push("helpers_mode");
+        new.helper_mode = running.helper_mode;
     }
     if new.process.user != running.process.user || new.process.group != running.process.group {
         differ.push("user/group");
@@ -115,10 +148,5 @@ fn keep_restart_only(running: &Config, new: &mut Config) {
         differ.push("caches");
         new.caches = running.caches.clone();
     }
-    for key in differ {
-        error::log(
-            Level::Warn,
-            format_args!("reload: '{key}' changes only on restart; keeping the running value"),
-        );
-    }
+    differ
 }

@@ -1,36 +1,95 @@
-//! What each signal means, read from a signalfd on one thread (no handler code runs in signal
-//! context):
+//! What each signal means, taken synchronously (no handler code runs in signal context):
 //!
-//! | signal | meaning |
+//! | signal | command |
 //! |---|---|
-//! | `HUP` | reload the configuration file (`reload.rs`) |
-//! | `USR1` | reopen the access and error logs (after logrotate moved them) |
-//! | `TERM`, `INT` | graceful stop: stop accepting, finish in-flight requests within `grace_period`; a second one stops at once |
-//! | `QUIT` | exit at once (what the access-log thread already holds is written first) |
+//! | `HUP` | `Reload` the configuration file (`reload.rs`) |
+//! | `USR1` | `Reopen` the access and error logs (after logrotate moved them) |
+//! | `TERM`, `INT` | `Drain`: stop accepting, finish in-flight requests within `grace_period`; a second one is `Stop` |
+//! | `QUIT` | `Quit` at once (what the access-log thread already holds is written first) |
 //!
-//! Owns: the signal thread. Must not touch: connections (it changes `Control`'s state and the
-//! loops act on it).
+//! A threaded process reads the signals from a signalfd on its signal thread (`spawn`). The
+//! single-threaded `mp` master takes them with `sigtimedwait` in its own loop and passes each
+//! worker the resulting `Command` over a pipe; a worker's command thread (`spawn_commands`)
+//! applies it exactly as the signal thread would. Workers never act on signals themselves, so a
+//! signal sent to the whole process group (Ctrl-C, systemd's default `KillMode`) counts once.
+//!
+//! Owns: the signal thread, the command thread, and the mapping signal → command → `Control`.
+//! Must not touch: connections (it changes `Control`'s state and the loops act on it).
 
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ampd_sys::signal::{self, SignalFd, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
+use ampd_sys::signal::{self, SignalFd, SignalSet, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
 use super::notify::notify;
-use super::{reload, Control, RunState};
+use super::{reload, Control, Role, RunState};
 use crate::config::Level;
 use crate::log::error;
 
-const HANDLED: [i32; 5] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1];
+/// The signals the server handles (blocked in every thread and process).
+pub const HANDLED: [i32; 5] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1];
+
+/// What the operator asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    Reload,
+    Reopen,
+    Drain,
+    Stop,
+    Quit,
+}
+
+impl Command {
+    /// The command a signal means, given the current state (a stop signal while draining
+    /// stops at once).
+    #[must_use]
+    pub fn of_signal(number: i32, state: RunState) -> Option<Command> {
+        match number {
+            SIGHUP => Some(Command::Reload),
+            SIGUSR1 => Some(Command::Reopen),
+            SIGTERM | SIGINT if state == RunState::Running => Some(Command::Drain),
+            SIGTERM | SIGINT => Some(Command::Stop),
+            SIGQUIT => Some(Command::Quit),
+            _ => None,
+        }
+    }
+
+    /// One byte on a worker's command pipe.
+    #[must_use]
+    pub fn byte(self) -> u8 {
+        match self {
+            Command::Reload => b'H',
+            Command::Reopen => b'U',
+            Command::Drain => b'T',
+            Command::Stop => b'S',
+            Command::Quit => b'Q',
+        }
+    }
+
+    #[must_use]
+    pub fn from_byte(byte: u8) -> Option<Command> {
+        [
+            Command::Reload,
+            Command::Reopen,
+            Command::Drain,
+            Command::Stop,
+            Command::Quit,
+        ]
+        .into_iter()
+        .find(|command| command.byte() == byte)
+    }
+}
 
 /// Block the handled signals in the calling thread. Call first in `main`, before any thread
-/// starts, so every thread inherits the mask and only the signalfd sees them.
+/// starts, so every thread (and forked process) inherits the mask and only the signalfd (or
+/// the `mp` master's wait) sees them.
 ///
 /// # Errors
 /// Only for a bad signal number.
 pub fn block() -> io::Result<()> {
-    signal::block(&HANDLED)
+    signal::block(&SignalSet::of(&HANDLED)).map(|_| ())
 }
 
 /// Start the signal thread.
@@ -38,52 +97,89 @@ pub fn block() -> io::Result<()> {
 /// # Errors
 /// The signalfd or the thread cannot be created.
 pub fn spawn(control: Arc<Control>) -> io::Result<()> {
-    let signals = SignalFd::new(&HANDLED)?;
+    let signals = SignalFd::new(&SignalSet::of(&HANDLED))?;
     std::thread::Builder::new()
         .name("signals".to_owned())
         .spawn(move || {
             while let Ok(number) = signals.wait() {
-                handle(&control, number);
+                if let Some(command) = Command::of_signal(number, control.run_state()) {
+                    apply(&control, command);
+                }
             }
         })?;
     Ok(())
 }
 
-fn handle(control: &Control, number: i32) {
-    match number {
-        SIGHUP => match &control.config_path {
+/// Start an `mp` worker's command thread: commands from the master's pipe. The pipe's end
+/// (the master is gone) stops the worker at once.
+///
+/// # Errors
+/// The thread cannot be created.
+pub fn spawn_commands(control: Arc<Control>, pipe: OwnedFd) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("commands".to_owned())
+        .spawn(move || {
+            let mut byte = [0u8; 1];
+            loop {
+                match ampd_sys::io::read(pipe.as_fd(), &mut byte) {
+                    Ok(1) => {
+                        if let Some(command) = Command::from_byte(byte[0]) {
+                            apply(&control, command);
+                        }
+                    }
+                    _ => {
+                        control.stop();
+                        return;
+                    }
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// Carry out `command` in this process.
+pub fn apply(control: &Control, command: Command) {
+    match command {
+        Command::Reload => match &control.config_path {
             Some(path) => reload::reload(control, path),
             None => error::log(
                 Level::Warn,
                 format_args!("SIGHUP: no configuration file to reload (started with ampd serve)"),
             ),
         },
-        SIGUSR1 => {
+        Command::Reopen => {
             control.access_log.reopen();
             error::reopen();
-            error::log(Level::Info, format_args!("SIGUSR1: logs reopened"));
+            if control.role == Role::Server {
+                error::log(Level::Info, format_args!("SIGUSR1: logs reopened"));
+            }
         }
-        SIGTERM | SIGINT => {
-            if control.run_state() == RunState::Running {
-                // Drain first: whoever reads the log line may rely on the stop having begun.
-                control.drain();
+        Command::Drain => {
+            if control.run_state() != RunState::Running {
+                return;
+            }
+            // Drain first: whoever reads the log line may rely on the stop having begun.
+            control.drain();
+            if control.role == Role::Server {
                 notify("STOPPING=1");
                 error::log(
                     Level::Info,
                     format_args!("graceful stop: draining connections"),
                 );
-            } else {
+            }
+        }
+        Command::Stop => {
+            if control.role == Role::Server {
                 error::log(
                     Level::Info,
                     format_args!("second stop signal: stopping now"),
                 );
-                control.stop();
             }
+            control.stop();
         }
-        SIGQUIT => {
+        Command::Quit => {
             control.access_log.sync(Duration::from_secs(1));
             std::process::exit(0);
         }
-        _ => {}
     }
 }

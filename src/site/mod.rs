@@ -2,7 +2,7 @@
 //! answers it, and the generation of settings a request is served under.
 //!
 //! Owns: `Generation` (one loaded configuration: the typed `Config` plus what is built from
-//! it: opened document roots, pre-rendered headers, access checks, the rate limiter) and
+//! it: opened document roots, pre-rendered headers, access checks) and
 //! `Sites::route` (site by `Host`: exact name, then the longest `*.suffix`, then the default;
 //! location by path: an exact location, then the longest prefix).
 //! Must not touch: sockets, threads. Building a generation opens the document roots (it runs
@@ -20,7 +20,6 @@ use std::sync::Arc;
 use crate::config::{Config, Handler, HostName, LocationSettings};
 use crate::content::resolve::DocRoot;
 use access::Access;
-use rate::RateLimiter;
 
 /// One loaded configuration. Requests take the newest at the time their head is parsed; a
 /// request already routed keeps the one it started with (through its `Arc<Route>`).
@@ -100,7 +99,6 @@ pub struct Sites {
     /// `(".example.com", site)`, longest suffix first.
     suffixes: Vec<(String, usize)>,
     default: usize,
-    pub rate: RateLimiter,
 }
 
 impl Sites {
@@ -177,7 +175,6 @@ impl Sites {
             names,
             suffixes,
             default,
-            rate: RateLimiter::new(&config.admission),
         })
     }
 

@@ -15,17 +15,41 @@ pub use root::TempRoot;
 #[allow(unused_imports)]
 pub use server::{curl, is_root_user, Options, Server};
 
-/// Writes `ampd.toml` next to the root (outside it): `listen` on port 0, `arch`, then `body`.
+/// Writes `ampd.toml` next to the root (outside it): `listen` on port 0, the engine, then `body`.
+/// `arch` is a `for_each_arch!` name: an engine, optionally with `--helpers-mode MODE`. Each
+/// engine gets enough of its unit of concurrency for the tests' parallel clients: two loops or
+/// rings, eight `mt` threads, four `mp` processes, and the default cap of `tpc` threads.
 pub fn write_config(root: &TempRoot, arch: &str, body: &str) -> std::path::PathBuf {
     let path = root.outside_dir().join("ampd.toml");
-    let text = format!("listen = \"127.0.0.1:0\"\narch = \"{arch}\"\nthreads = 2\n{body}");
-    std::fs::write(&path, text).expect("write ampd.toml");
+    std::fs::write(&path, format!("{}{body}", config_head(arch))).expect("write ampd.toml");
     path
+}
+
+/// The server-wide lines of `write_config` for `arch`.
+pub fn config_head(arch: &str) -> String {
+    let mut words = arch.split_whitespace();
+    let engine = words.next().unwrap_or("reactor");
+    let mut text = format!("listen = \"127.0.0.1:0\"\narch = \"{engine}\"\n");
+    match engine {
+        "reactor" | "uring" => text.push_str("threads = 2\n"),
+        "mt" => text.push_str("threads = 8\n"),
+        "mp" => text.push_str("threads = 4\n"),
+        _ => {}
+    }
+    while let Some(word) = words.next() {
+        if word == "--helpers-mode" {
+            let mode = words.next().expect("--helpers-mode needs a value");
+            text.push_str(&format!("helpers_mode = \"{mode}\"\n"));
+        }
+    }
+    text
 }
 
 /// Runs one test body under every engine: `for_each_arch!(fn name(arch) { ... })` expands to
 /// `mod name { #[test] fn sped() ..; #[test] fn amped() ..; ... }`. This macro is the ONE place the
-/// engine list lives; adding an engine (mt, tpc, mp, uring) is one line here.
+/// engine list lives; adding an engine is one `#[test]` here. `amped_helper_processes` runs the
+/// `amped` engine with its helpers as processes (`--helpers-mode process`): the arch string may
+/// carry extra arguments after a space, which `Options::new` passes on.
 #[macro_export]
 macro_rules! for_each_arch {
     (fn $name:ident($arch:ident) $body:block) => {
@@ -44,8 +68,28 @@ macro_rules! for_each_arch {
                 run("amped")
             }
             #[test]
+            fn mt() {
+                run("mt")
+            }
+            #[test]
+            fn tpc() {
+                run("tpc")
+            }
+            #[test]
+            fn mp() {
+                run("mp")
+            }
+            #[test]
+            fn uring() {
+                run("uring")
+            }
+            #[test]
             fn reactor() {
                 run("reactor")
+            }
+            #[test]
+            fn amped_helper_processes() {
+                run("amped --helpers-mode process")
             }
         }
     };

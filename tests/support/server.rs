@@ -36,11 +36,14 @@ pub struct Options {
 }
 
 impl Options {
+    /// `arch` is an engine name, optionally followed by arguments that select a variant of it
+    /// (`"amped --helpers-mode process"`, as `for_each_arch!` lists it).
     pub fn new(root: &Path, arch: &str) -> Self {
+        let mut words = arch.split_whitespace().map(str::to_string);
         Options {
             root: root.to_path_buf(),
-            arch: arch.to_string(),
-            extra: Vec::new(),
+            arch: words.next().unwrap_or_default(),
+            extra: words.collect(),
             config: None,
             env: Vec::new(),
             wrapper: Vec::new(),

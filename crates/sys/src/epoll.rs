@@ -14,13 +14,20 @@ pub struct Epoll(OwnedFd);
 
 /// Which readiness to report for a descriptor, and whether edge-triggered.
 ///
-/// `EPOLLRDHUP` is always requested, so a peer's half-close shows up as [`Event::hangup`]
+/// `EPOLLRDHUP` is requested (except with `exclusive`), so a peer's half-close shows up as [`Event::hangup`]
 /// without a read that returns zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interest {
     pub readable: bool,
     pub writable: bool,
     pub edge_triggered: bool,
+    /// `EPOLLONESHOT`: report once, then stay disarmed until [`Epoll::modify`] re-arms it (one
+    /// epoll shared by a pool of threads hands each readiness to exactly one of them).
+    pub oneshot: bool,
+    /// `EPOLLEXCLUSIVE`: when several epoll instances watch the same descriptor (a listener
+    /// shared by pre-forked processes), wake one of them, not all. Only valid with
+    /// [`Epoll::add`], and not with `oneshot`.
+    pub exclusive: bool,
 }
 
 impl Interest {
@@ -28,16 +35,22 @@ impl Interest {
         readable: true,
         writable: false,
         edge_triggered: false,
+        oneshot: false,
+        exclusive: false,
     };
     pub const WRITABLE: Interest = Interest {
         readable: false,
         writable: true,
         edge_triggered: false,
+        oneshot: false,
+        exclusive: false,
     };
     pub const BOTH: Interest = Interest {
         readable: true,
         writable: true,
         edge_triggered: false,
+        oneshot: false,
+        exclusive: false,
     };
 
     /// The same interest, edge-triggered (`EPOLLET`).
@@ -49,8 +62,31 @@ impl Interest {
         }
     }
 
+    /// The same interest, reported once until re-armed (`EPOLLONESHOT`).
+    #[must_use]
+    pub const fn oneshot(self) -> Interest {
+        Interest {
+            oneshot: true,
+            ..self
+        }
+    }
+
+    /// The same interest, waking only one of several epoll instances (`EPOLLEXCLUSIVE`).
+    #[must_use]
+    pub const fn exclusive(self) -> Interest {
+        Interest {
+            exclusive: true,
+            ..self
+        }
+    }
+
     fn bits(self) -> u32 {
-        let mut bits = libc::EPOLLRDHUP as u32;
+        // EPOLLEXCLUSIVE refuses EPOLLRDHUP (EINVAL); it is only used on listeners.
+        let mut bits = if self.exclusive {
+            0
+        } else {
+            libc::EPOLLRDHUP as u32
+        };
         if self.readable {
             bits |= libc::EPOLLIN as u32;
         }
@@ -59,6 +95,12 @@ impl Interest {
         }
         if self.edge_triggered {
             bits |= libc::EPOLLET as u32;
+        }
+        if self.oneshot {
+            bits |= libc::EPOLLONESHOT as u32;
+        }
+        if self.exclusive {
+            bits |= libc::EPOLLEXCLUSIVE as u32;
         }
         bits
     }
@@ -294,6 +336,38 @@ mod tests {
         assert!(events.iter().next().unwrap().hangup);
         let mut buf = [0u8; 4];
         assert_eq!(right.read(&mut buf).unwrap(), 2);
+    }
+
+    #[test]
+    fn oneshot_reports_once_until_rearmed() {
+        let epoll = Epoll::new().unwrap();
+        let (mut left, right) = UnixStream::pair().unwrap();
+        epoll
+            .add(right.as_fd(), 3, Interest::READABLE.oneshot())
+            .unwrap();
+        left.write_all(b"x").unwrap();
+        let mut events = Events::with_capacity(4);
+        assert_eq!(epoll.wait(&mut events, 1000).unwrap(), 1);
+        // Level-triggered but one-shot: still readable, yet disarmed.
+        assert_eq!(epoll.wait(&mut events, 0).unwrap(), 0);
+        epoll
+            .modify(right.as_fd(), 4, Interest::READABLE.oneshot())
+            .unwrap();
+        assert_eq!(epoll.wait(&mut events, 1000).unwrap(), 1);
+        assert_eq!(events.iter().next().unwrap().token, 4);
+    }
+
+    #[test]
+    fn exclusive_registers_with_add() {
+        let epoll = Epoll::new().unwrap();
+        let (mut left, right) = UnixStream::pair().unwrap();
+        epoll
+            .add(right.as_fd(), 5, Interest::READABLE.exclusive())
+            .unwrap();
+        left.write_all(b"x").unwrap();
+        let mut events = Events::with_capacity(4);
+        assert_eq!(epoll.wait(&mut events, 1000).unwrap(), 1);
+        assert_eq!(events.iter().next().unwrap().token, 5);
     }
 
     #[test]

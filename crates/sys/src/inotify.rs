@@ -135,6 +135,15 @@ fn decode(mut bytes: &[u8]) -> Vec<InotifyEvent> {
     events
 }
 
+/// An inotify instance received from another process (`SCM_RIGHTS`): watches added through it
+/// belong to the sender's instance, so their watch descriptors mean the same on both sides. A
+/// descriptor that is not an inotify instance makes every call fail (`EINVAL`), nothing worse.
+impl From<OwnedFd> for Inotify {
+    fn from(fd: OwnedFd) -> Inotify {
+        Inotify(fd)
+    }
+}
+
 impl AsFd for Inotify {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()

@@ -4,7 +4,7 @@
 //! in one call. Must not touch: buffering policy (the connection decides what to send and when).
 
 use std::io::{self, IoSlice};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use crate::cvt::{cvt_retry, to_usize};
 
@@ -174,6 +174,32 @@ pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Resu
         libc::preadv2(fd.as_raw_fd(), &slice, 1, offset, libc::RWF_NOWAIT)
     })?;
     Ok(to_usize(count))
+}
+
+/// A close-on-exec pipe `(read end, write end)`, blocking: the `uring` engine splices file data
+/// through it to a socket (`splice` needs a pipe on one side), and only the ring does I/O on it.
+///
+/// # Errors
+/// Descriptor exhaustion.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is writable storage for the two descriptors pipe2 returns.
+    crate::cvt::cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded; both descriptors are new and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Sets a pipe's capacity (`F_SETPIPE_SZ`); returns the capacity the kernel chose (a power of two
+/// pages, at least `bytes`, capped by `/proc/sys/fs/pipe-max-size` for unprivileged users).
+///
+/// # Errors
+/// `EPERM` above the unprivileged limit, `EBUSY` if data would not fit.
+pub fn set_pipe_size(pipe: BorrowedFd<'_>, bytes: usize) -> io::Result<usize> {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: F_SETPIPE_SZ takes an integer argument and no pointers.
+    let size =
+        crate::cvt::cvt(unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, bytes) })?;
+    Ok(to_usize(size))
 }
 
 #[cfg(test)]

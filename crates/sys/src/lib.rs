@@ -21,15 +21,21 @@
 //! * Nothing here hands out a Rust reference into memory the kernel or another process may change
 //!   under it: [`mmap::Mmap`] has no safe byte view (a truncated file turns a read into `SIGBUS`).
 
+pub mod child;
 pub mod epoll;
 pub mod eventfd;
 pub mod file;
 pub mod inotify;
 pub mod io;
 pub mod mmap;
+pub mod poll;
 pub mod process;
+pub mod seccomp;
+pub mod shared;
 pub mod signal;
 pub mod socket;
+pub mod unix;
+pub mod uring;
 
 mod cvt;
 

@@ -1,62 +1,123 @@
-//! Signals as data: the server blocks the signals it handles in every thread and reads them
-//! from a `signalfd`, so no handler code ever runs in signal context (nothing to be
-//! async-signal-safe about) and one thread decides what each signal means.
+//! Signals as data, never as handlers: the server blocks the signals it handles in every thread
+//! (first thing in `main`, so every thread and every forked process inherits the mask) and takes
+//! them synchronously — from a `signalfd` on the signal thread of a threaded process, or with
+//! `sigtimedwait` in the loop of the single-threaded `mp` master. No code ever runs in signal
+//! context, so nothing has to be async-signal-safe, and one place decides what a signal means.
 //!
-//! Owns: the signal mask of the calling thread and the signalfd. Must not touch: what a signal
-//! means (that is the server's `ops::signals`).
+//! Owns: signal sets, the calling thread's mask, the signalfd and the timed wait. Must not touch:
+//! what a signal means (the server's `ops::signals` and the `mp` master decide), sending signals
+//! to processes (`child::kill`).
 
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 use crate::cvt::{cvt, cvt_retry};
 
-pub const SIGHUP: i32 = libc::SIGHUP;
-pub const SIGINT: i32 = libc::SIGINT;
-pub const SIGQUIT: i32 = libc::SIGQUIT;
-pub const SIGTERM: i32 = libc::SIGTERM;
-pub const SIGUSR1: i32 = libc::SIGUSR1;
-pub const SIGUSR2: i32 = libc::SIGUSR2;
+pub use libc::{SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 
-fn set_of(signals: &[i32]) -> io::Result<libc::sigset_t> {
-    let mut set = MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: sigemptyset initialises the set it is given, which is live and writable.
-    cvt(unsafe { libc::sigemptyset(set.as_mut_ptr()) })?;
-    for &signal in signals {
-        // SAFETY: the set was initialised above; sigaddset rejects bad numbers with EINVAL.
-        cvt(unsafe { libc::sigaddset(set.as_mut_ptr(), signal) })?;
+/// A set of signal numbers.
+#[derive(Clone, Copy)]
+pub struct SignalSet(libc::sigset_t);
+
+impl std::fmt::Debug for SignalSet {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let members: Vec<i32> = (1..65).filter(|&signal| self.contains(signal)).collect();
+        formatter.debug_tuple("SignalSet").field(&members).finish()
     }
-    // SAFETY: initialised by sigemptyset above.
-    Ok(unsafe { set.assume_init() })
 }
 
-/// Blocks `signals` in the calling thread; threads started afterwards inherit the mask. Call it
-/// first thing in `main`, before any thread exists, so the signals can only be read from a
-/// [`SignalFd`].
-///
-/// # Errors
-/// `EINVAL` for a bad signal number.
-pub fn block(signals: &[i32]) -> io::Result<()> {
-    let set = set_of(signals)?;
-    // SAFETY: `set` is a live, initialised sigset_t; the old mask is not asked for (null).
-    let code = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+impl SignalSet {
+    /// The set of `signals`; numbers outside 1..=64 are left out.
+    #[must_use]
+    pub fn of(signals: &[i32]) -> SignalSet {
+        let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: `set` is writable storage for a sigset_t, which sigemptyset initialises.
+        unsafe { libc::sigemptyset(set.as_mut_ptr()) };
+        // SAFETY: sigemptyset above initialised it.
+        let mut set = unsafe { set.assume_init() };
+        for &signal in signals {
+            // SAFETY: `set` is an initialised sigset_t; an invalid number only returns EINVAL.
+            unsafe { libc::sigaddset(&mut set, signal) };
+        }
+        SignalSet(set)
+    }
+
+    #[must_use]
+    pub fn contains(&self, signal: i32) -> bool {
+        // SAFETY: `self.0` is an initialised sigset_t; an invalid number returns -1.
+        unsafe { libc::sigismember(&self.0, signal) == 1 }
+    }
+}
+
+fn change_mask(how: libc::c_int, set: &SignalSet) -> io::Result<SignalSet> {
+    let mut old = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: `set.0` is an initialised sigset_t the kernel reads; `old` is writable storage it
+    // fills on success.
+    let code = unsafe { libc::pthread_sigmask(how, &set.0, old.as_mut_ptr()) };
     if code != 0 {
         return Err(io::Error::from_raw_os_error(code));
     }
-    Ok(())
+    // SAFETY: pthread_sigmask succeeded, so it wrote the previous mask into `old`.
+    Ok(SignalSet(unsafe { old.assume_init() }))
 }
 
-/// A blocking signalfd for a set of (blocked) signals.
+/// Blocks `set` for the calling thread (threads it starts later, and processes it forks,
+/// inherit the mask); returns the mask as it was, for [`set_mask`]. Call it before any thread
+/// exists, so that the signals can only be taken from a [`SignalFd`] or with [`wait`].
+///
+/// # Errors
+/// None expected.
+pub fn block(set: &SignalSet) -> io::Result<SignalSet> {
+    change_mask(libc::SIG_BLOCK, set)
+}
+
+/// Replaces the calling thread's mask.
+///
+/// # Errors
+/// None expected.
+pub fn set_mask(set: &SignalSet) -> io::Result<SignalSet> {
+    change_mask(libc::SIG_SETMASK, set)
+}
+
+/// Takes one pending signal of `set` (which must be blocked), waiting up to `timeout` (`None`:
+/// no limit). `Ok(None)` when the time passed, or a signal outside the set interrupted the wait.
+/// For a single-threaded process (the `mp` master), which needs no signal thread.
+///
+/// # Errors
+/// None expected (the timeout is clamped, so it cannot be `EINVAL`).
+pub fn wait(set: &SignalSet, timeout: Option<Duration>) -> io::Result<Option<i32>> {
+    let limit = timeout.map(|duration| libc::timespec {
+        tv_sec: libc::time_t::try_from(duration.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: libc::c_long::from(duration.subsec_nanos()),
+    });
+    let limit_ptr = limit
+        .as_ref()
+        .map_or(std::ptr::null(), |limit| limit as *const libc::timespec);
+    // SAFETY: `set.0` is an initialised sigset_t; `limit_ptr` is null or points at a live
+    // timespec; a null siginfo pointer is allowed.
+    let result = cvt(unsafe { libc::sigtimedwait(&set.0, std::ptr::null_mut(), limit_ptr) });
+    match result {
+        Ok(signal) => Ok(Some(signal)),
+        Err(error) if matches!(error.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)) => {
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// A blocking signalfd for a set of (blocked) signals: the signal thread of a threaded process
+/// reads them one at a time.
 #[derive(Debug)]
 pub struct SignalFd(OwnedFd);
 
 impl SignalFd {
     /// # Errors
-    /// `EMFILE`/`ENFILE`, `EINVAL` for a bad signal number.
-    pub fn new(signals: &[i32]) -> io::Result<SignalFd> {
-        let set = set_of(signals)?;
-        // SAFETY: `set` is a live, initialised sigset_t; -1 asks for a new descriptor.
-        let fd = cvt(unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC) })?;
+    /// `EMFILE`/`ENFILE`.
+    pub fn new(set: &SignalSet) -> io::Result<SignalFd> {
+        // SAFETY: `set.0` is a live, initialised sigset_t; -1 asks for a new descriptor.
+        let fd = cvt(unsafe { libc::signalfd(-1, &set.0, libc::SFD_CLOEXEC) })?;
         // SAFETY: `fd` was just created and is owned by nobody else.
         Ok(SignalFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
@@ -85,32 +146,45 @@ impl SignalFd {
     }
 }
 
-/// Sends `signal` to process `pid` (tests and the `ampd` command itself use it).
-///
-/// # Errors
-/// `ESRCH` when there is no such process, `EPERM` when it is not ours.
-pub fn kill(pid: u32, signal: i32) -> io::Result<()> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
-    // SAFETY: kill takes no pointers.
-    cvt(unsafe { libc::kill(pid, signal) })?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    // Each test runs on a thread of its own and sends to that thread only, so the mask change
+    // and the signal cannot affect the harness's other test threads.
+
     #[test]
     fn a_blocked_signal_is_read_from_the_signalfd() {
         std::thread::spawn(|| {
-            block(&[SIGUSR2]).unwrap();
-            let fd = SignalFd::new(&[SIGUSR2]).unwrap();
-            // The signal goes to this thread (which blocks it), not to the process, whose other
-            // test threads do not block it.
+            let set = SignalSet::of(&[SIGUSR2]);
+            block(&set).unwrap();
+            let fd = SignalFd::new(&set).unwrap();
             // SAFETY: pthread_self names the calling thread, which is alive.
             let code = unsafe { libc::pthread_kill(libc::pthread_self(), SIGUSR2) };
             assert_eq!(code, 0);
             assert_eq!(fd.wait().unwrap(), SIGUSR2);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_timed_wait_takes_a_pending_signal_or_times_out() {
+        std::thread::spawn(|| {
+            let set = SignalSet::of(&[SIGUSR1]);
+            assert!(set.contains(SIGUSR1) && !set.contains(SIGTERM));
+            let old = block(&set).unwrap();
+            let started = std::time::Instant::now();
+            assert_eq!(wait(&set, Some(Duration::from_millis(20))).unwrap(), None);
+            assert!(started.elapsed() >= Duration::from_millis(15));
+            // SAFETY: pthread_self names the calling thread, which is alive.
+            let code = unsafe { libc::pthread_kill(libc::pthread_self(), SIGUSR1) };
+            assert_eq!(code, 0);
+            assert_eq!(
+                wait(&set, Some(Duration::from_secs(5))).unwrap(),
+                Some(SIGUSR1)
+            );
+            set_mask(&old).unwrap();
         })
         .join()
         .unwrap();

@@ -386,6 +386,17 @@ pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// `shutdown(SHUT_RDWR)`: ends the connection in both directions at once, whoever else still
+/// holds the socket, and wakes any thread (or io_uring worker) blocked sending on it.
+///
+/// # Errors
+/// `ENOTCONN`, `ENOTSOCK`.
+pub fn shutdown_both(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: shutdown takes no pointers; the descriptor is open.
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) })?;
+    Ok(())
+}
+
 /// `SO_RCVBUF` (the kernel doubles the value for bookkeeping).
 ///
 /// # Errors

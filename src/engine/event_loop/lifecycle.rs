@@ -1,31 +1,75 @@
-//! The loop's side of `ops::Control`'s lifecycle: beginning a graceful drain, cutting
-//! connections, finishing, and publishing what only the loop can read to its scoreboard shard.
+//! The loop's side of `ops::Control`'s lifecycle and of its timeouts: the periodic sweep,
+//! beginning a graceful drain, cutting connections, finishing, and publishing what only the
+//! loop can read to its scoreboard slot.
 //!
-//! Owns: those transitions. Must not touch: HTTP; reading and writing (the parent module).
+//! Owns: those transitions. Must not touch: HTTP; reading and writing (`drive.rs`).
 
 use std::os::fd::AsFd;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ampd_sys::socket;
 
-use super::EventLoop;
-use crate::conn::Phase;
+use super::{EventLoop, SWEEP};
+use crate::conn::{Context, Phase};
+use crate::engine::phase_clock::Expired;
 
 impl EventLoop {
-    /// A graceful stop began: stop accepting (the listener closes), and close idle
-    /// connections after reading anything they already sent (a request that raced the stop
-    /// is answered, with `Connection: close`). Busy connections finish their request.
+    /// Apply each connection's timeouts and the minimum send rate (`PhaseClock::check`);
+    /// publish counters; hand the access-log buffer to its thread.
+    pub(super) fn sweep(&mut self, now: Instant) {
+        let limits = &self.generation.config.limits;
+        let mut expired = Vec::new();
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            let Some(slot) = slot else { continue };
+            if slot.clock.phase() == Phase::Idle
+                && now.saturating_duration_since(slot.clock.since()) >= SWEEP
+            {
+                slot.conn.shed_buffers();
+            }
+            if let Some(why) = slot.clock.check(now, limits, slot.job_out) {
+                expired.push((index, why));
+            }
+        }
+        for (index, why) in expired {
+            match why {
+                Expired::Request => {
+                    if let Some(slot) = self.slots[index].as_mut() {
+                        let mut context = context!(self);
+                        slot.conn.timed_out(&mut context);
+                        slot.can_read = false;
+                    }
+                    self.drive(index);
+                    // If the 408 could not go out at once, the client is not reading: end it.
+                    if let Some(slot) = self.slots[index].as_ref() {
+                        if !slot.lingering {
+                            self.close(index);
+                        }
+                    }
+                }
+                Expired::Sending => self.abort(index),
+                Expired::Quietly => self.close(index),
+            }
+        }
+        self.publish();
+        self.link.log.flush();
+    }
+
+    /// A graceful stop began: take the connections already waiting in the listen backlog (they
+    /// were sent before the stop; an event loop normally takes them at once anyway), then stop
+    /// accepting (the listener closes), and close idle connections after reading anything they
+    /// already sent (a request that raced the stop is answered, with `Connection: close`).
+    /// Busy connections finish their request.
     pub(super) fn begin_drain(&mut self) {
         self.draining = true;
+        while self.listener.is_some() && self.accept_more_now() {}
         self.accept_more = false;
         if let Some(listener) = self.listener.take() {
             let _ = self.epoll.delete(listener.as_fd());
         }
         for index in 0..self.slots.len() {
-            let idle = self.slots[index]
-                .as_ref()
-                .is_some_and(|slot| slot.phase == Phase::Idle && !slot.job_out && !slot.lingering);
+            let idle = self.slots[index].as_ref().is_some_and(|slot| {
+                slot.clock.phase() == Phase::Idle && !slot.job_out && !slot.lingering
+            });
             if !idle {
                 continue;
             }
@@ -42,6 +86,13 @@ impl EventLoop {
         }
     }
 
+    /// One accept batch during the drain; whether the backlog may hold more.
+    fn accept_more_now(&mut self) -> bool {
+        self.accept_paused_until = None;
+        self.accept_batch();
+        self.accept_more && self.accept_paused_until.is_none()
+    }
+
     /// The loop ends: cut what is left (the grace period is over, or a stop), hand the
     /// access-log buffer over, publish counters.
     pub(super) fn finish(&mut self) {
@@ -52,38 +103,13 @@ impl EventLoop {
         self.link.log.flush();
     }
 
-    /// Copy what only this loop can read (cache and helper counters) to its scoreboard shard.
+    /// Copy what only this loop can read (cache and helper counters) to its scoreboard slot.
     pub(super) fn publish(&self) {
-        let stats = &self.link.stats;
-        let caches = [
-            (
-                self.caches.paths.hits,
-                self.caches.paths.misses,
-                self.caches.paths.len() as u64,
-            ),
-            (
-                self.caches.heads.hits,
-                self.caches.heads.misses,
-                self.caches.heads.len() as u64,
-            ),
-            (
-                self.caches.files.hits,
-                self.caches.files.misses,
-                self.caches.files.weight(),
-            ),
-        ];
-        for (counters, (hits, misses, size)) in stats.caches.iter().zip(caches) {
-            counters.hits.store(hits, Ordering::Relaxed);
-            counters.misses.store(misses, Ordering::Relaxed);
-            counters.size.store(size, Ordering::Relaxed);
-        }
+        self.caches.publish(&self.link.stats);
         if let Some(helpers) = &self.helpers {
-            stats
-                .helper_queue
-                .store(helpers.queued() as u64, Ordering::Relaxed);
-            stats
-                .helper_busy
-                .store(helpers.busy() as u64, Ordering::Relaxed);
+            self.link
+                .stats
+                .publish_helpers(helpers.queued() as u64, helpers.busy() as u64);
         }
     }
 

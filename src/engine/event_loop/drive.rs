@@ -1,0 +1,251 @@
+//! The loop's I/O on one connection: read what the socket has, let `Conn` decide, write what
+//! it queued (memory by `sendmsg`, files by `sendfile` after a residency test), and end the
+//! connection (plain close, or lingering close) as `conn::Ending` says.
+//!
+//! Owns: those steps. Must not touch: HTTP; accepting and the loop itself (`mod.rs`);
+//! lifecycle and timeouts (`lifecycle.rs`).
+
+use std::io;
+use std::os::fd::AsFd;
+
+use ampd_sys::epoll::{Epoll, Interest};
+use ampd_sys::{io as sysio, socket};
+
+use super::{EventLoop, Slot, READ_CHUNK, TURNS};
+use crate::conn::{Context, Ending, Need, Phase};
+use crate::content::job::Job;
+use crate::content::serve::{self, DiskAccess};
+
+impl EventLoop {
+    /// Run one connection's read → decide → write cycle as far as it goes without blocking.
+    pub(super) fn drive(&mut self, index: usize) {
+        for _ in 0..TURNS {
+            let Some(slot) = self.slots[index].as_mut() else {
+                return;
+            };
+            if slot.job_out {
+                return;
+            }
+            if slot.lingering {
+                self.linger(index);
+                return;
+            }
+            let read = match read_input(slot, &mut self.scratch) {
+                Ok(read) => read,
+                Err(_) => return self.close(index),
+            };
+            let need = {
+                let mut context = context!(self);
+                slot.conn.advance(&mut context)
+            };
+            if let Need::Job(job) = need {
+                self.submit(index, job);
+                // SPED ran it already; AMPED resumes on completion.
+                let Some(slot) = self.slots[index].as_mut() else {
+                    return;
+                };
+                if slot.job_out {
+                    self.flush_and_note(index);
+                    return;
+                }
+                continue;
+            }
+            let wrote = match self.flush(index) {
+                Ok(wrote) => wrote,
+                Err(_) => return self.close(index),
+            };
+            self.note_phase(index, read || wrote);
+            let Some(slot) = self.slots[index].as_ref() else {
+                return;
+            };
+            if let Need::Close(ending) = need {
+                if slot.conn.output.is_empty() {
+                    return self.end(index, ending);
+                }
+            }
+            if !read && !wrote {
+                return;
+            }
+        }
+        // Still busy after its turns: others go first, then it continues.
+        self.ready.push_back(index);
+    }
+
+    fn flush_and_note(&mut self, index: usize) {
+        match self.flush(index) {
+            Ok(wrote) => self.note_phase(index, wrote),
+            Err(_) => self.close(index),
+        }
+    }
+
+    fn note_phase(&mut self, index: usize, progressed: bool) {
+        if let Some(slot) = self.slots[index].as_mut() {
+            slot.clock
+                .note(slot.conn.phase(), progressed, &self.link.stats);
+        }
+    }
+
+    /// Write queued output until the socket is full, the output is empty, this turn's budget
+    /// is spent, or a file range must first be paged in by a helper. Returns whether any byte
+    /// went out.
+    fn flush(&mut self, index: usize) -> io::Result<bool> {
+        let token = self.token(index);
+        let send_chunk = self.generation.config.send.send_chunk as u64;
+        let mut budget = send_chunk;
+        let mut wrote = false;
+        let disk = self.settings.disk;
+        loop {
+            let Some(slot) = self.slots[index].as_mut() else {
+                return Ok(wrote);
+            };
+            if !slot.can_write || slot.conn.output.is_empty() || budget == 0 {
+                if budget == 0 && !slot.conn.output.is_empty() && slot.can_write {
+                    self.ready.push_back(index);
+                }
+                return Ok(wrote);
+            }
+            if let Some(range) = slot.conn.output.front_file() {
+                let len = (range.end - range.offset).min(budget);
+                if disk == DiskAccess::Helpers
+                    && !serve::range_resident(range.file, range.offset, len)
+                {
+                    let job = Job::PageIn {
+                        file: range.file.clone(),
+                        offset: range.offset,
+                        len,
+                    };
+                    self.submit(index, job);
+                    return Ok(wrote);
+                }
+                let mut offset = range.offset;
+                let count = usize::try_from(len).unwrap_or(usize::MAX);
+                match sysio::sendfile(slot.fd.as_fd(), range.file.file.as_fd(), &mut offset, count)
+                {
+                    // The file is shorter than when its head was sent: the response cannot be
+                    // completed, so the connection must end (the client sees a short body).
+                    Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+                    Ok(sent) => {
+                        slot.conn.output.advance(sent as u64);
+                        slot.clock.sent(sent as u64);
+                        budget = budget.saturating_sub(sent as u64);
+                        wrote = true;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        watch_writes(&self.epoll, slot, token)?;
+                    }
+                    Err(error) => return Err(error),
+                }
+            } else {
+                let more = if slot.conn.output.file_follows_memory() {
+                    sysio::MSG_MORE
+                } else {
+                    0
+                };
+                let slices = slot.conn.output.memory_slices();
+                match sysio::send_vectored(slot.fd.as_fd(), &slices, sysio::MSG_NOSIGNAL | more) {
+                    Ok(sent) => {
+                        slot.conn.output.advance(sent as u64);
+                        slot.clock.sent(sent as u64);
+                        budget = budget.saturating_sub(sent as u64);
+                        wrote = true;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        watch_writes(&self.epoll, slot, token)?;
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+    }
+
+    /// The last response is out. A client that has sent nothing more gets a plain close (its
+    /// FIN follows the response); otherwise the close lingers.
+    fn end(&mut self, index: usize, ending: Ending) {
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
+        if ending == Ending::Close && !slot.can_read {
+            return self.close(index);
+        }
+        self.begin_close(index);
+    }
+
+    /// The response is out and the connection must end: shut down our side so the client gets
+    /// a FIN after the data, then drain its input until it closes, so unread request bytes do
+    /// not turn our close into a reset that destroys the response in flight (lingering close).
+    pub(super) fn begin_close(&mut self, index: usize) {
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
+        if socket::shutdown_write(slot.fd.as_fd()).is_err() {
+            return self.close(index);
+        }
+        slot.lingering = true;
+        slot.clock.note(Phase::Closing, false, &self.link.stats);
+        self.linger(index);
+    }
+
+    fn linger(&mut self, index: usize) {
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
+        let mut scratch = [0u8; 4096];
+        loop {
+            match sysio::read(slot.fd.as_fd(), &mut scratch) {
+                Ok(0) => return self.close(index),
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => return self.close(index),
+            }
+        }
+    }
+
+    pub(super) fn close(&mut self, index: usize) {
+        if let Some(slot) = self.slots[index].take() {
+            slot.clock.closed(&self.link.stats);
+            // Closing the descriptor removes it from the epoll set.
+            drop(slot);
+            self.free.push(index);
+        }
+    }
+}
+
+/// The socket is full: wait for writability, registering for it the first time (the epoll
+/// modification reports it at once if the socket drained in between, so no wake-up is lost).
+fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
+    slot.can_write = false;
+    if !slot.watching_writes {
+        epoll.modify(slot.fd.as_fd(), token, Interest::BOTH.edge())?;
+        slot.watching_writes = true;
+    }
+    Ok(())
+}
+
+/// Read what the socket has (up to a turn's worth) into the connection, through the loop's
+/// one read buffer. Returns whether anything changed (bytes or end of input).
+fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
+    let mut changed = false;
+    let mut total = 0;
+    while slot.can_read && slot.conn.wants_input() && total < 4 * READ_CHUNK {
+        match sysio::read(slot.fd.as_fd(), scratch) {
+            Ok(0) => {
+                slot.conn.peer_finished();
+                slot.can_read = false;
+                return Ok(true);
+            }
+            Ok(count) => {
+                slot.conn.receive(&scratch[..count]);
+                total += count;
+                changed = true;
+                if count < scratch.len() {
+                    // A short read means the socket is drained (stream sockets): skip the
+                    // read that would only say EAGAIN; edge-triggered epoll reports new data.
+                    slot.can_read = false;
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot.can_read = false,
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(changed)
+}

@@ -1,0 +1,417 @@
+//! The readiness driver shared by `sped`, `amped` and `reactor`: one epoll loop that accepts,
+//! reads, lets each `Conn` decide, and writes — and never blocks unless told it may (`sped`).
+//!
+//! Owns: sockets, the connection slab, timeouts, the `Date` clock, and carrying out `Need`s:
+//! `writev` for memory, `sendfile` for files (after a residency test under AMPED, Flash §5.4),
+//! jobs inline or on helpers. Epoll is edge-triggered: each socket is registered once for both
+//! directions, and the loop remembers what it may still read or write.
+//! Lifecycle (reload, drain, stop) and admission come from `ops::Control` through the loop's
+//! `LoopLink`; see `ops` for the contract every engine follows.
+//! Must not touch: HTTP (that is `conn`'s), what a job does (that is `content::job`'s).
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ampd_sys::epoll::{Epoll, Events, Interest};
+use ampd_sys::socket;
+
+use super::helpers::{Helpers, Token};
+use super::phase_clock::PhaseClock;
+use crate::config::Level;
+use crate::conn::{Conn, Context};
+use crate::content::caches::Caches;
+use crate::content::job::{self, Job, JobDone};
+use crate::content::serve::DiskAccess;
+use crate::log::clock::Clock;
+use crate::log::error;
+use crate::ops::admission::Ticket;
+use crate::ops::{self, Control, LoopLink, RunState};
+use crate::site::Generation;
+
+const LISTENER: u64 = u64::MAX;
+const HELPERS: u64 = u64::MAX - 1;
+const INOTIFY: u64 = u64::MAX - 2;
+const WAKER: u64 = u64::MAX - 3;
+
+/// Connections accepted per wake-up before others get a turn.
+const ACCEPT_BATCH: usize = 64;
+/// How long accepting pauses when descriptors run out (`EMFILE`), instead of spinning on a
+/// listener that stays readable. Pending connections wait in the backlog meanwhile.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// Input read per connection per turn.
+const READ_CHUNK: usize = 16 << 10;
+/// Passes through one connection's read–decide–write cycle before others get a turn.
+const TURNS: usize = 8;
+/// How often timeouts are checked.
+const SWEEP: Duration = Duration::from_millis(250);
+
+/// What one loop is told at start-up.
+pub struct LoopSettings {
+    pub name: String,
+    pub control: Arc<Control>,
+    pub disk: DiskAccess,
+    pub helpers: usize,
+}
+
+/// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the
+/// fields stay separate from the borrow of the slot being driven).
+macro_rules! context {
+    ($self:ident) => {
+        Context {
+            config: &$self.generation.config,
+            sites: &$self.generation.sites,
+            caches: &$self.caches,
+            clock: &$self.clock,
+            disk: $self.settings.disk,
+            log: &mut $self.link.log,
+            stats: &$self.link.stats,
+            metrics: &$self.settings.control.stats,
+            rates: &$self.settings.control.rates,
+            draining: $self.draining,
+        }
+    };
+}
+
+// After the macro, which they use.
+mod drive;
+mod lifecycle;
+
+struct Slot {
+    fd: OwnedFd,
+    conn: Conn,
+    generation: u32,
+    can_read: bool,
+    can_write: bool,
+    /// Registered for writability (see `admit`).
+    watching_writes: bool,
+    /// A job (or page-in) is out for this connection.
+    job_out: bool,
+    /// Scoreboard phase and timeouts.
+    clock: PhaseClock,
+    /// Write side shut; draining input until the client closes (lingering close).
+    lingering: bool,
+    /// This connection's place in admission control's counts (given back on drop).
+    _ticket: Option<Ticket>,
+}
+
+pub struct EventLoop {
+    settings: LoopSettings,
+    epoll: Epoll,
+    /// `None` once a graceful stop began: no more accepting.
+    listener: Option<OwnedFd>,
+    /// The configuration generation new requests are served under, and the reload epoch seen.
+    generation: Arc<Generation>,
+    epoch: u64,
+    link: LoopLink,
+    draining: bool,
+    /// Boxed, so the slab's spare capacity costs a pointer per slot, not a whole connection.
+    slots: Vec<Option<Box<Slot>>>,
+    free: Vec<usize>,
+    next_generation: u32,
+    helpers: Option<Helpers>,
+    caches: Caches,
+    clock: Clock,
+    /// Connections with work they could do now without a new epoll event.
+    ready: VecDeque<usize>,
+    accept_more: bool,
+    accept_paused_until: Option<Instant>,
+    last_sweep: Instant,
+    completions: Vec<(Token, JobDone)>,
+    /// The one read buffer of this loop (see `read_input`).
+    scratch: Box<[u8]>,
+}
+
+impl EventLoop {
+    /// # Errors
+    /// epoll, helper threads or inotify cannot be set up.
+    pub fn new(listener: OwnedFd, settings: LoopSettings) -> io::Result<EventLoop> {
+        let epoll = Epoll::new()?;
+        epoll.add(listener.as_fd(), LISTENER, Interest::READABLE.edge())?;
+        let link = settings.control.join_loop()?;
+        epoll.add(link.waker.as_fd(), WAKER, Interest::READABLE.edge())?;
+        let generation = settings.control.current();
+        let helpers = if settings.disk == DiskAccess::Helpers {
+            let helpers = Helpers::start(
+                settings.helpers,
+                &settings.name,
+                generation.config.helper_mode,
+            )?;
+            epoll.add(helpers.wake_fd(), HELPERS, Interest::READABLE.edge())?;
+            Some(helpers)
+        } else {
+            None
+        };
+        let caches = Caches::new(&generation.config.caches, 1);
+        if let Some(watcher) = &caches.watcher {
+            epoll.add(watcher.as_fd(), INOTIFY, Interest::READABLE.edge())?;
+        }
+        Ok(EventLoop {
+            settings,
+            epoll,
+            listener: Some(listener),
+            generation,
+            epoch: 0,
+            link,
+            draining: false,
+            slots: Vec::new(),
+            free: Vec::new(),
+            next_generation: 1,
+            helpers,
+            caches,
+            clock: Clock::default(),
+            ready: VecDeque::new(),
+            accept_more: false,
+            accept_paused_until: None,
+            last_sweep: Instant::now(),
+            completions: Vec::new(),
+            scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
+        })
+    }
+
+    /// Serve until a graceful stop has drained this loop, or a stop.
+    ///
+    /// # Errors
+    /// `epoll_wait` fails for a reason other than a signal.
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let timeout = self.wait_timeout();
+            self.epoll.wait(&mut events, timeout)?;
+            let now = Instant::now();
+            self.clock.tick();
+            if self
+                .settings
+                .control
+                .refresh(&mut self.epoch, &mut self.generation)
+            {
+                self.link.log.set_format(ops::log_format(&self.generation));
+                // Translations are keyed by the old generation's roots: they can never hit
+                // again, and they hold descriptors open.
+                self.caches.paths.clear();
+            }
+            // Lifecycle before this wake-up's events, so that a request read after the stop
+            // signal is answered as draining (`Connection: close`, health 503).
+            match self.settings.control.run_state() {
+                RunState::Running => {}
+                RunState::Draining { deadline } => {
+                    if !self.draining {
+                        self.begin_drain();
+                    }
+                    if now >= deadline || self.slots.iter().all(Option::is_none) {
+                        break;
+                    }
+                }
+                RunState::Stopped => break,
+            }
+            // Changes on disk first: a request that arrived after a change must see it.
+            if events.iter().any(|event| event.token == INOTIFY) {
+                self.caches.on_change();
+            }
+            for event in events.iter() {
+                match event.token {
+                    LISTENER => self.accept_more = self.listener.is_some(),
+                    HELPERS => self.take_completions(),
+                    INOTIFY => {}
+                    WAKER => {
+                        self.link.waker.drain();
+                    }
+                    token => {
+                        let Some(index) = self.slot_of(token) else {
+                            continue;
+                        };
+                        if let Some(slot) = self.slots[index].as_mut() {
+                            slot.can_read |= event.readable || event.hangup || event.error;
+                            slot.can_write |= event.writable || event.error;
+                        }
+                        self.drive(index);
+                    }
+                }
+            }
+            if self.accept_more && self.accept_paused_until.is_none_or(|until| now >= until) {
+                self.accept_paused_until = None;
+                self.accept_batch();
+            }
+            for _ in 0..self.ready.len() {
+                if let Some(index) = self.ready.pop_front() {
+                    self.drive(index);
+                }
+            }
+            if now.duration_since(self.last_sweep) >= SWEEP {
+                self.last_sweep = now;
+                self.sweep(now);
+            }
+        }
+        self.finish();
+        Ok(())
+    }
+
+    /// How long `epoll_wait` may sleep: not at all while work is ready, until the end of an
+    /// accept pause (never a busy loop while descriptors are exhausted), else one sweep.
+    fn wait_timeout(&self) -> i32 {
+        if !self.ready.is_empty() {
+            return 0;
+        }
+        if self.accept_more {
+            return match self.accept_paused_until {
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now()).min(SWEEP);
+                    i32::try_from(left.as_millis()).unwrap_or(0).max(1)
+                }
+                None => 0,
+            };
+        }
+        i32::try_from(SWEEP.as_millis()).unwrap_or(250)
+    }
+
+    fn slot_of(&self, token: u64) -> Option<usize> {
+        let index = usize::try_from(token & 0xffff_ffff).ok()?;
+        let generation = (token >> 32) as u32;
+        match self.slots.get(index) {
+            Some(Some(slot)) if slot.generation == generation => Some(index),
+            _ => None,
+        }
+    }
+
+    fn token(&self, index: usize) -> u64 {
+        let generation = self.slots[index].as_ref().map_or(0, |slot| slot.generation);
+        (u64::from(generation) << 32) | index as u64
+    }
+
+    fn accept_batch(&mut self) {
+        for _ in 0..ACCEPT_BATCH {
+            let Some(listener) = self.listener.as_ref() else {
+                self.accept_more = false;
+                return;
+            };
+            match socket::accept(listener.as_fd()) {
+                Ok((fd, peer)) => {
+                    let admitted = super::admit(
+                        &self.settings.control,
+                        &self.generation,
+                        &self.link.stats,
+                        peer.ip(),
+                    );
+                    let Some((conn, ticket)) = admitted else {
+                        continue;
+                    };
+                    if let Err(error) = self.admit(fd, conn, ticket) {
+                        error::log(
+                            Level::Error,
+                            format_args!(
+                                "{}: cannot register connection: {error}",
+                                self.settings.name
+                            ),
+                        );
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    self.accept_more = false;
+                    return;
+                }
+                // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): pause (the
+                // listener stays registered and the backlog keeps the clients) rather than spin
+                // on a listener that stays readable. Other errors (the client gave up between
+                // SYN and accept, a signal) just move on to the next connection.
+                Err(error) => {
+                    if let Some(23 | 24 | 105 | 12) = error.raw_os_error() {
+                        self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                        return;
+                    }
+                }
+            }
+        }
+        // A full batch: more may be waiting; the flag brings us back after others had a turn.
+        self.accept_more = true;
+    }
+
+    /// Take a new connection into the slab and serve it right after this accept batch: with
+    /// `TCP_DEFER_ACCEPT` on the listener its request is already here, so reading it now saves
+    /// a trip through `epoll_wait`. The socket is watched for input only; writability is
+    /// watched from the first write that fills it (`watch_writes`), because registering for it
+    /// at once reports every new socket writable, one more wake-up per connection for nothing
+    /// (docs/benchmarks.md, row b).
+    fn admit(&mut self, fd: OwnedFd, conn: Conn, ticket: Ticket) -> io::Result<()> {
+        let index = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1).max(1);
+        let token = (u64::from(generation) << 32) | index as u64;
+        if let Err(error) = self.epoll.add(fd.as_fd(), token, Interest::READABLE.edge()) {
+            self.free.push(index);
+            return Err(error);
+        }
+        self.slots[index] = Some(Box::new(Slot {
+            fd,
+            conn,
+            generation,
+            can_read: true,
+            can_write: true,
+            watching_writes: false,
+            job_out: false,
+            clock: PhaseClock::opened(&self.link.stats, Instant::now()),
+            lingering: false,
+            _ticket: Some(ticket),
+        }));
+        self.ready.push_back(index);
+        Ok(())
+    }
+
+    fn take_completions(&mut self) {
+        let Some(helpers) = self.helpers.as_ref() else {
+            return;
+        };
+        let mut completions = std::mem::take(&mut self.completions);
+        helpers.completed(&mut completions);
+        for (token, done) in completions.drain(..) {
+            let Some(index) = self.slot_of(token) else {
+                // The connection went away; a translation is still worth keeping.
+                continue;
+            };
+            let next = {
+                let slot = self.slots[index].as_mut().expect("slot_of checked it");
+                slot.job_out = false;
+                if let JobDone::PagedIn = done {
+                    self.drive(index);
+                    continue;
+                }
+                let mut context = context!(self);
+                slot.conn.job_done(done, &mut context)
+            };
+            match next {
+                Some(job) => self.submit(index, job),
+                None => self.drive(index),
+            }
+        }
+        self.completions = completions;
+    }
+
+    fn submit(&mut self, index: usize, job: Job) {
+        let token = self.token(index);
+        if let Some(slot) = self.slots[index].as_mut() {
+            slot.job_out = true;
+        }
+        match &self.helpers {
+            Some(helpers) => helpers.submit(token, job),
+            // SPED: the loop itself blocks on the disk, which is the point of comparison.
+            None => {
+                let done = job::run(job);
+                let next = {
+                    let Some(slot) = self.slots[index].as_mut() else {
+                        return;
+                    };
+                    slot.job_out = false;
+                    let mut context = context!(self);
+                    slot.conn.job_done(done, &mut context)
+                };
+                if let Some(job) = next {
+                    self.submit(index, job);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! Helpers as processes (`--helpers-mode process`), as Flash ran them: the server starts copies
+//! of itself (`ampd __helper`) and hands each the disk work a helper thread would do, one job at
+//! a time, over a Unix socket.
+//!
+//! A descriptor opened in one process means nothing in another, so: a path translation's files
+//! are opened in the helper and passed back with `SCM_RIGHTS` (the translation is not redone);
+//! the files of a load or page-in go to the helper the same way. File data itself comes back
+//! through the page cache, which processes share (Flash's helpers likewise only made pages
+//! resident): after a helper has read a small file, the server's own read of it cannot block.
+//! The cost over threads is a `sendmsg`/`recvmsg` pair and descriptor duplication per job,
+//! paid on cache misses only.
+//!
+//! Owns: starting and stopping helper processes, the wire format, and the helper's own loop.
+//! Must not touch: what a job does (`content::job`), the queue in front of helpers (`helpers`).
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ampd_http::coding::Coding;
+use ampd_sys::inotify::Inotify;
+use ampd_sys::{child, socket, unix};
+
+use crate::config::StaticOptions;
+use crate::content::file::{FileKey, OpenFile, Representation, Resolution, Resolved, StaticFile};
+use crate::content::job::{self, Job, JobDone};
+use crate::content::mime;
+use crate::content::path::CleanPath;
+use crate::content::resolve::{self, DocRoot};
+
+/// The hidden subcommand a helper process runs.
+pub const SUBCOMMAND: &str = "__helper";
+/// Largest frame either side accepts (a directory listing is the biggest payload).
+const MAX_FRAME: usize = 64 << 20;
+/// How long a helper that was told to stop may take before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// The server's end of one helper process.
+pub struct HelperProcess {
+    child: Child,
+    socket: OwnedFd,
+}
+
+impl HelperProcess {
+    /// Start `ampd __helper` with one end of a socket pair as its standard input.
+    ///
+    /// # Errors
+    /// The socket pair, or the process, cannot be created.
+    pub fn spawn() -> io::Result<HelperProcess> {
+        let (ours, theirs) = socket::socket_pair()?;
+        socket::set_nonblocking(ours.as_fd(), false)?;
+        socket::set_nonblocking(theirs.as_fd(), false)?;
+        let child = Command::new(std::env::current_exe()?)
+            .arg(SUBCOMMAND)
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        Ok(HelperProcess {
+            child,
+            socket: ours,
+        })
+    }
+
+    /// Have the helper process do `job`; blocks the calling (helper) thread until it answers.
+    ///
+    /// # Errors
+    /// The helper died or answered nonsense; the caller replaces it.
+    pub fn run(&mut self, job: &Job) -> io::Result<JobDone> {
+        // A password check is CPU work whose checking function cannot cross to another
+        // process: it is done here, by the helper thread.
+        if let Job::Verify {
+            password,
+            hash,
+            verify,
+        } = job
+        {
+            return Ok(JobDone::Verified(verify(password, hash)));
+        }
+        let mut frame = Vec::with_capacity(256);
+        let fds = encode_job(job, &mut frame);
+        send_frame(self.socket.as_fd(), &frame, &fds)?;
+        let mut received = Vec::new();
+        let reply = receive_frame(self.socket.as_fd(), &mut received)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "helper process exited"))?;
+        decode_reply(job, &reply, received)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed helper reply"))
+    }
+
+    /// The answer a job gets when its helper failed: the request is answered `500` (resolve),
+    /// from the descriptor (load), or by a `sendfile` that may block (page-in).
+    #[must_use]
+    pub fn failed(job: Job) -> JobDone {
+        match job {
+            Job::Resolve { .. } => JobDone::Resolved(Resolved {
+                resolution: Resolution::Failed,
+                watch: None,
+                at: Instant::now(),
+            }),
+            Job::Load { file } => JobDone::Loaded {
+                file,
+                data: Err(io::Error::other("helper process failed")),
+            },
+            Job::PageIn { .. } => JobDone::PagedIn,
+            // Never sent to a helper process (see `helpers::Runner::run`).
+            Job::Verify { .. } => JobDone::Verified(false),
+        }
+    }
+}
+
+impl Drop for HelperProcess {
+    fn drop(&mut self) {
+        // End of input tells the helper to exit; a helper stuck on the disk is killed.
+        let _ = socket::shutdown_write(self.socket.as_fd());
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The helper process's life: read a job from standard input, do it, answer, until end of input.
+///
+/// # Errors
+/// Standard input is not the socket the server set up, or answering fails.
+pub fn serve_parent() -> io::Result<()> {
+    let parent = child::parent_pid();
+    // If the server dies without closing our socket (it cannot, but be sure), go with it.
+    let _ = child::set_parent_death_signal(ampd_sys::signal::SIGKILL);
+    if child::parent_pid() != parent {
+        return Ok(());
+    }
+    let stdin = io::stdin();
+    let socket = stdin.as_fd();
+    loop {
+        let mut fds = Vec::new();
+        let Some(frame) = receive_frame(socket, &mut fds)? else {
+            return Ok(());
+        };
+        let job = decode_job(&frame, fds)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed job"))?;
+        let mut reply = Vec::with_capacity(256);
+        match job {
+            ReceivedJob::Resolve {
+                root,
+                path,
+                watcher,
+            } => {
+                let resolved = resolve::resolve(&root, &path, watcher.as_ref());
+                let files = encode_resolved(&resolved, &mut reply);
+                let borrowed: Vec<BorrowedFd<'_>> = files.iter().map(|file| file.as_fd()).collect();
+                send_frame(socket, &reply, &borrowed)?;
+            }
+            ReceivedJob::Read { file, offset, len } => {
+                touch(&file, offset, len);
+                reply.push(REPLY_DONE);
+                send_frame(socket, &reply, &[])?;
+            }
+        }
+    }
+}
+
+/// Read a range so its pages are resident (the data goes nowhere: the page cache is the point).
+fn touch(file: &std::fs::File, offset: u64, len: u64) {
+    use std::os::unix::fs::FileExt;
+    let mut scratch = vec![0u8; 64 << 10];
+    let end = offset.saturating_add(len);
+    let mut position = offset;
+    while position < end {
+        let want = usize::try_from((end - position).min(scratch.len() as u64)).unwrap_or(0);
+        match file.read_at(&mut scratch[..want], position) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => position += read as u64,
+        }
+    }
+}
+
+// ---- frames: [u32 length, little-endian][payload]; descriptors ride with the first byte ----
+
+fn send_frame(socket: BorrowedFd<'_>, payload: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    let mut frame = Vec::with_capacity(4 + payload.len());
+    frame.extend_from_slice(
+        &u32::try_from(payload.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
+    frame.extend_from_slice(payload);
+    let mut sent = unix::send_with_fds(socket, &frame, fds)?;
+    while sent < frame.len() {
+        sent += unix::send_with_fds(socket, &frame[sent..], &[])?;
+    }
+    Ok(())
+}
+
+/// One frame, or `None` at end of stream before its first byte.
+fn receive_frame(socket: BorrowedFd<'_>, fds: &mut Vec<OwnedFd>) -> io::Result<Option<Vec<u8>>> {
+    let mut header = [0u8; 4];
+    let mut have = 0;
+    while have < 4 {
+        match unix::recv_with_fds(socket, &mut header[have..], fds)? {
+            0 if have == 0 => return Ok(None),
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            read => have += read,
+        }
+    }
+    let len = u32::from_le_bytes(header) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
+    }
+    let mut payload = vec![0u8; len];
+    let mut have = 0;
+    while have < len {
+        match unix::recv_with_fds(socket, &mut payload[have..], fds)? {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            read => have += read,
+        }
+    }
+    Ok(Some(payload))
+}
+
+// ---- the wire format ----
+
+const JOB_RESOLVE: u8 = 1;
+const JOB_READ: u8 = 2;
+const REPLY_DONE: u8 = 10;
+const REPLY_RESOLVED: u8 = 11;
+
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl Writer<'_> {
+    fn u8(&mut self, value: u8) {
+        self.0.push(value);
+    }
+    fn u32(&mut self, value: u32) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn u64(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn bool(&mut self, value: bool) {
+        self.u8(u8::from(value));
+    }
+    fn bytes(&mut self, value: &[u8]) {
+        self.u32(u32::try_from(value.len()).unwrap_or(u32::MAX));
+        self.0.extend_from_slice(value);
+    }
+    fn text(&mut self, value: &str) {
+        self.bytes(value.as_bytes());
+    }
+    fn optional_text(&mut self, value: Option<&str>) {
+        self.bool(value.is_some());
+        if let Some(value) = value {
+            self.text(value);
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, count: usize) -> Option<&[u8]> {
+        if self.0.len() < count {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(count);
+        self.0 = rest;
+        Some(head)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn bool(&mut self) -> Option<bool> {
+        Some(self.u8()? != 0)
+    }
+    fn bytes(&mut self) -> Option<&[u8]> {
+        let len = self.u32()? as usize;
+        self.take(len)
+    }
+    fn text(&mut self) -> Option<String> {
+        String::from_utf8(self.bytes()?.to_vec()).ok()
+    }
+    fn optional_text(&mut self) -> Option<Option<String>> {
+        if self.bool()? {
+            Some(Some(self.text()?))
+        } else {
+            Some(None)
+        }
+    }
+}
+
+/// Encode `job`; returns the descriptors that go with it.
+fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
+    let mut writer = Writer(out);
+    match job {
+        Job::Resolve {
+            root,
+            path,
+            watcher,
+        } => {
+            writer.u8(JOB_RESOLVE);
+            writer.text(path.as_str());
+            let options = &root.options;
+            writer.bytes(root.path.as_os_str().as_bytes());
+            writer.u32(u32::try_from(options.index.len()).unwrap_or(0));
+            for name in &options.index {
+                writer.text(name);
+            }
+            writer.bool(options.autoindex);
+            writer.bool(options.dotfiles);
+            writer.bool(options.follow_symlinks);
+            writer.optional_text(options.userdir.as_deref());
+            writer.bool(options.precompressed);
+            writer.bool(watcher.is_some());
+            let mut fds = vec![root.dir.as_fd()];
+            if let Some(watcher) = watcher {
+                fds.push(watcher.as_fd());
+            }
+            fds
+        }
+        Job::Load { file } => {
+            writer.u8(JOB_READ);
+            writer.u64(0);
+            writer.u64(file.size());
+            vec![file.file.as_fd()]
+        }
+        Job::PageIn { file, offset, len } => {
+            writer.u8(JOB_READ);
+            writer.u64(*offset);
+            writer.u64(*len);
+            vec![file.file.as_fd()]
+        }
+        // Answered by `HelperProcess::run` itself, never encoded.
+        Job::Verify { .. } => Vec::new(),
+    }
+}
+
+enum ReceivedJob {
+    Resolve {
+        root: DocRoot,
+        path: CleanPath,
+        watcher: Option<Inotify>,
+    },
+    Read {
+        file: std::fs::File,
+        offset: u64,
+        len: u64,
+    },
+}
+
+fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
+    let mut reader = Reader(frame);
+    let mut fds = fds.into_iter();
+    match reader.u8()? {
+        JOB_RESOLVE => {
+            let path = CleanPath::from_normalized(&reader.text()?)?;
+            let root_path = PathBuf::from(OsStr::from_bytes(reader.bytes()?));
+            let count = reader.u32()?;
+            let mut index = Vec::new();
+            for _ in 0..count {
+                index.push(reader.text()?);
+            }
+            let options = StaticOptions {
+                root: root_path.clone(),
+                index,
+                autoindex: reader.bool()?,
+                dotfiles: reader.bool()?,
+                follow_symlinks: reader.bool()?,
+                userdir: reader.optional_text()?,
+                precompressed: reader.bool()?,
+            };
+            let has_watcher = reader.bool()?;
+            let root = DocRoot {
+                // Only the server's caches key by root id; the helper resolves and forgets.
+                id: 0,
+                dir: fds.next()?,
+                path: root_path,
+                options,
+            };
+            let watcher = if has_watcher {
+                Some(Inotify::from(fds.next()?))
+            } else {
+                None
+            };
+            Some(ReceivedJob::Resolve {
+                root,
+                path,
+                watcher,
+            })
+        }
+        JOB_READ => Some(ReceivedJob::Read {
+            offset: reader.u64()?,
+            len: reader.u64()?,
+            file: std::fs::File::from(fds.next()?),
+        }),
+        _ => None,
+    }
+}
+
+fn coding_byte(coding: Coding) -> u8 {
+    match coding {
+        Coding::Identity => 0,
+        Coding::Gzip => 1,
+        Coding::Brotli => 2,
+    }
+}
+
+fn coding_of(byte: u8) -> Option<Coding> {
+    match byte {
+        0 => Some(Coding::Identity),
+        1 => Some(Coding::Gzip),
+        2 => Some(Coding::Brotli),
+        _ => None,
+    }
+}
+
+/// Encode a translation; returns the files that go with it (identity first, then siblings).
+fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std::fs::File> {
+    let mut writer = Writer(out);
+    writer.u8(REPLY_RESOLVED);
+    writer.bool(resolved.watch.is_some());
+    writer.u32(resolved.watch.unwrap_or(0) as u32);
+    let mut files = Vec::new();
+    match &resolved.resolution {
+        Resolution::File(file) => {
+            writer.u8(0);
+            writer.text(file.content_type);
+            let representations: Vec<&Representation> = std::iter::once(&file.identity)
+                .chain(&file.encoded)
+                .collect();
+            writer.u32(representations.len() as u32);
+            for representation in representations {
+                let key = representation.file.key;
+                writer.u8(coding_byte(representation.coding));
+                writer.u64(key.dev);
+                writer.u64(key.ino);
+                writer.u64(key.size);
+                writer.u64(key.mtime_secs as u64);
+                writer.u32(key.mtime_nanos);
+                files.push(&representation.file.file);
+            }
+        }
+        Resolution::AddSlash => writer.u8(1),
+        Resolution::Listing(html) => {
+            writer.u8(2);
+            writer.bytes(html);
+        }
+        Resolution::DirectoryForbidden => writer.u8(3),
+        Resolution::NotFound => writer.u8(4),
+        Resolution::Forbidden => writer.u8(5),
+        Resolution::Failed => writer.u8(6),
+    }
+    files
+}
+
+fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
+    let mut reader = Reader(frame);
+    match (reader.u8()?, job) {
+        (REPLY_DONE, Job::Load { file }) => {
+            // The helper made the file resident; this read comes from memory.
+            let data = job::read_whole(file);
+            Some(JobDone::Loaded {
+                file: file.clone(),
+                data,
+            })
+        }
+        (REPLY_DONE, Job::PageIn { .. }) => Some(JobDone::PagedIn),
+        (REPLY_RESOLVED, Job::Resolve { .. }) => {
+            let has_watch = reader.bool()?;
+            let watch = reader.u32()? as i32;
+            let resolution = match reader.u8()? {
+                0 => {
+                    let content_type = mime::known(&reader.text()?)?;
+                    let count = reader.u32()?;
+                    let mut fds = fds.into_iter();
+                    let mut representations = Vec::new();
+                    for _ in 0..count {
+                        let coding = coding_of(reader.u8()?)?;
+                        let key = FileKey {
+                            dev: reader.u64()?,
+                            ino: reader.u64()?,
+                            size: reader.u64()?,
+                            mtime_secs: reader.u64()? as i64,
+                            mtime_nanos: reader.u32()?,
+                        };
+                        let file = OpenFile {
+                            file: std::fs::File::from(fds.next()?),
+                            key,
+                        };
+                        representations.push(Representation::new(coding, file));
+                    }
+                    let mut representations = representations.into_iter();
+                    let identity = representations.next()?;
+                    Resolution::File(Arc::new(StaticFile {
+                        identity,
+                        encoded: representations.collect(),
+                        content_type,
+                    }))
+                }
+                1 => Resolution::AddSlash,
+                2 => Resolution::Listing(Arc::from(reader.bytes()?)),
+                3 => Resolution::DirectoryForbidden,
+                4 => Resolution::NotFound,
+                5 => Resolution::Forbidden,
+                6 => Resolution::Failed,
+                _ => return None,
+            };
+            Some(JobDone::Resolved(Resolved {
+                resolution,
+                watch: has_watch.then_some(watch),
+                at: Instant::now(),
+            }))
+        }
+        _ => None,
+    }
+}

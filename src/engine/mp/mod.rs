@@ -1,0 +1,312 @@
+//! `mp`: pre-forked worker processes, each serving one connection at a time with blocking calls
+//! and its own caches (Flash-MP, Apache prefork), under a master.
+//!
+//! The master stays single-threaded for its whole life, so it can always fork: it forks every
+//! worker before any thread exists in it, and takes its signals synchronously with
+//! `sigtimedwait` in its own loop (no signal thread). Each worker, once forked, starts its own
+//! threads: its access-log thread (writing the log file the master opened, `O_APPEND`, whole
+//! lines per write, so lines of several processes never interleave) and a command thread.
+//! What the processes share lives in `MAP_SHARED` memory made before the first fork
+//! (`ops::Shared`): the scoreboard (each worker writes its own slot, so `/status` in any worker
+//! reports the whole server), the admission counts and the rate limiter's table.
+//!
+//! The operator's signals reach the master, which passes each worker a `Command` over a pipe of
+//! its own (Apache's "pipe of death"): `SIGHUP` only after the master has checked the new file
+//! (a bad one is logged and the old one keeps serving, nothing is passed on), `SIGUSR1`,
+//! `SIGTERM`/`SIGINT` (drain; a second one stops), `SIGQUIT`. Workers keep the handled signals
+//! blocked and never read them, so a signal sent to the whole process group (Ctrl-C, systemd's
+//! default `KillMode`) counts once. The master replaces a worker that dies (not while
+//! draining), wiping what the dead one counted in the shared tables; workers die with the
+//! master (`PR_SET_PDEATHSIG`, and the end of their pipe).
+//!
+//! Owns: the master's loop (signals, reaping, restarts, shutdown). Must not touch: serving a
+//! connection (`blocking.rs`, `waiting_room.rs`), a worker's life (`worker.rs`).
+//! Sources: Flash §3.1 (MP), Apache httpd prefork MPM (scoreboard, graceful restart).
+
+mod worker;
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ampd_sys::child::{self, Exit, Forked, Pid};
+use ampd_sys::signal::{self, SignalSet, SIGCHLD, SIGKILL};
+
+use super::Start;
+use crate::config::Level;
+use crate::log::access::LogFile;
+use crate::log::error;
+use crate::ops::notify::{monotonic_usec, notify};
+use crate::ops::signals::{Command, HANDLED};
+use crate::ops::{reload, RunState, Shared};
+use crate::site::Generation;
+
+/// A worker that dies sooner than this after it started is replaced only after this long, so a
+/// worker that cannot start (out of memory, descriptors) does not become a fork loop.
+const RESTART_DELAY: Duration = Duration::from_secs(1);
+/// How long past its grace period a draining worker (or a stopped one) may take before the
+/// master kills it.
+const STOP_MARGIN: Duration = Duration::from_secs(2);
+/// How long workers get to write their access log after `SIGQUIT`.
+const QUIT_WAIT: Duration = Duration::from_millis(400);
+/// The master wakes this often even without a signal (to start delayed replacements).
+const TICK: Duration = Duration::from_millis(250);
+
+/// The master's view of one worker.
+struct WorkerProcess {
+    index: usize,
+    started: Instant,
+    /// The write end of its command pipe.
+    commands: OwnedFd,
+}
+
+struct Master {
+    generation: Arc<Generation>,
+    config_path: Option<PathBuf>,
+    shared: Shared,
+    log_file: LogFile,
+    listener: OwnedFd,
+    workers: HashMap<Pid, WorkerProcess>,
+    /// Worker indexes (scoreboard slots, admission tables) without a process, to be started.
+    owed: Vec<usize>,
+    next_start: Instant,
+    state: RunState,
+}
+
+/// Fork the workers and supervise them until they have drained (or were stopped).
+///
+/// # Errors
+/// The process runs threads already (fork refuses), or the first workers cannot be forked.
+pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
+    // SIGCHLD joins the handled signals (all blocked since main), so the loop below takes it.
+    let mut watched = HANDLED.to_vec();
+    watched.push(SIGCHLD);
+    let signals = SignalSet::of(&watched);
+    signal::block(&signals)?;
+    let processes = start.generation.config.thread_count();
+    start.shared.stats.set_generation(start.generation.number);
+    let mut master = Master {
+        generation: Arc::new(start.generation),
+        config_path: start.config_path,
+        shared: start.shared,
+        log_file: start.log_file,
+        listener: listeners.remove(0),
+        workers: HashMap::new(),
+        owed: (0..processes).rev().collect(),
+        next_start: Instant::now(),
+        state: RunState::Running,
+    };
+    while let Some(index) = master.owed.pop() {
+        master.start_worker(index)?;
+    }
+    loop {
+        if let Some(number) = signal::wait(&signals, Some(TICK))? {
+            if let Some(command) = Command::of_signal(number, master.state) {
+                master.command(command);
+            }
+        }
+        master.reap();
+        match master.state {
+            RunState::Running => master.start_owed(),
+            RunState::Draining { deadline } => {
+                if master.workers.is_empty() {
+                    return Ok(());
+                }
+                if Instant::now() >= deadline + STOP_MARGIN {
+                    master.kill_all();
+                    return Ok(());
+                }
+            }
+            RunState::Stopped => {
+                master.wait_for_workers(STOP_MARGIN);
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl Master {
+    fn start_worker(&mut self, index: usize) -> io::Result<()> {
+        let (commands_in, commands_out) = ampd_sys::io::pipe()?;
+        match child::fork()? {
+            Forked::Parent { child } => {
+                drop(commands_in);
+                self.workers.insert(
+                    child,
+                    WorkerProcess {
+                        index,
+                        started: Instant::now(),
+                        commands: commands_out,
+                    },
+                );
+                Ok(())
+            }
+            Forked::Child => {
+                drop(commands_out);
+                // Other workers' pipes are theirs: only the master may write to them.
+                self.workers.clear();
+                let code = worker::main(self, index, commands_in);
+                // Never return into the master's code.
+                std::process::exit(code)
+            }
+        }
+    }
+
+    /// Replace dead workers, unless they are dying as fast as they start.
+    fn start_owed(&mut self) {
+        while Instant::now() >= self.next_start {
+            let Some(index) = self.owed.pop() else {
+                return;
+            };
+            if let Err(failure) = self.start_worker(index) {
+                error::log(
+                    Level::Error,
+                    format_args!("mp: cannot start a worker: {failure}"),
+                );
+                self.owed.push(index);
+                self.next_start = Instant::now() + RESTART_DELAY;
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        while let Ok(Some((pid, exit))) = child::reap_any() {
+            let Some(worker) = self.workers.remove(&pid) else {
+                continue;
+            };
+            // Its connections died with it: what it counted in the shared tables goes too.
+            self.shared.admission.forget_process(worker.index);
+            if self.state != RunState::Running {
+                continue;
+            }
+            let how = match exit {
+                Exit::Code(code) => format!("exited with status {code}"),
+                Exit::Signal(signal) => format!("was killed by signal {signal}"),
+            };
+            error::log(
+                Level::Warn,
+                format_args!("mp worker {pid} {how}; starting another"),
+            );
+            self.owed.push(worker.index);
+            if worker.started.elapsed() < RESTART_DELAY {
+                self.next_start = Instant::now() + RESTART_DELAY;
+            }
+        }
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Reload => self.reload(),
+            Command::Reopen => {
+                error::reopen();
+                self.tell_workers(command);
+                error::log(Level::Info, format_args!("SIGUSR1: logs reopened"));
+            }
+            Command::Drain => {
+                let grace = self.generation.config.process.grace_period;
+                self.state = RunState::Draining {
+                    deadline: Instant::now() + grace,
+                };
+                self.tell_workers(command);
+                notify("STOPPING=1");
+                error::log(
+                    Level::Info,
+                    format_args!("graceful stop: draining connections"),
+                );
+            }
+            Command::Stop => {
+                error::log(
+                    Level::Info,
+                    format_args!("second stop signal: stopping now"),
+                );
+                self.state = RunState::Stopped;
+                self.tell_workers(command);
+            }
+            Command::Quit => {
+                self.tell_workers(command);
+                self.wait_for_workers(QUIT_WAIT);
+                std::process::exit(0);
+            }
+        }
+    }
+
+    /// Check the file, then pass the reload on: each worker reads the same file and installs
+    /// it the way a threaded server's signal thread does. A bad file goes no further.
+    fn reload(&mut self) {
+        let Some(path) = self.config_path.clone() else {
+            error::log(
+                Level::Warn,
+                format_args!("SIGHUP: no configuration file to reload (started with ampd serve)"),
+            );
+            return;
+        };
+        notify(&format!("RELOADING=1\nMONOTONIC_USEC={}", monotonic_usec()));
+        match reload::prepare(&self.generation, &path, true) {
+            Ok(generation) => {
+                if let Err(failure) = error::configure(&generation.config.logs) {
+                    error::log(Level::Error, format_args!("reload: error log: {failure}"));
+                }
+                let access = generation.config.logs.access.clone();
+                if access != self.generation.config.logs.access {
+                    // For workers started from now on; running ones open it themselves.
+                    match LogFile::open(access.as_deref()) {
+                        Ok(file) => self.log_file = file,
+                        Err(failure) => {
+                            error::log(Level::Error, format_args!("reload: access log: {failure}"))
+                        }
+                    }
+                }
+                let number = generation.number;
+                self.generation = Arc::new(generation);
+                self.shared.stats.count_reload(true);
+                self.shared.stats.set_generation(number);
+                self.tell_workers(Command::Reload);
+                reload::reloaded(&path, number, access.is_some());
+            }
+            Err(failure) => {
+                self.shared.stats.count_reload(false);
+                reload::rejected(self.generation.number, &failure);
+            }
+        }
+        notify("READY=1");
+    }
+
+    fn tell_workers(&self, command: Command) {
+        for worker in self.workers.values() {
+            // A worker that died has not been reaped yet: EPIPE is ignored (SIGPIPE is too).
+            let _ = ampd_sys::io::write(worker.commands.as_fd(), &[command.byte()]);
+        }
+    }
+
+    /// Wait (at most `limit`) for every worker to exit, then kill the rest.
+    fn wait_for_workers(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let children = SignalSet::of(&[SIGCHLD]);
+        while !self.workers.is_empty() && Instant::now() < deadline {
+            while let Ok(Some((pid, _))) = child::reap_any() {
+                self.workers.remove(&pid);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let _ = signal::wait(&children, Some(left.min(Duration::from_millis(20))));
+        }
+        self.kill_all();
+    }
+
+    /// `SIGKILL` every worker still there and reap it: none outlives the master.
+    fn kill_all(&mut self) {
+        for &pid in self.workers.keys() {
+            let _ = child::kill(pid, SIGKILL);
+        }
+        let deadline = Instant::now() + STOP_MARGIN;
+        let children = SignalSet::of(&[SIGCHLD]);
+        while !self.workers.is_empty() && Instant::now() < deadline {
+            while let Ok(Some((pid, _))) = child::reap_any() {
+                self.workers.remove(&pid);
+            }
+            let _ = signal::wait(&children, Some(Duration::from_millis(20)));
+        }
+    }
+}

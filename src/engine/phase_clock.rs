@@ -1,0 +1,174 @@
+//! One connection's place on the scoreboard and its timeouts, the same under every engine: the
+//! phase it is in (`conn::Phase`), since when, and how fast its response has moved. Engines
+//! differ only in when they look (a sweep every 250 ms, or a wait bounded by `deadline`).
+//!
+//! Owns: the rules. Header time runs from the head's first byte however slowly the rest
+//! trickles in (slowloris); body time from the body's start; idle and send time restart with
+//! progress; the minimum send rate is judged per `SEND_RATE_WINDOW`, so kernel buffers filled at
+//! the start cannot carry a reader that stalls later (slow read).
+//! Must not touch: sockets (the engine ends the connection as `Expired` says), HTTP.
+
+use std::time::{Duration, Instant};
+
+use crate::config::Limits;
+use crate::conn::Phase;
+use crate::log::stats::LoopStats;
+
+/// The window over which `limits.min_send_rate` is judged: a response must move at least
+/// rate × window bytes per window.
+pub const SEND_RATE_WINDOW: Duration = Duration::from_secs(2);
+
+/// What a connection past one of its limits gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expired {
+    /// A request head or body had begun: answer `408`, then close.
+    Request,
+    /// A response stalled or moved too slowly: reset, so what the kernel still holds for the
+    /// client is dropped instead of trickling out after the close.
+    Sending,
+    /// Idle too long, or a lingering close that the client never finished: close.
+    Quietly,
+}
+
+#[derive(Debug)]
+pub struct PhaseClock {
+    phase: Phase,
+    since: Instant,
+    rate_window: Instant,
+    rate_sent: u64,
+    /// Bytes a send may hold back before its completion reports them (a blocking `splice`
+    /// under `uring` reports only at its end): forgiven when the rate is judged.
+    slack: u64,
+}
+
+impl PhaseClock {
+    /// A new connection: counted as accepted and idle.
+    #[must_use]
+    pub fn opened(stats: &LoopStats, now: Instant) -> PhaseClock {
+        stats.accepted();
+        stats.connection_moved(None, Some(Phase::Idle.index()));
+        PhaseClock {
+            phase: Phase::Idle,
+            since: now,
+            rate_window: now,
+            rate_sent: 0,
+            slack: 0,
+        }
+    }
+
+    /// Sends are reported in pieces of up to `bytes` (see `slack`).
+    pub fn set_slack(&mut self, bytes: u64) {
+        self.slack = bytes;
+    }
+
+    #[must_use]
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    #[must_use]
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
+    /// The connection is in `phase` now; `progressed`: bytes moved since the last note.
+    pub fn note(&mut self, phase: Phase, progressed: bool, stats: &LoopStats) {
+        if phase == self.phase && !(progressed && matches!(phase, Phase::Sending | Phase::Idle)) {
+            return;
+        }
+        let now = Instant::now();
+        if phase != self.phase {
+            stats.connection_moved(Some(self.phase.index()), Some(phase.index()));
+            if phase == Phase::Sending {
+                self.rate_window = now;
+                self.rate_sent = 0;
+            }
+        }
+        self.phase = phase;
+        self.since = now;
+    }
+
+    /// `bytes` of a response went out.
+    pub fn sent(&mut self, bytes: u64) {
+        self.rate_sent += bytes;
+    }
+
+    /// The connection closes.
+    pub fn closed(&self, stats: &LoopStats) {
+        stats.connection_moved(Some(self.phase.index()), None);
+    }
+
+    /// When the current phase's limit runs out (`None`: no limit now, as while a job is out).
+    #[must_use]
+    pub fn deadline(&self, limits: &Limits, job_out: bool) -> Option<Instant> {
+        let limit = match self.phase {
+            Phase::Idle => limits.keepalive_timeout,
+            Phase::Head => limits.header_timeout,
+            Phase::Busy if job_out => return None,
+            Phase::Busy => limits.body_timeout,
+            Phase::Sending => limits.send_timeout,
+            Phase::Closing => limits.linger_timeout,
+        };
+        Some(self.since + limit)
+    }
+
+    /// Whether the connection is past a limit at `now`: its phase's timeout, or (sending) the
+    /// minimum send rate over the window that just ended.
+    pub fn check(&mut self, now: Instant, limits: &Limits, job_out: bool) -> Option<Expired> {
+        if self
+            .deadline(limits, job_out)
+            .is_some_and(|deadline| now >= deadline)
+        {
+            return Some(match self.phase {
+                Phase::Head | Phase::Busy => Expired::Request,
+                Phase::Sending => Expired::Sending,
+                Phase::Idle | Phase::Closing => Expired::Quietly,
+            });
+        }
+        let min_rate = limits.min_send_rate;
+        if self.phase == Phase::Sending && min_rate > 0 && !job_out {
+            let window = now.saturating_duration_since(self.rate_window);
+            if window >= SEND_RATE_WINDOW {
+                let floor = (min_rate as f64 * window.as_secs_f64()) as u64;
+                if self.rate_sent + self.slack < floor {
+                    return Some(Expired::Sending);
+                }
+                self.rate_window = now;
+                self.rate_sent = 0;
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::log::stats::Stats;
+
+    #[test]
+    fn phases_time_out_and_a_slow_reader_is_caught() {
+        let stats = Stats::new(1).unwrap().add_loop();
+        let mut limits = Config::new("/".into()).limits;
+        limits.min_send_rate = 1000;
+        let start = Instant::now();
+        let mut clock = PhaseClock::opened(&stats, start);
+        assert_eq!(stats.connections(Phase::Idle.index()), 1);
+        assert_eq!(clock.check(start, &limits, false), None);
+        clock.note(Phase::Head, true, &stats);
+        let late = clock.since() + limits.header_timeout;
+        assert_eq!(clock.check(late, &limits, false), Some(Expired::Request));
+        clock.note(Phase::Sending, true, &stats);
+        clock.sent(100);
+        let window_end = clock.since() + SEND_RATE_WINDOW;
+        assert_eq!(
+            clock.check(window_end, &limits, false),
+            Some(Expired::Sending)
+        );
+        clock.note(Phase::Busy, false, &stats);
+        assert_eq!(clock.deadline(&limits, true), None);
+        clock.closed(&stats);
+        assert!((0..5).all(|index| stats.connections(index) == 0));
+    }
+}

@@ -1,0 +1,177 @@
+//! The send half of the proactor: starting a `writev` or a file → pipe → socket `splice` for
+//! what a connection has queued, and what their completions mean.
+//!
+//! Owns: one send (or splice pair) in flight per connection. Must not touch: receiving, the
+//! connection's lifecycle (`proactor.rs`).
+
+use std::os::fd::AsFd;
+
+use ampd_sys::io as sysio;
+use ampd_sys::uring::{Completion, SendPart};
+
+use super::{Proactor, Sending, PIPE_SIZE, SEND, SEND_CHUNK, SPLICE_IN, SPLICE_OUT};
+use crate::engine::phase_clock::SEND_RATE_WINDOW;
+
+impl Proactor {
+    pub(super) fn sent(&mut self, index: usize, completion: Completion) {
+        for part in completion.parts {
+            if let SendPart::Owned(mut buffer) = part {
+                buffer.clear();
+                self.spare.push(buffer);
+            }
+        }
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
+        slot.sending = Sending::Nothing;
+        slot.send_op = None;
+        match usize::try_from(completion.result) {
+            Ok(sent) => {
+                slot.conn.output.advance(sent as u64);
+                slot.clock.sent(sent as u64);
+                self.note_phase(index, sent > 0);
+                self.ready.push_back(index);
+            }
+            Err(_) => self.close(index),
+        }
+    }
+
+    pub(super) fn spliced_in(&mut self, index: usize, result: i32) {
+        let tag = self.tag(index, SPLICE_OUT);
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
+        // Zero: the file is shorter than when its head was sent; the response cannot complete.
+        let Ok(moved) = usize::try_from(result) else {
+            return self.close(index);
+        };
+        if moved == 0 {
+            return self.close(index);
+        }
+        slot.sending = Sending::Splice { in_pipe: moved };
+        let Some((pipe_out, _)) = slot.pipe.as_ref() else {
+            return self.close(index);
+        };
+        match self
+            .ring
+            .splice(pipe_out.as_fd(), None, slot.fd.as_fd(), moved as u32, tag)
+        {
+            Ok(op) => slot.send_op = Some(op),
+            Err(_) => self.close(index),
+        }
+    }
+
+    pub(super) fn spliced_out(&mut self, index: usize, result: i32) {
+        let tag = self.tag(index, SPLICE_OUT);
+        let Some(slot) = self.slots[index].as_mut() else {
+            return;
+        };
+        let Ok(moved) = usize::try_from(result) else {
+            return self.close(index);
+        };
+        let Sending::Splice { in_pipe } = slot.sending else {
+            return self.close(index);
+        };
+        slot.conn.output.advance(moved as u64);
+        slot.clock.sent(moved as u64);
+        let left = in_pipe.saturating_sub(moved);
+        if left == 0 || moved == 0 {
+            slot.sending = Sending::Nothing;
+            slot.send_op = None;
+            if moved == 0 {
+                return self.close(index);
+            }
+            self.note_phase(index, true);
+            self.ready.push_back(index);
+            return;
+        }
+        let phase = slot.conn.phase();
+        slot.clock.note(phase, true, &self.link.stats);
+        slot.sending = Sending::Splice { in_pipe: left };
+        let Some((pipe_out, _)) = slot.pipe.as_ref() else {
+            return self.close(index);
+        };
+        match self
+            .ring
+            .splice(pipe_out.as_fd(), None, slot.fd.as_fd(), left as u32, tag)
+        {
+            Ok(op) => slot.send_op = Some(op),
+            Err(_) => self.close(index),
+        }
+    }
+    /// Start sending the front of the output if nothing is in flight. Returns false if the
+    /// connection had to be closed.
+    pub(super) fn start_send(&mut self, index: usize) -> bool {
+        let send_tag = self.tag(index, SEND);
+        let splice_tag = self.tag(index, SPLICE_IN);
+        let Some(slot) = self.slots[index].as_mut() else {
+            return false;
+        };
+        if !matches!(slot.sending, Sending::Nothing) || slot.conn.output.is_empty() {
+            return true;
+        }
+        let started = if let Some(range) = slot.conn.output.front_file() {
+            let chunk = splice_chunk(self.generation.config.limits.min_send_rate);
+            slot.clock.set_slack(chunk as u64);
+            let len = usize::try_from(range.end - range.offset)
+                .unwrap_or(usize::MAX)
+                .min(chunk) as u32;
+            let (file, offset) = (range.file.clone(), range.offset);
+            if slot.pipe.is_none() {
+                match sysio::pipe() {
+                    Ok(pipe) => {
+                        let _ = sysio::set_pipe_size(pipe.1.as_fd(), PIPE_SIZE);
+                        slot.pipe = Some(pipe);
+                    }
+                    Err(_) => {
+                        self.close(index);
+                        return false;
+                    }
+                }
+            }
+            let Some((_, pipe_in)) = slot.pipe.as_ref() else {
+                return false;
+            };
+            slot.sending = Sending::Splice { in_pipe: 0 };
+            self.ring
+                .splice(
+                    file.file.as_fd(),
+                    Some(offset),
+                    pipe_in.as_fd(),
+                    len,
+                    splice_tag,
+                )
+                .map(|op| slot.send_op = Some(op))
+                .is_ok()
+        } else {
+            let mut buffer = self.spare.pop().unwrap_or_default();
+            for piece in slot.conn.output.memory_slices() {
+                if buffer.len() >= SEND_CHUNK {
+                    break;
+                }
+                buffer.extend_from_slice(&piece);
+            }
+            slot.sending = Sending::Memory;
+            self.ring
+                .send(slot.fd.as_fd(), vec![SendPart::Owned(buffer)], send_tag)
+                .map(|op| slot.send_op = Some(op))
+                .is_ok()
+        };
+        if !started {
+            self.close(index);
+        }
+        started
+    }
+}
+
+/// Bytes one splice moves. A splice into a socket completes only when all of it is sent, so
+/// with a minimum send rate it is kept to half of what a rate window must move: a reader at the
+/// minimum rate then completes splices within every window, and a stalled one cannot hide
+/// behind one that never completes.
+fn splice_chunk(min_send_rate: u64) -> usize {
+    if min_send_rate == 0 {
+        return SEND_CHUNK;
+    }
+    let per_window = min_send_rate as f64 * SEND_RATE_WINDOW.as_secs_f64();
+    ((per_window / 2.0) as usize).clamp(16 << 10, SEND_CHUNK)
+}
