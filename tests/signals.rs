@@ -85,11 +85,10 @@ for_each_arch!(fn reload_under_load_drops_nothing(arch) {
     assert_eq!(get(addr, "/v.txt").body_text(), "two");
 });
 
-#[test]
-fn a_bad_reload_keeps_the_old_config() {
+for_each_arch!(fn a_bad_reload_keeps_the_old_config(arch) {
     let root = TempRoot::new();
     root.outside_file("one/v.txt", "one");
-    let config = versioned(&root, "reactor", "one", "");
+    let config = versioned(&root, arch, "one", "");
     let server = Server::start(Options::config_file(&config));
     let mut kept = Conn::open(server.addr());
     assert_eq!(kept.get("/v.txt", &[]).body_text(), "one");
@@ -125,7 +124,7 @@ fn a_bad_reload_keeps_the_old_config() {
     }
     assert!(server.stderr().contains("site.root"), "{}", server.stderr());
     assert_eq!(get(server.addr(), "/v.txt").body_text(), "one");
-}
+});
 
 /// Reads a response slowly (so it is in flight when the signal arrives).
 fn slow_download(addr: std::net::SocketAddr, path: &str) -> std::io::Result<Vec<u8>> {
@@ -190,11 +189,10 @@ for_each_arch!(fn sigterm_finishes_in_flight_requests(arch) {
     assert!(std::net::TcpStream::connect(addr).is_err(), "still accepting after exit");
 });
 
-#[test]
-fn grace_period_bounds_the_drain_and_quit_is_immediate() {
+for_each_arch!(fn grace_period_bounds_the_drain_and_quit_is_immediate(arch) {
     let root = TempRoot::new();
     root.outside_file("one/big.bin", support::root::pattern_bytes(8 << 20, 3));
-    let config = versioned(&root, "amped", "one", "").with_file_name("ampd.toml");
+    let config = versioned(&root, arch, "one", "").with_file_name("ampd.toml");
     std::fs::write(
         &config,
         std::fs::read_to_string(&config)
@@ -228,10 +226,10 @@ fn grace_period_bounds_the_drain_and_quit_is_immediate() {
         "{:?}",
         started.elapsed()
     );
-}
+});
 
-#[test]
-fn pid_file_and_systemd_notify() {
+// Under mp only the master talks to systemd (NotifyAccess=main): the same four messages.
+for_each_arch!(fn pid_file_and_systemd_notify(arch) {
     let root = TempRoot::new();
     root.outside_file("one/v.txt", "one");
     let pid_file = root.outside_dir().join("ampd.pid");
@@ -240,7 +238,7 @@ fn pid_file_and_systemd_notify() {
     notify
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let config = versioned(&root, "reactor", "one", "pid_file = \"ampd.pid\"");
+    let config = versioned(&root, arch, "one", "pid_file = \"ampd.pid\"");
     let mut server = Server::start(
         Options::config_file(&config).env("NOTIFY_SOCKET", &socket_path.display().to_string()),
     );
@@ -261,10 +259,9 @@ fn pid_file_and_systemd_notify() {
     assert_eq!(next(), "STOPPING=1");
     assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0));
     assert!(!pid_file.exists(), "pid file removed on a graceful exit");
-}
+});
 
-#[test]
-fn socket_activation_serves_the_passed_socket() {
+for_each_arch!(fn socket_activation_serves_the_passed_socket(arch) {
     let root = TempRoot::new();
     root.outside_file("one/v.txt", "activated");
     // What systemd does: bind, put the socket at descriptor 3, set LISTEN_PID/LISTEN_FDS, exec.
@@ -281,18 +278,19 @@ os.environ["LISTEN_PID"] = str(os.getpid())
 os.environ["LISTEN_FDS"] = "1"
 os.execv(sys.argv[1], sys.argv[1:])
 "#;
-    let config = versioned(&root, "reactor", "one", "");
-    // listen in the file is ignored: the passed socket is used.
+    let config = versioned(&root, arch, "one", "");
+    // listen in the file is ignored: the passed socket is used (by every loop, ring, thread or
+    // worker process).
     let server = Server::start(Options::config_file(&config).wrapped(["python3", "-c", wrapper]));
-    assert_eq!(get(server.addr(), "/v.txt").body_text(), "activated");
-    assert_eq!(get(server.addr(), "/v.txt").body_text(), "activated");
-}
+    for _ in 0..4 {
+        assert_eq!(get(server.addr(), "/v.txt").body_text(), "activated");
+    }
+});
 
-#[test]
-fn privileges_are_dropped_after_binding() {
+for_each_arch!(fn privileges_are_dropped_after_binding(arch) {
     let root = TempRoot::new();
     root.outside_file("one/v.txt", "as nobody");
-    let config = versioned(&root, "amped", "one", "user = \"nobody\"");
+    let config = versioned(&root, arch, "one", "user = \"nobody\"");
     if !is_root_user() {
         // Without root the switch is impossible: a clear one-line failure.
         let output = std::process::Command::new(support::server::binary())
@@ -323,4 +321,4 @@ fn privileges_are_dropped_after_binding() {
         "{gid_line}"
     );
     assert_eq!(get(server.addr(), "/v.txt").body_text(), "as nobody");
-}
+});

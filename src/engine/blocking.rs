@@ -16,6 +16,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -114,6 +115,9 @@ pub struct SharedCaches {
     pub caches: Caches,
     slot: LoopStats,
     last_publish: Mutex<Instant>,
+    /// The reload epoch the path cache was last cleared for: once per reload, not once per
+    /// thread (a thread that comes late would drop entries made under the new generation).
+    cleared_epoch: AtomicU64,
 }
 
 impl SharedCaches {
@@ -123,6 +127,21 @@ impl SharedCaches {
             caches,
             slot,
             last_publish: Mutex::new(Instant::now()),
+            cleared_epoch: AtomicU64::new(0),
+        }
+    }
+
+    /// Translations are keyed by the old generation's roots: after a reload they can never hit
+    /// again, and they hold descriptors open.
+    fn forget_translations(&self, epoch: u64) {
+        let cleared = self.cleared_epoch.load(Ordering::Acquire);
+        if epoch > cleared
+            && self
+                .cleared_epoch
+                .compare_exchange(cleared, epoch, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            self.caches.paths.clear();
         }
     }
 
@@ -209,8 +228,7 @@ impl Worker {
     pub fn lifecycle(&mut self) -> Result<bool, Reset> {
         if self.control.refresh(&mut self.epoch, &mut self.generation) {
             self.link.log.set_format(ops::log_format(&self.generation));
-            // Translations are keyed by the old generation's roots: they can never hit again.
-            self.caches.caches.paths.clear();
+            self.caches.forget_translations(self.epoch);
         }
         match self.control.run_state() {
             RunState::Running => Ok(false),
