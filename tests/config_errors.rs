@@ -127,6 +127,11 @@ fn bad_values() {
     assert!(line.contains("No such file or directory"), "{line}");
     let line = error_for(&format!("user = \"no-such-user-ampd\"\n{SITE}"));
     assert_place(&line, "1:8", "user");
+    let line = error_for(&format!("helpers_mode = \"forks\"\n{SITE}"));
+    assert_place(&line, "1:16", "helpers_mode");
+    assert!(line.contains("one of threads, process"), "{line}");
+    let line = error_for(&format!("arch = \"mp\"\nthreads = 0\n{SITE}"));
+    assert_place(&line, "2:11", "threads");
 }
 
 #[test]

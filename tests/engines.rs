@@ -1,6 +1,8 @@
 //! What only some engines have: `mp`'s master (a killed worker is replaced, SIGTERM/SIGINT stop
-//! every worker), `uring`'s fallback to `reactor` where the kernel refuses io_uring, helper
-//! processes, `tpc`'s cap, and pools that serve more connections than they have workers.
+//! every worker, it checks a reload once for all workers, the workers share one scoreboard),
+//! `uring`'s fallback to `reactor` where the kernel refuses io_uring, helper processes, `tpc`'s
+//! cap, pools that serve more connections than they have workers, and the engine keys of the
+//! configuration file.
 //! Processes are found through /proc; every wait is bounded.
 
 mod support;
@@ -329,7 +331,8 @@ fn workers_and_helper_processes_die_with_a_killed_server() {
     while (mp.is_running() || amped.is_running()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Workers get SIGTERM from PR_SET_PDEATHSIG; helpers see their socket close.
+    // Workers and helpers get SIGKILL from PR_SET_PDEATHSIG (they keep the server's signals
+    // blocked); helpers also see their socket close.
     assert!(
         all_gone_within(&workers, Duration::from_secs(5)),
         "mp workers outlived a SIGKILLed master"
@@ -337,5 +340,136 @@ fn workers_and_helper_processes_die_with_a_killed_server() {
     assert!(
         all_gone_within(&helpers, Duration::from_secs(5)),
         "helper processes outlived their server"
+    );
+}
+
+/// `ampd run -c` with `head` (server-wide keys) and a site serving `www` with a status location.
+fn run_with(root: &TempRoot, head: &str) -> Server {
+    let path = root.outside_dir().join("ampd.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "listen = \"127.0.0.1:0\"\n{head}\n[[site]]\nroot = \"www\"\n\n  [[site.location]]\n  path = \"/status\"\n  exact = true\n  handler = \"status\"\n"
+        ),
+    )
+    .unwrap();
+    Server::start(Options::config_file(&path))
+}
+
+#[test]
+fn engine_keys_come_from_the_file() {
+    let root = TempRoot::new();
+    root.file("ok.txt", "ok");
+    let cases = [
+        (
+            "arch = \"mp\"\nthreads = 3",
+            "(arch mp, 3 worker processes, a cache each)",
+        ),
+        (
+            "arch = \"mt\"\nthreads = 5",
+            "(arch mt, 5 threads, one shared cache)",
+        ),
+        (
+            "arch = \"tpc\"\nthreads = 7",
+            "(arch tpc, a thread per connection, at most 7)",
+        ),
+        (
+            "arch = \"amped\"\nhelpers = 2\nhelpers_mode = \"process\"",
+            "(arch amped, 1 loop, 2 helper processes)",
+        ),
+    ];
+    for (head, described) in cases {
+        let server = run_with(&root, head);
+        assert!(
+            server.ready_line().ends_with(described),
+            "{head}: {}",
+            server.ready_line()
+        );
+        assert_eq!(get(server.addr(), "/ok.txt").body, b"ok");
+        if head.starts_with("arch = \"mp\"") {
+            wait_for_children(server.pid(), 3);
+        }
+        if head.contains("process") {
+            let helpers = wait_for_children(server.pid(), 2);
+            assert!(helpers.iter().all(|pid| cmdline(*pid).contains("__helper")));
+        }
+    }
+}
+
+/// The Prometheus sample `name` in `text`.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+}
+
+#[test]
+fn mp_workers_share_one_scoreboard() {
+    // Clients on three connections at once keep three workers busy; whichever worker answers
+    // the status location counts every response of every worker.
+    let root = TempRoot::new();
+    root.file("ok.txt", "ok");
+    let server = run_with(&root, "arch = \"mp\"\nthreads = 3");
+    let addr = server.addr();
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut conn = Conn::open(addr);
+                for _ in 0..30 {
+                    assert_eq!(conn.get("/ok.txt", &[]).body, b"ok");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+    for scrape in 0..5 {
+        let text = get(addr, "/status").body_text();
+        // 90 files, and the status responses before this one.
+        let ok = sample(&text, "ampd_requests_total{class=\"2xx\"}");
+        assert!(
+            ok >= 90.0 + f64::from(scrape),
+            "scrape {scrape}: {ok}\n{text}"
+        );
+        assert!(sample(&text, "ampd_connections_accepted_total") >= 3.0 + f64::from(scrape));
+    }
+}
+
+#[test]
+fn mp_master_checks_a_reload_once_for_all_workers() {
+    let root = TempRoot::new();
+    root.file("ok.txt", "one");
+    let server = run_with(&root, "arch = \"mp\"\nthreads = 3");
+    let path = root.outside_dir().join("ampd.toml");
+    let good = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, good.replace("threads = 3", "threads = 3\nbogus = 1")).unwrap();
+    signal(server.pid(), "HUP");
+    assert!(server.wait_for_stderr("reload rejected", Duration::from_secs(5)));
+    assert_eq!(get(server.addr(), "/ok.txt").body, b"one");
+    // A good file reaches every worker: new connections, whichever worker takes them, see it.
+    root.file("two/ok.txt", "two");
+    std::fs::write(&path, good.replace("root = \"www\"", "root = \"www/two\"")).unwrap();
+    signal(server.pid(), "HUP");
+    assert!(server.wait_for_stderr("configuration reloaded", Duration::from_secs(5)));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut seen = 0;
+    while seen < 20 && Instant::now() < deadline {
+        let conns: Vec<Conn> = (0..3).map(|_| Conn::open(server.addr())).collect();
+        for mut conn in conns {
+            if conn.get("/ok.txt", &[]).body == b"two" {
+                seen += 1;
+            } else {
+                seen = 0;
+            }
+        }
+    }
+    assert!(seen >= 20, "not every worker took the reload");
+    let stderr = server.stderr();
+    assert_eq!(stderr.matches("reload rejected").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("configuration reloaded").count(),
+        1,
+        "{stderr}"
     );
 }
