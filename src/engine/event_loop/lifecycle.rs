@@ -13,6 +13,9 @@ use super::{EventLoop, SWEEP};
 use crate::conn::{Context, Phase};
 use crate::engine::phase_clock::Expired;
 
+/// Accept batches taken from the backlog when a graceful stop begins (64 connections each).
+const DRAIN_ACCEPT_BATCHES: usize = 16;
+
 impl EventLoop {
     /// Apply each connection's timeouts and the minimum send rate (`PhaseClock::check`);
     /// publish counters; hand the access-log buffer to its thread.
@@ -61,7 +64,12 @@ impl EventLoop {
     /// Busy connections finish their request.
     pub(super) fn begin_drain(&mut self) {
         self.draining = true;
-        while self.listener.is_some() && self.accept_more_now() {}
+        // Bounded: under a flood the backlog refills as fast as it is taken.
+        for _ in 0..DRAIN_ACCEPT_BATCHES {
+            if self.listener.is_none() || !self.accept_more_now() {
+                break;
+            }
+        }
         self.accept_more = false;
         if let Some(listener) = self.listener.take() {
             let _ = self.epoll.delete(listener.as_fd());
