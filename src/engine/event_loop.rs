@@ -86,8 +86,8 @@ struct Slot {
     generation: u32,
     can_read: bool,
     can_write: bool,
-    /// Registered for writability (see `admit`).
-    watching_writes: bool,
+    /// What the epoll set watches on this socket.
+    watched: Watched,
     /// A job (or page-in) is out for this connection.
     job_out: bool,
     phase: Phase,
@@ -99,6 +99,24 @@ struct Slot {
     rate_sent: u64,
     /// This connection's place in admission control's counts (given back on drop).
     _ticket: Option<Ticket>,
+}
+
+/// What the loop's epoll set watches on a connection's socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Watched {
+    /// Not in the epoll set yet. A new connection joins it at the end of the turn it was
+    /// accepted in (`join_new`) unless it is gone by then: with `TCP_DEFER_ACCEPT` a
+    /// connection-per-request client is usually read, answered and closed within that turn,
+    /// and never costs an `epoll_ctl` (docs/benchmarks.md, row b). `writes`: a write already
+    /// filled the socket, so join watching writability too.
+    NotYet {
+        writes: bool,
+    },
+    /// Input only: writability is watched from the first write that fills the socket
+    /// (`watch_writes`), since watching it at once reports every new socket writable, a
+    /// wake-up per connection for nothing.
+    Input,
+    InputAndOutput,
 }
 
 pub struct EventLoop {
@@ -120,6 +138,8 @@ pub struct EventLoop {
     clock: Clock,
     /// Connections with work they could do now without a new epoll event.
     ready: VecDeque<usize>,
+    /// Connections accepted this turn, by slot and generation, to join the epoll set at its end.
+    joining: Vec<(usize, u32)>,
     accept_more: bool,
     accept_paused_until: Option<Instant>,
     last_sweep: Instant,
@@ -163,6 +183,7 @@ impl EventLoop {
             caches,
             clock: Clock::default(),
             ready: VecDeque::new(),
+            joining: Vec::new(),
             accept_more: false,
             accept_paused_until: None,
             last_sweep: Instant::now(),
@@ -239,6 +260,7 @@ impl EventLoop {
                     self.drive(index);
                 }
             }
+            self.join_new();
             if now.duration_since(self.last_sweep) >= SWEEP {
                 self.last_sweep = now;
                 self.sweep(now);
@@ -301,15 +323,7 @@ impl EventLoop {
                                 continue;
                             }
                         };
-                    if let Err(error) = self.admit(fd, peer, ticket, refused) {
-                        error::log(
-                            Level::Error,
-                            format_args!(
-                                "{}: cannot register connection: {error}",
-                                self.settings.name
-                            ),
-                        );
-                    }
+                    self.admit(fd, peer, ticket, refused);
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     self.accept_more = false;
@@ -333,28 +347,14 @@ impl EventLoop {
 
     /// Take a new connection into the slab and serve it right after this accept batch: with
     /// `TCP_DEFER_ACCEPT` on the listener its request is already here, so reading it now saves
-    /// a trip through `epoll_wait`. The socket is watched for input only; writability is
-    /// watched from the first write that fills it (`watch_writes`), because registering for it
-    /// at once reports every new socket writable, one more wake-up per connection for nothing
-    /// (docs/benchmarks.md, row b).
-    fn admit(
-        &mut self,
-        fd: OwnedFd,
-        peer: SocketAddr,
-        ticket: Ticket,
-        refused: bool,
-    ) -> io::Result<()> {
+    /// a trip through `epoll_wait`. It joins the epoll set at the end of the turn (`Watched`).
+    fn admit(&mut self, fd: OwnedFd, peer: SocketAddr, ticket: Ticket, refused: bool) {
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
         });
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1).max(1);
-        let token = (u64::from(generation) << 32) | index as u64;
-        if let Err(error) = self.epoll.add(fd.as_fd(), token, Interest::READABLE.edge()) {
-            self.free.push(index);
-            return Err(error);
-        }
         let config = &self.generation.config;
         let conn = if refused {
             Conn::refusing(config, peer.ip())
@@ -372,7 +372,7 @@ impl EventLoop {
             generation,
             can_read: true,
             can_write: true,
-            watching_writes: false,
+            watched: Watched::NotYet { writes: false },
             job_out: false,
             phase: Phase::Idle,
             phase_since: now,
@@ -382,7 +382,44 @@ impl EventLoop {
             _ticket: Some(ticket),
         }));
         self.ready.push_back(index);
-        Ok(())
+        self.joining.push((index, generation));
+    }
+
+    /// Connections accepted this turn and still open join the epoll set.
+    fn join_new(&mut self) {
+        let joining = std::mem::take(&mut self.joining);
+        for &(index, generation) in &joining {
+            let token = (u64::from(generation) << 32) | index as u64;
+            let Some(slot) = self.slots[index].as_mut() else {
+                continue;
+            };
+            let Watched::NotYet { writes } = slot.watched else {
+                continue;
+            };
+            if slot.generation != generation {
+                continue;
+            }
+            let (interest, watched) = if writes {
+                (Interest::BOTH, Watched::InputAndOutput)
+            } else {
+                (Interest::READABLE, Watched::Input)
+            };
+            match self.epoll.add(slot.fd.as_fd(), token, interest.edge()) {
+                Ok(()) => slot.watched = watched,
+                Err(error) => {
+                    error::log(
+                        Level::Error,
+                        format_args!(
+                            "{}: cannot register connection: {error}",
+                            self.settings.name
+                        ),
+                    );
+                    self.close(index);
+                }
+            }
+        }
+        self.joining = joining;
+        self.joining.clear();
     }
 
     fn take_completions(&mut self) {
@@ -472,7 +509,10 @@ impl EventLoop {
                 }
                 continue;
             }
-            let wrote = match self.flush(index) {
+            // The connection closes at once after this output (see `end`): the close will carry
+            // the last segment's FIN, so hold that segment back for it.
+            let closes_after = matches!(need, Need::Close(Ending::Close)) && !slot.can_read;
+            let wrote = match self.flush(index, closes_after) {
                 Ok(wrote) => wrote,
                 Err(_) => return self.close(index),
             };
@@ -494,7 +534,7 @@ impl EventLoop {
     }
 
     fn flush_and_note(&mut self, index: usize) {
-        match self.flush(index) {
+        match self.flush(index, false) {
             Ok(wrote) => self.note_phase(index, wrote),
             Err(_) => self.close(index),
         }
@@ -526,7 +566,12 @@ impl EventLoop {
     /// Write queued output until the socket is full, the output is empty, this turn's budget
     /// is spent, or a file range must first be paged in by a helper. Returns whether any byte
     /// went out.
-    fn flush(&mut self, index: usize) -> io::Result<bool> {
+    ///
+    /// Memory is sent with `MSG_MORE` when more follows at once: a file range (the head then
+    /// leaves with the body's first segment), or the close (`closes_after`: the kernel then puts
+    /// the FIN on the response's last segment instead of sending it alone, one packet less per
+    /// connection-per-request exchange, docs/benchmarks.md row b).
+    fn flush(&mut self, index: usize, closes_after: bool) -> io::Result<bool> {
         let token = self.token(index);
         let send_chunk = self.generation.config.send.send_chunk as u64;
         let mut budget = send_chunk;
@@ -574,7 +619,7 @@ impl EventLoop {
                     Err(error) => return Err(error),
                 }
             } else {
-                let more = if slot.conn.output.file_follows_memory() {
+                let more = if closes_after || slot.conn.output.file_follows_memory() {
                     sysio::MSG_MORE
                 } else {
                     0
@@ -720,12 +765,17 @@ impl EventLoop {
 }
 
 /// The socket is full: wait for writability, registering for it the first time (the epoll
-/// modification reports it at once if the socket drained in between, so no wake-up is lost).
+/// modification, or joining the set, reports it at once if the socket drained in between, so no
+/// wake-up is lost).
 fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
     slot.can_write = false;
-    if !slot.watching_writes {
-        epoll.modify(slot.fd.as_fd(), token, Interest::BOTH.edge())?;
-        slot.watching_writes = true;
+    match slot.watched {
+        Watched::NotYet { .. } => slot.watched = Watched::NotYet { writes: true },
+        Watched::Input => {
+            epoll.modify(slot.fd.as_fd(), token, Interest::BOTH.edge())?;
+            slot.watched = Watched::InputAndOutput;
+        }
+        Watched::InputAndOutput => {}
     }
     Ok(())
 }
