@@ -22,7 +22,7 @@ use ampd_sys::{io as sysio, socket};
 
 use super::helpers::{Helpers, Token};
 use crate::config::Level;
-use crate::conn::{Conn, Context, Ending, Need, Phase};
+use crate::conn::{Conn, Context, Ending, Need, Phase, Spare};
 use crate::content::caches::Caches;
 use crate::content::job::{self, Job, JobDone};
 use crate::content::serve::{self, DiskAccess};
@@ -146,6 +146,8 @@ pub struct EventLoop {
     completions: Vec<(Token, JobDone)>,
     /// The one read buffer of this loop (see `read_input`).
     scratch: Box<[u8]>,
+    /// Buffers lent to the connection being driven.
+    spare: Spare,
 }
 
 impl EventLoop {
@@ -189,6 +191,7 @@ impl EventLoop {
             last_sweep: Instant::now(),
             completions: Vec::new(),
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            spare: Spare::default(),
         })
     }
 
@@ -476,8 +479,19 @@ impl EventLoop {
         }
     }
 
-    /// Run one connection's read → decide → write cycle as far as it goes without blocking.
+    /// Run one connection's read → decide → write cycle as far as it goes without blocking,
+    /// with the loop's spare buffers lent to it for the turn (`conn::Spare`).
     fn drive(&mut self, index: usize) {
+        if let Some(slot) = self.slots[index].as_mut() {
+            slot.conn.borrow_buffers(&mut self.spare);
+        }
+        self.drive_turns(index);
+        if let Some(slot) = self.slots[index].as_mut() {
+            slot.conn.return_buffers(&mut self.spare);
+        }
+    }
+
+    fn drive_turns(&mut self, index: usize) {
         for _ in 0..TURNS {
             let Some(slot) = self.slots[index].as_mut() else {
                 return;
@@ -706,10 +720,6 @@ impl EventLoop {
         let mut expired = Vec::new();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
-            if slot.phase == Phase::Idle && now.saturating_duration_since(slot.phase_since) >= SWEEP
-            {
-                slot.conn.shed_buffers();
-            }
             let limit = match slot.phase {
                 Phase::Idle => limits.keepalive_timeout,
                 Phase::Head => limits.header_timeout,
