@@ -21,7 +21,7 @@ PORT=${PORT:-28290}
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 run() { # threshold file -> req/s
-  taskset -c 0 "$AMPD" serve "$WWW" --listen "127.0.0.1:$PORT" --arch amped --sendfile-threshold "$1" >/dev/null &
+  taskset -c 0 "$AMPD" serve "$WWW" --listen "127.0.0.1:$PORT" --arch amped --sendfile-threshold "$1" >/dev/null 2>&1 &
   local pid=$!
   for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/$2" && break; sleep 0.05; done
   timeout $((DUR + 10)) taskset -c 1 wrk -t1 -c50 -d1 "http://127.0.0.1:$PORT/$2" >/dev/null 2>&1 || true

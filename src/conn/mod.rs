@@ -182,6 +182,19 @@ enum State {
     Closing(Ending),
 }
 
+/// Input and output buffers an event loop lends to each connection it drives, for the turn.
+///
+/// Thousands of idle keep-alive connections then cost their bookkeeping and nothing more (nginx
+/// frees the header buffers of idle connections for the same reason), and a request answered
+/// within one turn allocates no buffer: the same two are lent turn after turn. Only a connection
+/// that must keep bytes across turns (a partial request, output the socket did not take) keeps
+/// buffers of its own until they empty.
+#[derive(Debug, Default)]
+pub struct Spare {
+    input: Vec<u8>,
+    output: Output,
+}
+
 #[derive(Debug)]
 pub struct Conn {
     state: State,
@@ -234,9 +247,8 @@ impl Conn {
         self.peer
     }
 
-    /// Bytes read from the socket. The engine reads into one buffer per loop and hands the
-    /// bytes over, so an idle connection holds no read buffer of its own: memory per idle
-    /// keep-alive connection stays below nginx's (see docs/benchmarks.md).
+    /// Bytes read from the socket (the engine reads into one buffer per loop and hands them
+    /// over).
     pub fn receive(&mut self, bytes: &[u8]) {
         if self.consumed == self.input.len() {
             self.input.clear();
@@ -248,9 +260,42 @@ impl Conn {
         self.input.extend_from_slice(bytes);
     }
 
-    /// Give back buffer memory while the connection is idle, so that thousands of idle
-    /// keep-alive connections cost little more than their bookkeeping (nginx frees its header
-    /// buffers of idle connections the same way).
+    /// Use the loop's spare buffers for this turn where ours hold nothing (see `Spare`).
+    pub fn borrow_buffers(&mut self, spare: &mut Spare) {
+        if self.consumed == self.input.len() && self.input.capacity() == 0 {
+            std::mem::swap(&mut self.input, &mut spare.input);
+            self.input.clear();
+            self.consumed = 0;
+        }
+        if self.output.is_empty() && !self.output.holds_memory() {
+            std::mem::swap(&mut self.output, &mut spare.output);
+        }
+    }
+
+    /// End of a turn: buffers that hold nothing go back to the loop (or are freed if the loop
+    /// already has its spare), so a connection between requests owns no buffer memory.
+    pub fn return_buffers(&mut self, spare: &mut Spare) {
+        if self.consumed == self.input.len() {
+            self.input.clear();
+            self.consumed = 0;
+            if spare.input.capacity() == 0 {
+                std::mem::swap(&mut self.input, &mut spare.input);
+            } else {
+                self.input = Vec::new();
+            }
+        }
+        if self.output.is_empty() {
+            if spare.output.holds_memory() {
+                self.output.shed();
+            } else {
+                std::mem::swap(&mut self.output, &mut spare.output);
+            }
+        }
+    }
+
+    /// Free buffers that hold nothing, for engines that keep idle connections without a loop
+    /// to lend buffers (the blocking engines' waiting room, the proactor): an idle keep-alive
+    /// connection then costs little more than its bookkeeping.
     pub fn shed_buffers(&mut self) {
         if self.consumed == self.input.len() {
             self.input = Vec::new();

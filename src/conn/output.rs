@@ -97,6 +97,12 @@ impl Output {
         (head, total - head)
     }
 
+    /// Whether the queue owns heap memory (empty or not).
+    #[must_use]
+    pub fn holds_memory(&self) -> bool {
+        self.buffer.capacity() > 0 || self.segments.capacity() > 0
+    }
+
     /// Free the buffer's memory if nothing is queued.
     pub fn shed(&mut self) {
         if self.is_empty() {

@@ -46,6 +46,9 @@ const CACHE_COUNTERS: usize = 26; // 3 caches × (hits, misses, size)
 const HELPER_QUEUE: usize = 35;
 const HELPER_BUSY: usize = 36;
 const SHED: usize = 37; // 3 reasons
+/// The configuration generation the process owning this slot serves (`mp` workers: their
+/// master waits for it after passing a reload on).
+const INSTALLED: usize = 40;
 /// Cells before the slots: whole-server values.
 const HEADER: usize = SLOT;
 const RELOADS: usize = 0;
@@ -176,6 +179,15 @@ impl LoopStats {
 
     /// A process that takes over this slot (a replaced `mp` worker) starts with no open
     /// connections and nothing published; counters keep counting from where they were.
+    pub fn set_installed(&self, generation: u64) {
+        self.cells[INSTALLED].store(generation, Ordering::Release);
+    }
+
+    #[must_use]
+    pub fn installed(&self) -> u64 {
+        self.cells[INSTALLED].load(Ordering::Acquire)
+    }
+
     fn reset_gauges(&self) {
         for cell in (CONNECTIONS..CONNECTIONS + STATES.len())
             .chain(CACHE_COUNTERS..CACHE_COUNTERS + 9)

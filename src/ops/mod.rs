@@ -60,13 +60,14 @@ const DRAINING: u8 = 1;
 const STOPPED: u8 = 2;
 
 /// Which process of the server this `Control` runs in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Role {
     /// The only process (every engine but `mp`): it counts reloads and talks to systemd.
     Server,
-    /// An `mp` worker: its master validates reloads, counts them and talks to systemd (which
-    /// accepts notifications from the main process only).
-    Worker,
+    /// An `mp` worker with its scoreboard slot: its master validates reloads, counts them and
+    /// talks to systemd (which accepts notifications from the main process only), and waits
+    /// until every worker's slot shows the new generation installed.
+    Worker { slot: LoopStats },
 }
 
 /// What all processes of the server share, in memory that forked workers inherit: made
@@ -162,8 +163,9 @@ impl Control {
     ) -> io::Result<Control> {
         let access_log = LogThread::start(access_log)?;
         let stats = shared.stats.clone();
-        if role == Role::Server {
-            stats.set_generation(generation.number);
+        match role {
+            Role::Server => stats.set_generation(generation.number),
+            Role::Worker { slot } => slot.set_installed(generation.number),
         }
         Ok(Control {
             generation: Mutex::new(generation),
@@ -249,7 +251,10 @@ impl Control {
 
     /// Make `generation` serve new requests.
     pub fn install(&self, generation: Generation) {
-        self.stats.set_generation(generation.number);
+        match self.role {
+            Role::Server => self.stats.set_generation(generation.number),
+            Role::Worker { slot } => slot.set_installed(generation.number),
+        }
         *self
             .generation
             .lock()

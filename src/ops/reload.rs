@@ -39,7 +39,7 @@ pub fn prepare(current: &Generation, path: &Path, warn: bool) -> Result<Generati
 /// Reload from `path`. A worker (`Role::Worker`) reloads quietly: its master has checked the
 /// file, counted the reload and told systemd.
 pub fn reload(control: &Control, path: &Path) {
-    let server = control.role == Role::Server;
+    let server = matches!(control.role, Role::Server);
     if server {
         notify(&format!("RELOADING=1\nMONOTONIC_USEC={}", monotonic_usec()));
     }

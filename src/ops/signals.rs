@@ -150,7 +150,7 @@ pub fn apply(control: &Control, command: Command) {
         Command::Reopen => {
             control.access_log.reopen();
             error::reopen();
-            if control.role == Role::Server {
+            if matches!(control.role, Role::Server) {
                 error::log(Level::Info, format_args!("SIGUSR1: logs reopened"));
             }
         }
@@ -160,7 +160,7 @@ pub fn apply(control: &Control, command: Command) {
             }
             // Drain first: whoever reads the log line may rely on the stop having begun.
             control.drain();
-            if control.role == Role::Server {
+            if matches!(control.role, Role::Server) {
                 notify("STOPPING=1");
                 error::log(
                     Level::Info,
@@ -169,7 +169,7 @@ pub fn apply(control: &Control, command: Command) {
             }
         }
         Command::Stop => {
-            if control.role == Role::Server {
+            if matches!(control.role, Role::Server) {
                 error::log(
                     Level::Info,
                     format_args!("second stop signal: stopping now"),

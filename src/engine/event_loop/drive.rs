@@ -11,14 +11,25 @@ use std::os::fd::AsFd;
 use ampd_sys::epoll::{Epoll, Interest};
 use ampd_sys::{io as sysio, socket};
 
-use super::{EventLoop, Slot, READ_CHUNK, TURNS};
+use super::{EventLoop, Slot, Watched, READ_CHUNK, TURNS};
 use crate::conn::{Context, Ending, Need, Phase};
 use crate::content::job::Job;
 use crate::content::serve::{self, DiskAccess};
 
 impl EventLoop {
-    /// Run one connection's read → decide → write cycle as far as it goes without blocking.
+    /// Run one connection's read → decide → write cycle as far as it goes without blocking,
+    /// with the loop's spare buffers lent to it for the turn (`conn::Spare`).
     pub(super) fn drive(&mut self, index: usize) {
+        if let Some(slot) = self.slots[index].as_mut() {
+            slot.conn.borrow_buffers(&mut self.spare);
+        }
+        self.drive_turns(index);
+        if let Some(slot) = self.slots[index].as_mut() {
+            slot.conn.return_buffers(&mut self.spare);
+        }
+    }
+
+    fn drive_turns(&mut self, index: usize) {
         for _ in 0..TURNS {
             let Some(slot) = self.slots[index].as_mut() else {
                 return;
@@ -50,7 +61,10 @@ impl EventLoop {
                 }
                 continue;
             }
-            let wrote = match self.flush(index) {
+            // The connection closes at once after this output (see `end`): the close will carry
+            // the last segment's FIN, so hold that segment back for it.
+            let closes_after = matches!(need, Need::Close(Ending::Close)) && !slot.can_read;
+            let wrote = match self.flush(index, closes_after) {
                 Ok(wrote) => wrote,
                 Err(_) => return self.close(index),
             };
@@ -72,7 +86,7 @@ impl EventLoop {
     }
 
     fn flush_and_note(&mut self, index: usize) {
-        match self.flush(index) {
+        match self.flush(index, false) {
             Ok(wrote) => self.note_phase(index, wrote),
             Err(_) => self.close(index),
         }
@@ -88,7 +102,12 @@ impl EventLoop {
     /// Write queued output until the socket is full, the output is empty, this turn's budget
     /// is spent, or a file range must first be paged in by a helper. Returns whether any byte
     /// went out.
-    fn flush(&mut self, index: usize) -> io::Result<bool> {
+    ///
+    /// Memory is sent with `MSG_MORE` when more follows at once: a file range (the head then
+    /// leaves with the body's first segment), or the close (`closes_after`: the kernel then puts
+    /// the FIN on the response's last segment instead of sending it alone, one packet less per
+    /// connection-per-request exchange, docs/benchmarks.md row b).
+    fn flush(&mut self, index: usize, closes_after: bool) -> io::Result<bool> {
         let token = self.token(index);
         let send_chunk = self.generation.config.send.send_chunk as u64;
         let mut budget = send_chunk;
@@ -136,7 +155,7 @@ impl EventLoop {
                     Err(error) => return Err(error),
                 }
             } else {
-                let more = if slot.conn.output.file_follows_memory() {
+                let more = if closes_after || slot.conn.output.file_follows_memory() {
                     sysio::MSG_MORE
                 } else {
                     0
@@ -211,12 +230,17 @@ impl EventLoop {
 }
 
 /// The socket is full: wait for writability, registering for it the first time (the epoll
-/// modification reports it at once if the socket drained in between, so no wake-up is lost).
+/// modification, or joining the set, reports it at once if the socket drained in between, so no
+/// wake-up is lost).
 fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
     slot.can_write = false;
-    if !slot.watching_writes {
-        epoll.modify(slot.fd.as_fd(), token, Interest::BOTH.edge())?;
-        slot.watching_writes = true;
+    match slot.watched {
+        Watched::NotYet { .. } => slot.watched = Watched::NotYet { writes: true },
+        Watched::Input => {
+            epoll.modify(slot.fd.as_fd(), token, Interest::BOTH.edge())?;
+            slot.watched = Watched::InputAndOutput;
+        }
+        Watched::InputAndOutput => {}
     }
     Ok(())
 }

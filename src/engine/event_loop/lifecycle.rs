@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ampd_sys::socket;
 
-use super::{EventLoop, SWEEP};
+use super::EventLoop;
 use crate::conn::{Context, Phase};
 use crate::engine::phase_clock::Expired;
 
@@ -24,11 +24,6 @@ impl EventLoop {
         let mut expired = Vec::new();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
-            if slot.clock.phase() == Phase::Idle
-                && now.saturating_duration_since(slot.clock.since()) >= SWEEP
-            {
-                slot.conn.shed_buffers();
-            }
             if let Some(why) = slot.clock.check(now, limits, slot.job_out) {
                 expired.push((index, why));
             }

@@ -21,7 +21,7 @@ use ampd_sys::socket;
 use super::helpers::{Helpers, Token};
 use super::phase_clock::PhaseClock;
 use crate::config::Level;
-use crate::conn::{Conn, Context};
+use crate::conn::{Conn, Context, Spare};
 use crate::content::caches::Caches;
 use crate::content::job::{self, Job, JobDone};
 use crate::content::serve::DiskAccess;
@@ -85,8 +85,8 @@ struct Slot {
     generation: u32,
     can_read: bool,
     can_write: bool,
-    /// Registered for writability (see `admit`).
-    watching_writes: bool,
+    /// What the epoll set watches on this socket.
+    watched: Watched,
     /// A job (or page-in) is out for this connection.
     job_out: bool,
     /// Scoreboard phase and timeouts.
@@ -95,6 +95,24 @@ struct Slot {
     lingering: bool,
     /// This connection's place in admission control's counts (given back on drop).
     _ticket: Option<Ticket>,
+}
+
+/// What the loop's epoll set watches on a connection's socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Watched {
+    /// Not in the epoll set yet. A new connection joins it at the end of the turn it was
+    /// accepted in (`join_new`) unless it is gone by then: with `TCP_DEFER_ACCEPT` a
+    /// connection-per-request client is usually read, answered and closed within that turn,
+    /// and never costs an `epoll_ctl` (docs/benchmarks.md, row b). `writes`: a write already
+    /// filled the socket, so join watching writability too.
+    NotYet {
+        writes: bool,
+    },
+    /// Input only: writability is watched from the first write that fills the socket
+    /// (`watch_writes`), since watching it at once reports every new socket writable, a
+    /// wake-up per connection for nothing.
+    Input,
+    InputAndOutput,
 }
 
 pub struct EventLoop {
@@ -116,12 +134,16 @@ pub struct EventLoop {
     clock: Clock,
     /// Connections with work they could do now without a new epoll event.
     ready: VecDeque<usize>,
+    /// Connections accepted this turn, by slot and generation, to join the epoll set at its end.
+    joining: Vec<(usize, u32)>,
     accept_more: bool,
     accept_paused_until: Option<Instant>,
     last_sweep: Instant,
     completions: Vec<(Token, JobDone)>,
     /// The one read buffer of this loop (see `read_input`).
     scratch: Box<[u8]>,
+    /// Buffers lent to the connection being driven.
+    spare: Spare,
 }
 
 impl EventLoop {
@@ -163,11 +185,13 @@ impl EventLoop {
             caches,
             clock: Clock::default(),
             ready: VecDeque::new(),
+            joining: Vec::new(),
             accept_more: false,
             accept_paused_until: None,
             last_sweep: Instant::now(),
             completions: Vec::new(),
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            spare: Spare::default(),
         })
     }
 
@@ -239,6 +263,7 @@ impl EventLoop {
                     self.drive(index);
                 }
             }
+            self.join_new();
             if now.duration_since(self.last_sweep) >= SWEEP {
                 self.last_sweep = now;
                 self.sweep(now);
@@ -297,15 +322,7 @@ impl EventLoop {
                     let Some((conn, ticket)) = admitted else {
                         continue;
                     };
-                    if let Err(error) = self.admit(fd, conn, ticket) {
-                        error::log(
-                            Level::Error,
-                            format_args!(
-                                "{}: cannot register connection: {error}",
-                                self.settings.name
-                            ),
-                        );
-                    }
+                    self.admit(fd, conn, ticket);
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     self.accept_more = false;
@@ -329,36 +346,65 @@ impl EventLoop {
 
     /// Take a new connection into the slab and serve it right after this accept batch: with
     /// `TCP_DEFER_ACCEPT` on the listener its request is already here, so reading it now saves
-    /// a trip through `epoll_wait`. The socket is watched for input only; writability is
-    /// watched from the first write that fills it (`watch_writes`), because registering for it
-    /// at once reports every new socket writable, one more wake-up per connection for nothing
-    /// (docs/benchmarks.md, row b).
-    fn admit(&mut self, fd: OwnedFd, conn: Conn, ticket: Ticket) -> io::Result<()> {
+    /// a trip through `epoll_wait`. It joins the epoll set at the end of the turn (`Watched`).
+    fn admit(&mut self, fd: OwnedFd, conn: Conn, ticket: Ticket) {
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
         });
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1).max(1);
-        let token = (u64::from(generation) << 32) | index as u64;
-        if let Err(error) = self.epoll.add(fd.as_fd(), token, Interest::READABLE.edge()) {
-            self.free.push(index);
-            return Err(error);
-        }
         self.slots[index] = Some(Box::new(Slot {
             fd,
             conn,
             generation,
             can_read: true,
             can_write: true,
-            watching_writes: false,
+            watched: Watched::NotYet { writes: false },
             job_out: false,
             clock: PhaseClock::opened(&self.link.stats, Instant::now()),
             lingering: false,
             _ticket: Some(ticket),
         }));
         self.ready.push_back(index);
-        Ok(())
+        self.joining.push((index, generation));
+    }
+
+    /// Connections accepted this turn and still open join the epoll set.
+    fn join_new(&mut self) {
+        let mut joining = std::mem::take(&mut self.joining);
+        for &(index, generation) in &joining {
+            let Some(slot) = self.slots[index].as_mut() else {
+                continue;
+            };
+            let Watched::NotYet { writes } = slot.watched else {
+                continue;
+            };
+            if slot.generation != generation {
+                continue;
+            }
+            let token = (u64::from(generation) << 32) | index as u64;
+            let (interest, watched) = if writes {
+                (Interest::BOTH, Watched::InputAndOutput)
+            } else {
+                (Interest::READABLE, Watched::Input)
+            };
+            match self.epoll.add(slot.fd.as_fd(), token, interest.edge()) {
+                Ok(()) => slot.watched = watched,
+                Err(error) => {
+                    error::log(
+                        Level::Error,
+                        format_args!(
+                            "{}: cannot register connection: {error}",
+                            self.settings.name
+                        ),
+                    );
+                    self.close(index);
+                }
+            }
+        }
+        joining.clear();
+        self.joining = joining;
     }
 
     fn take_completions(&mut self) {

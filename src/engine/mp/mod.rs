@@ -54,6 +54,10 @@ const STOP_MARGIN: Duration = Duration::from_secs(2);
 const QUIT_WAIT: Duration = Duration::from_millis(400);
 /// The master wakes this often even without a signal (to start delayed replacements).
 const TICK: Duration = Duration::from_millis(250);
+/// How long the master waits for every worker to install a reloaded configuration before it
+/// reports the reload done anyway (a worker's command thread installs it at once, so only a
+/// wedged worker takes this long; it is named in the log).
+const RELOAD_WAIT: Duration = Duration::from_secs(5);
 
 /// The master's view of one worker.
 struct WorkerProcess {
@@ -264,6 +268,7 @@ impl Master {
                 self.shared.stats.count_reload(true);
                 self.shared.stats.set_generation(number);
                 self.tell_workers(Command::Reload);
+                self.wait_for_install(number);
                 reload::reloaded(&path, number, access.is_some());
             }
             Err(failure) => {
@@ -278,6 +283,34 @@ impl Master {
         for worker in self.workers.values() {
             // A worker that died has not been reaped yet: EPIPE is ignored (SIGPIPE is too).
             let _ = ampd_sys::io::write(worker.commands.as_fd(), &[command.byte()]);
+        }
+    }
+
+    /// Wait until every worker's scoreboard slot shows generation `number` installed, so that
+    /// once the reload is reported, every new request is served under it (as with the threaded
+    /// engines, where the reload is installed before it is reported).
+    fn wait_for_install(&self, number: u64) {
+        let deadline = Instant::now() + RELOAD_WAIT;
+        let behind = || {
+            self.workers
+                .iter()
+                .filter(|(_, worker)| {
+                    let slots = self.shared.stats.loops();
+                    slots[worker.index % slots.len()].installed() < number
+                })
+                .map(|(pid, _)| *pid)
+                .collect::<Vec<_>>()
+        };
+        let mut late = behind();
+        while !late.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+            late = behind();
+        }
+        for pid in late {
+            error::log(
+                Level::Warn,
+                format_args!("mp worker {pid} has not installed generation {number} yet"),
+            );
         }
     }
 

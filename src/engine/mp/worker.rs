@@ -48,15 +48,15 @@ fn serve(master: &Master, index: usize, commands: OwnedFd) -> io::Result<()> {
         admission: Arc::new(master.shared.admission.for_process(index)),
         rates: master.shared.rates.clone(),
     };
+    let slot = shared.stats.claim(index);
     let control = Arc::new(Control::new(
         master.generation.clone(),
         master.config_path.clone(),
         &shared,
         master.log_file.try_clone()?,
-        Role::Worker,
+        Role::Worker { slot },
     )?);
     signals::spawn_commands(control.clone(), commands)?;
-    let slot = shared.stats.claim(index);
     let config = &master.generation.config;
     let room = WaitingRoom::new(
         master.listener.try_clone()?,
