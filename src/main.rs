@@ -43,7 +43,8 @@ OPTIONS:
     --arch ARCH                concurrency architecture [default: reactor]
 {arches}    --threads N                loops (reactor, uring: one per core), pool threads (mt: 64),
                                most connection threads (tpc: 2048), processes (mp: 8)
-    --helpers N                helpers per loop for disk work [default: 4]
+    --helpers N                helpers per loop for disk work, started at once [default: 4]
+    --helpers-max N            most helpers per loop when disk work waits [default: 64]
     --helpers-mode MODE        'threads', or 'process' for helper processes as in Flash
                                [default: threads]
     --autoindex                list directories that have no index.html
@@ -117,6 +118,7 @@ fn start(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
 fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
     let mut dir: Option<PathBuf> = None;
     let mut config = Config::new(PathBuf::new());
+    let mut helpers_max = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {
@@ -150,6 +152,9 @@ fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
                 config.threads = Some(positive("--threads", &value("--threads")?)?);
             }
             "--helpers" => config.helpers = positive("--helpers", &value("--helpers")?)?,
+            "--helpers-max" => {
+                helpers_max = Some(positive("--helpers-max", &value("--helpers-max")?)?);
+            }
             "--helpers-mode" => {
                 let text = value("--helpers-mode")?;
                 config.helper_mode = HelperMode::from_name(&text).ok_or_else(|| {
@@ -217,6 +222,16 @@ fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
             plain(&error)
         ))
     })?;
+    match helpers_max {
+        Some(max) if max < config.helpers => {
+            return Err(Failure(format!(
+                "--helpers-max {max} is less than --helpers {}",
+                config.helpers
+            )));
+        }
+        Some(max) => config.helpers_max = max,
+        None => config.helpers_max = config.helpers_max.max(config.helpers),
+    }
     config.serve_location().static_files.root = root.clone();
     launch(config, None, &root.display().to_string(), activated)
 }

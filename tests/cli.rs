@@ -130,6 +130,16 @@ fn bad_flags_fail_cleanly() {
         "--helpers-mode",
         "goblins",
     ]);
+    assert_one_line_failure(&[
+        "serve",
+        &dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--helpers",
+        "8",
+        "--helpers-max",
+        "2",
+    ]);
     assert_one_line_failure(&["frobnicate"]);
 }
 
@@ -190,4 +200,5 @@ fn serve_help_lists_every_engine_on_one_line_each() {
         );
     }
     assert!(text.contains("--helpers-mode"), "{text}");
+    assert!(text.contains("--helpers-max"), "{text}");
 }

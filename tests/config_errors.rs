@@ -145,6 +145,9 @@ fn conflicts() {
     assert_place(&line, "6:11", "site.default");
     let line = error_for(&format!("{SITE}server_names = [\"a.test\"]\n[[site]]\nroot = \"/tmp\"\nserver_names = [\"A.test\"]\n"));
     assert_place(&line, "6:16", "site.server_names");
+    let line = error_for(&format!("helpers = 8\nhelpers_max = 4\n{SITE}"));
+    assert_place(&line, "2:15", "helpers_max");
+    assert!(line.contains("less than helpers (8)"), "{line}");
     let line = error_for("[[site]]\nroot = \"/tmp\"\npath = \"/x/\"\n");
     assert_place(&line, "3:8", "site.path");
     assert!(line.contains("only valid in a [[site.location]]"), "{line}");

@@ -185,6 +185,23 @@ impl Loader<'_> {
         if let Some(helpers) = &raw.helpers {
             config.helpers = self.count(helpers, "helpers", 1)?;
         }
+        match &raw.helpers_max {
+            Some(max) => {
+                config.helpers_max = self.count(max, "helpers_max", 1)?;
+                if config.helpers_max < config.helpers {
+                    return Err(self.hinted(
+                        max.span(),
+                        "helpers_max",
+                        format!(
+                            "{} is less than helpers ({})",
+                            config.helpers_max, config.helpers
+                        ),
+                        "helpers is how many start; helpers_max how many there may grow to",
+                    ));
+                }
+            }
+            None => config.helpers_max = config.helpers_max.max(config.helpers),
+        }
         if let Some(mode) = &raw.helpers_mode {
             config.helper_mode = HelperMode::from_name(mode.get_ref()).ok_or_else(|| {
                 self.hinted(

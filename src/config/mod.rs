@@ -417,8 +417,12 @@ pub struct Config {
     /// (`mt`), the cap on connection threads (`tpc`), worker processes (`mp`). `None`: the
     /// architecture's default (`Arch::default_threads`). `sped` and `amped` run one loop.
     pub threads: Option<usize>,
-    /// Helpers per event loop (`amped`, `reactor`, `uring`).
+    /// Helpers per event loop (`amped`, `reactor`, `uring`) started with it.
     pub helpers: usize,
+    /// The most helpers a loop grows to when every helper is busy and jobs wait (Flash started
+    /// helpers on demand): disk requests in flight at once are what a latency-bound device's
+    /// throughput scales with (docs/architectures.md). At least `helpers`.
+    pub helpers_max: usize,
     /// Helpers as threads (default) or as processes.
     pub helper_mode: HelperMode,
     pub caches: CacheOptions,
@@ -487,6 +491,7 @@ impl Config {
             arch: Arch::Reactor,
             threads: None,
             helpers: 4,
+            helpers_max: 64,
             helper_mode: HelperMode::Threads,
             caches: CacheOptions {
                 path_cache: true,

@@ -49,6 +49,7 @@ pub(super) struct RawFile {
     pub(super) arch: Field<String>,
     pub(super) threads: Field<i64>,
     pub(super) helpers: Field<i64>,
+    pub(super) helpers_max: Field<i64>,
     pub(super) helpers_mode: Field<String>,
     pub(super) user: Field<String>,
     pub(super) group: Field<String>,

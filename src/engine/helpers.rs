@@ -4,26 +4,59 @@
 //! its jobs to a helper process of its own and waits for the answer (`helper_process.rs`), so
 //! the disk work runs in another process while the queue and completions stay the same.
 //!
+//! The pool grows on demand, as Flash's did: a job that finds every helper busy starts another
+//! (up to `helpers_max`), and a helper beyond the configured start count that has had nothing
+//! to do for `RETIRE_AFTER` ends. On a device whose reads are slow rather than few (a network
+//! or FUSE filesystem), throughput is the number of reads in flight, so a fixed handful of
+//! helpers would cap it (docs/architectures.md); on a cached working set no job waits and the
+//! pool stays at its start count.
+//!
 //! Owns: the helper threads, the job queue and the completion list of one event loop.
 //! Must not touch: connections (a completion names its connection by token only).
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use ampd_sys::eventfd::EventFd;
 
 use super::helper_process::HelperProcess;
-use crate::config::HelperMode;
+use crate::config::{Config, HelperMode};
 use crate::content::job::{self, Job, JobDone};
 
 /// Identifies the connection (slot and generation) a job belongs to.
 pub type Token = u64;
 
+/// How long a helper beyond the start count waits for a job before it ends.
+const RETIRE_AFTER: Duration = Duration::from_secs(30);
+
+/// How many helpers a loop starts with and may grow to.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolSize {
+    pub start: usize,
+    pub max: usize,
+}
+
+impl PoolSize {
+    #[must_use]
+    pub fn of(config: &Config) -> PoolSize {
+        PoolSize {
+            start: config.helpers,
+            max: config.helpers_max,
+        }
+    }
+}
+
 struct Queue {
     jobs: VecDeque<(Token, Job)>,
     stopping: bool,
+    /// Helper threads alive.
+    helpers: usize,
+    /// Helper threads running a job; the others are waiting for one or about to take one.
+    working: usize,
 }
 
 struct Shared {
@@ -31,44 +64,108 @@ struct Shared {
     ready: Condvar,
     done: Mutex<Vec<(Token, JobDone)>>,
     wake: EventFd,
-    busy: std::sync::atomic::AtomicUsize,
+    size: PoolSize,
+    retire_after: Duration,
 }
 
 pub struct Helpers {
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
+    name: String,
+    mode: HelperMode,
+    /// Every helper thread started (those that retired are joined at the end).
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    started: AtomicUsize,
 }
 
 impl Helpers {
-    /// Start `count` helper threads (each with a helper process of its own in process mode).
+    /// Start `size.start` helper threads (each with a helper process of its own in process
+    /// mode); more start on demand up to `size.max`.
     ///
     /// # Errors
     /// The eventfd, a thread or a helper process cannot be created.
-    pub fn start(count: usize, name: &str, mode: HelperMode) -> io::Result<Helpers> {
+    pub fn start(size: PoolSize, name: &str, mode: HelperMode) -> io::Result<Helpers> {
+        Helpers::with_retirement(size, name, mode, RETIRE_AFTER)
+    }
+
+    fn with_retirement(
+        size: PoolSize,
+        name: &str,
+        mode: HelperMode,
+        retire_after: Duration,
+    ) -> io::Result<Helpers> {
+        let start = size.start.max(1);
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 stopping: false,
+                helpers: 0,
+                working: 0,
             }),
             ready: Condvar::new(),
             done: Mutex::new(Vec::new()),
             wake: EventFd::new()?,
-            busy: std::sync::atomic::AtomicUsize::new(0),
+            size: PoolSize {
+                start,
+                max: size.max.max(start),
+            },
+            retire_after,
         });
-        let mut threads = Vec::with_capacity(count);
-        for index in 0..count.max(1) {
-            let shared = shared.clone();
+        let helpers = Helpers {
+            shared,
+            name: name.to_owned(),
+            mode,
+            threads: Mutex::new(Vec::with_capacity(start)),
+            started: AtomicUsize::new(0),
+        };
+        for _ in 0..start {
             // Started here, so a server that cannot start its helpers says so at start-up.
-            let mut runner = match mode {
+            let runner = match mode {
                 HelperMode::Threads => Runner::InThread,
                 HelperMode::Processes => Runner::Process(Some(HelperProcess::spawn()?)),
             };
-            let thread = std::thread::Builder::new()
-                .name(format!("{name}-helper-{index}"))
-                .spawn(move || work(&shared, &mut runner))?;
-            threads.push(thread);
+            helpers.spawn(runner)?;
         }
-        Ok(Helpers { shared, threads })
+        Ok(helpers)
+    }
+
+    fn spawn(&self, mut runner: Runner) -> io::Result<()> {
+        let index = self.started.fetch_add(1, Ordering::Relaxed);
+        let shared = self.shared.clone();
+        self.shared
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .helpers += 1;
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-helper-{index}", self.name))
+            .spawn(move || work(&shared, &mut runner));
+        match spawned {
+            Ok(thread) => {
+                let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+                // Keep the list short: handles of helpers that retired are joined now.
+                threads.retain(|thread| !thread.is_finished());
+                threads.push(thread);
+                Ok(())
+            }
+            Err(error) => {
+                self.shared
+                    .queue
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .helpers -= 1;
+                Err(error)
+            }
+        }
+    }
+
+    /// Helper threads alive now.
+    #[must_use]
+    pub fn count(&self) -> usize {
+        self.shared
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .helpers
     }
 
     /// The descriptor that becomes readable when results are waiting.
@@ -78,6 +175,8 @@ impl Helpers {
         self.shared.wake.as_fd()
     }
 
+    /// Queue a job; start another helper if every one is busy and the pool may grow. A helper
+    /// that cannot be started (out of threads) is not an error: the job waits its turn.
     pub fn submit(&self, token: Token, job: Job) {
         let mut queue = self
             .shared
@@ -85,8 +184,19 @@ impl Helpers {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         queue.jobs.push_back((token, job));
+        let free = queue.helpers - queue.working;
+        let grow = queue.jobs.len() > free && queue.helpers < self.shared.size.max;
         drop(queue);
         self.shared.ready.notify_one();
+        if grow {
+            let runner = match self.mode {
+                HelperMode::Threads => Runner::InThread,
+                // Its process starts with its first job, on the helper thread, not here on the
+                // loop.
+                HelperMode::Processes => Runner::Process(None),
+            };
+            let _ = self.spawn(runner);
+        }
     }
 
     /// Take every finished job.
@@ -103,7 +213,11 @@ impl Helpers {
     /// Helpers running a job now.
     #[must_use]
     pub fn busy(&self) -> usize {
-        self.shared.busy.load(std::sync::atomic::Ordering::Relaxed)
+        self.shared
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .working
     }
 
     /// Jobs waiting for a helper.
@@ -126,7 +240,9 @@ impl Drop for Helpers {
             .unwrap_or_else(PoisonError::into_inner)
             .stopping = true;
         self.shared.ready.notify_all();
-        for thread in self.threads.drain(..) {
+        let threads =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+        for thread in threads {
             let _ = thread.join();
         }
     }
@@ -174,24 +290,31 @@ fn work(shared: &Shared, runner: &mut Runner) {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
             loop {
                 if queue.stopping {
+                    queue.helpers -= 1;
                     return;
                 }
                 if let Some(next) = queue.jobs.pop_front() {
+                    queue.working += 1;
                     break next;
                 }
-                queue = shared
+                let (next, waited) = shared
                     .ready
-                    .wait(queue)
+                    .wait_timeout(queue, shared.retire_after)
                     .unwrap_or_else(PoisonError::into_inner);
+                queue = next;
+                if waited.timed_out() && queue.jobs.is_empty() && queue.helpers > shared.size.start
+                {
+                    queue.helpers -= 1;
+                    return;
+                }
             }
         };
-        shared
-            .busy
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let done = runner.run(job);
         shared
-            .busy
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .working -= 1;
         let mut finished = shared.done.lock().unwrap_or_else(PoisonError::into_inner);
         let was_empty = finished.is_empty();
         finished.push((token, done));
@@ -200,5 +323,106 @@ fn work(shared: &Shared, runner: &mut Runner) {
         if was_empty {
             shared.wake.notify();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+
+    /// A job that holds its helper until `release` is set (a password check whose "hash" names
+    /// which test's flag to watch).
+    static RELEASE_GROW: AtomicBool = AtomicBool::new(false);
+    static RELEASE_CAP: AtomicBool = AtomicBool::new(false);
+
+    fn held(_: &[u8], flag: &str) -> bool {
+        let release = if flag == "grow" {
+            &RELEASE_GROW
+        } else {
+            &RELEASE_CAP
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !release.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    fn job(flag: &str) -> Job {
+        Job::Verify {
+            password: Box::from(&b""[..]),
+            hash: Arc::from(flag),
+            verify: held,
+        }
+    }
+
+    fn wait_until(what: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if what() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
+    }
+
+    fn collect(helpers: &Helpers, expected: usize) -> Vec<(Token, JobDone)> {
+        let mut done = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while done.len() < expected && Instant::now() < deadline {
+            helpers.completed(&mut done);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        done
+    }
+
+    #[test]
+    fn grows_while_every_helper_is_busy_then_retires_to_the_start_count() {
+        let size = PoolSize { start: 1, max: 8 };
+        let helpers =
+            Helpers::with_retirement(size, "test", HelperMode::Threads, Duration::from_millis(50))
+                .unwrap();
+        assert_eq!(helpers.count(), 1);
+        for token in 0..4 {
+            helpers.submit(token, job("grow"));
+        }
+        // Four jobs in flight at once: the pool grew to run them side by side.
+        assert!(
+            wait_until(|| helpers.busy() == 4),
+            "busy {}",
+            helpers.busy()
+        );
+        assert_eq!(helpers.count(), 4);
+        RELEASE_GROW.store(true, Ordering::Release);
+        let done = collect(&helpers, 4);
+        let mut tokens: Vec<Token> = done.iter().map(|(token, _)| *token).collect();
+        tokens.sort_unstable();
+        assert_eq!(tokens, [0, 1, 2, 3]);
+        assert!(done
+            .iter()
+            .all(|(_, done)| matches!(done, JobDone::Verified(true))));
+        // Idle past the retirement time, the extra helpers end; the first stays.
+        assert!(
+            wait_until(|| helpers.count() == 1),
+            "count {}",
+            helpers.count()
+        );
+    }
+
+    #[test]
+    fn never_grows_past_the_maximum() {
+        let size = PoolSize { start: 1, max: 2 };
+        let helpers = Helpers::start(size, "test", HelperMode::Threads).unwrap();
+        for token in 0..5 {
+            helpers.submit(token, job("cap"));
+        }
+        assert!(wait_until(|| helpers.busy() == 2));
+        assert_eq!(helpers.count(), 2);
+        assert_eq!(helpers.queued(), 3);
+        RELEASE_CAP.store(true, Ordering::Release);
+        assert_eq!(collect(&helpers, 5).len(), 5);
     }
 }

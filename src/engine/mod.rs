@@ -45,6 +45,7 @@ use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
 use event_loop::{EventLoop, LoopSettings};
+use helpers::PoolSize;
 
 /// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
 const BACKLOG: i32 = 4096;
@@ -247,7 +248,7 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
         Arch::Sped => DiskAccess::Inline,
         _ => DiskAccess::Helpers,
     };
-    let helpers = control.current().config.helpers;
+    let helpers = PoolSize::of(&control.current().config);
     let mut loops = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
         let settings = LoopSettings {

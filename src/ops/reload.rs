@@ -114,6 +114,10 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
         differ.push("helpers");
         new.helpers = running.helpers;
     }
+    if new.helpers_max != running.helpers_max {
+        differ.push("helpers_max");
+        new.helpers_max = running.helpers_max;
+    }
     if new.helper_mode != running.helper_mode {
         differ.push("helpers_mode");
         new.helper_mode = running.helper_mode;

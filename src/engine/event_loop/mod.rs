@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::epoll::{Epoll, Events, Interest};
 use ampd_sys::socket;
 
-use super::helpers::{Helpers, Token};
+use super::helpers::{Helpers, PoolSize, Token};
 use super::phase_clock::PhaseClock;
 use crate::config::Level;
 use crate::conn::{Conn, Context, Spare};
@@ -53,7 +53,7 @@ pub struct LoopSettings {
     pub name: String,
     pub control: Arc<Control>,
     pub disk: DiskAccess,
-    pub helpers: usize,
+    pub helpers: PoolSize,
 }
 
 /// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the

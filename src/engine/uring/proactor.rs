@@ -19,7 +19,7 @@ use crate::conn::{Conn, Context, Ending, Need, Phase};
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
-use crate::engine::helpers::{Helpers, Token};
+use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::phase_clock::PhaseClock;
 use crate::log::clock::Clock;
 use crate::ops::admission::Ticket;
@@ -145,7 +145,7 @@ pub fn run(name: String, control: Arc<Control>, listener: OwnedFd) -> io::Result
     let ring = Ring::new(RING_ENTRIES, BUFFER_COUNT, BUFFER_SIZE)?;
     let generation = control.current();
     let config = &generation.config;
-    let helpers = Helpers::start(config.helpers, &name, config.helper_mode)?;
+    let helpers = Helpers::start(PoolSize::of(config), &name, config.helper_mode)?;
     let caches = Caches::new(&config.caches, 1);
     let link = control.join_loop()?;
     let mut proactor = Proactor {
