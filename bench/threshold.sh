@@ -18,6 +18,18 @@ REPS=${REPS:-3}
 FILES=${FILES:-"f4k.bin f16k.bin f100k.bin f1m.bin"}
 PORT=${PORT:-28290}
 
+# Files the set lacks are made (random bytes) from their names: f64k.bin = 64 KiB, f1m.bin = 1 MiB.
+mkdir -p "$WWW"
+for file in $FILES; do
+  [ -e "$WWW/$file" ] && continue
+  case "$file" in
+    f*k.bin) bytes=$(( ${file:1:-5} * 1024 )) ;;
+    f*m.bin) bytes=$(( ${file:1:-5} * 1024 * 1024 )) ;;
+    *) echo "threshold.sh: $WWW/$file is missing and its size is not in its name" >&2; exit 1 ;;
+  esac
+  head -c "$bytes" /dev/urandom > "$WWW/$file"
+done
+
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 run() { # threshold file -> req/s
