@@ -44,7 +44,7 @@ OPTIONS:
 {arches}    --threads N                loops (reactor, uring: one per core), pool threads (mt: 64),
                                most connection threads (tpc: 2048), processes (mp: 8)
     --helpers N                helpers per loop for disk work, started at once [default: 4]
-    --helpers-max N            most helpers per loop when disk work waits [default: 64]
+    --helpers-max N            most helpers per loop when disk work waits [default: 32]
     --helpers-mode MODE        'threads', or 'process' for helper processes as in Flash
                                [default: threads]
     --autoindex                list directories that have no index.html

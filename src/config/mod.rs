@@ -491,7 +491,7 @@ impl Config {
             arch: Arch::Reactor,
             threads: None,
             helpers: 4,
-            helpers_max: 64,
+            helpers_max: 32,
             helper_mode: HelperMode::Threads,
             caches: CacheOptions {
                 path_cache: true,
