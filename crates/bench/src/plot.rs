@@ -1,0 +1,415 @@
+//! `ampd-bench plot`: JSON results in, an SVG chart out, drawn like the papers' figures: the
+//! swept variable on x (logarithmic when it spans decades, as file sizes do), one line per
+//! server, a legend, labelled axes and a title, so the chart reads without the text around it.
+//! With nothing swept (a SPECweb96 or WebStone run), one bar per server.
+//!
+//! Owns: chart layout and SVG text. Must not touch: measuring. Hand-written SVG keeps the
+//! dependency list short; every string from the results is XML-escaped.
+
+use std::fmt::Write as _;
+
+use crate::report::{metric, metric_label, Report};
+
+const WIDTH: f64 = 760.0;
+const HEIGHT: f64 = 460.0;
+const LEFT: f64 = 86.0;
+const RIGHT: f64 = 170.0;
+const TOP: f64 = 52.0;
+const BOTTOM: f64 = 66.0;
+/// Colour-blind-safe palette (Okabe and Ito), then markers tell lines apart in grey print too.
+const COLOURS: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+];
+
+struct Series {
+    name: String,
+    /// (x, label, y), sorted by x.
+    points: Vec<(f64, String, f64)>,
+}
+
+/// Renders the chart.
+///
+/// # Errors
+/// An unknown metric, or results with nothing to draw.
+pub fn render(
+    reports: &[Report],
+    metric_name: &str,
+    title: Option<&str>,
+) -> Result<String, String> {
+    let mut series: Vec<Series> = Vec::new();
+    for report in reports {
+        for point in &report.points {
+            let y = metric(&point.median, metric_name)?;
+            let x = point.x.unwrap_or(0.0);
+            match series.iter_mut().find(|series| series.name == point.target) {
+                Some(series) => series.points.push((x, point.label.clone(), y)),
+                None => series.push(Series {
+                    name: point.target.clone(),
+                    points: vec![(x, point.label.clone(), y)],
+                }),
+            }
+        }
+    }
+    if series.is_empty() {
+        return Err("the results have no points to plot".into());
+    }
+    for series in &mut series {
+        series.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let first = &reports[0];
+    let y_label = metric_label(metric_name);
+    let default_title = format!("{}: {y_label}", first.workload);
+    let title = title.unwrap_or(&default_title);
+    let swept = reports.iter().find_map(|report| report.swept.clone());
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="Helvetica, Arial, sans-serif" font-size="13">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{}" y="28" text-anchor="middle" font-size="17" font-weight="bold">{}</text>
+"#,
+        LEFT + (WIDTH - LEFT - RIGHT) / 2.0,
+        escape(title)
+    );
+    let y_max = nice_ceiling(
+        series
+            .iter()
+            .flat_map(|series| series.points.iter().map(|point| point.2))
+            .fold(0.0, f64::max),
+    );
+    draw_y_axis(&mut svg, y_max, y_label);
+    match swept {
+        Some(swept) => draw_lines(&mut svg, &series, y_max, &swept),
+        None => draw_bars(&mut svg, &series, y_max),
+    }
+    draw_legend(&mut svg, &series);
+    svg.push_str("</svg>\n");
+    Ok(svg)
+}
+
+fn plot_height() -> f64 {
+    HEIGHT - TOP - BOTTOM
+}
+
+fn plot_width() -> f64 {
+    WIDTH - LEFT - RIGHT
+}
+
+fn y_position(value: f64, y_max: f64) -> f64 {
+    TOP + plot_height() * (1.0 - value / y_max)
+}
+
+fn draw_y_axis(svg: &mut String, y_max: f64, label: &str) {
+    let ticks = 5;
+    for tick in 0..=ticks {
+        let value = y_max * f64::from(tick) / f64::from(ticks);
+        let y = y_position(value, y_max);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#dddddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            WIDTH - RIGHT,
+            LEFT - 8.0,
+            y + 4.0,
+            short_number(value)
+        );
+    }
+    let middle = TOP + plot_height() / 2.0;
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#333333"/>
+<text transform="translate(22 {middle:.1}) rotate(-90)" text-anchor="middle" font-size="14">{}</text>"##,
+        TOP + plot_height(),
+        escape(label)
+    );
+}
+
+fn draw_lines(svg: &mut String, series: &[Series], y_max: f64, swept: &str) {
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|series| series.points.iter().map(|point| point.0))
+        .collect();
+    let low = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let logarithmic = low > 0.0 && high / low >= 100.0;
+    let scale = |x: f64| -> f64 {
+        let fraction = if high <= low {
+            0.5
+        } else if logarithmic {
+            (x.ln() - low.ln()) / (high.ln() - low.ln())
+        } else {
+            (x - low) / (high - low)
+        };
+        LEFT + 20.0 + (plot_width() - 40.0) * fraction
+    };
+    let bottom = TOP + plot_height();
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{bottom:.1}" x2="{:.1}" y2="{bottom:.1}" stroke="#333333"/>"##,
+        WIDTH - RIGHT
+    );
+    // One tick per measured point: sizes in binary units (64 B, 1 KiB, 10 MiB), anything else
+    // as the command line named it.
+    let sizes = swept.contains("bytes");
+    let mut labelled: Vec<f64> = Vec::new();
+    for (x, label, _) in series.iter().flat_map(|series| &series.points) {
+        let label = if sizes { size_label(*x) } else { label.clone() };
+        if labelled.iter().any(|seen| (seen - x).abs() < f64::EPSILON) {
+            continue;
+        }
+        labelled.push(*x);
+        let position = scale(*x);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{position:.1}" y1="{bottom:.1}" x2="{position:.1}" y2="{:.1}" stroke="#333333"/><text x="{position:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            bottom + 5.0,
+            bottom + 20.0,
+            escape(&label)
+        );
+    }
+    let axis = if logarithmic {
+        format!("{swept}, logarithmic scale")
+    } else {
+        swept.to_owned()
+    };
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="14">{}</text>"#,
+        LEFT + plot_width() / 2.0,
+        HEIGHT - 18.0,
+        escape(&axis)
+    );
+    for (index, series) in series.iter().enumerate() {
+        let colour = COLOURS[index % COLOURS.len()];
+        let path: Vec<String> = series
+            .points
+            .iter()
+            .map(|(x, _, y)| format!("{:.1},{:.1}", scale(*x), y_position(*y, y_max)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5"/>"#,
+            path.join(" ")
+        );
+        for (x, _, y) in &series.points {
+            let _ = writeln!(
+                svg,
+                "{}",
+                marker(index, scale(*x), y_position(*y, y_max), colour)
+            );
+        }
+    }
+}
+
+fn draw_bars(svg: &mut String, series: &[Series], y_max: f64) {
+    let bottom = TOP + plot_height();
+    let slot = plot_width() / series.len() as f64;
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{bottom:.1}" x2="{:.1}" y2="{bottom:.1}" stroke="#333333"/>"##,
+        WIDTH - RIGHT
+    );
+    for (index, series) in series.iter().enumerate() {
+        let value = series.points.first().map_or(0.0, |point| point.2);
+        let x = LEFT + slot * index as f64 + slot * 0.2;
+        let y = y_position(value, y_max);
+        let colour = COLOURS[index % COLOURS.len()];
+        let _ = writeln!(
+            svg,
+            r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            slot * 0.6,
+            bottom - y,
+            x + slot * 0.3,
+            y - 6.0,
+            short_number(value),
+            x + slot * 0.3,
+            bottom + 20.0,
+            escape(&series.name)
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="14">server</text>"#,
+        LEFT + plot_width() / 2.0,
+        HEIGHT - 18.0
+    );
+}
+
+fn draw_legend(svg: &mut String, series: &[Series]) {
+    let x = WIDTH - RIGHT + 18.0;
+    let _ = writeln!(
+        svg,
+        r#"<text x="{x:.1}" y="{:.1}" font-weight="bold">server</text>"#,
+        TOP + 4.0
+    );
+    for (index, series) in series.iter().enumerate() {
+        let y = TOP + 26.0 + 24.0 * index as f64;
+        let colour = COLOURS[index % COLOURS.len()];
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="2.5"/>{}<text x="{:.1}" y="{:.1}">{}</text>"#,
+            x + 30.0,
+            marker(index, x + 15.0, y, colour),
+            x + 38.0,
+            y + 4.5,
+            escape(&series.name)
+        );
+    }
+}
+
+/// A different marker shape per series: circle, square, triangle, diamond.
+fn marker(index: usize, x: f64, y: f64, colour: &str) -> String {
+    match index % 4 {
+        0 => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="4.5" fill="{colour}"/>"#),
+        1 => format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="{colour}"/>"#,
+            x - 4.0,
+            y - 4.0
+        ),
+        2 => format!(
+            r#"<polygon points="{x:.1},{:.1} {:.1},{:.1} {:.1},{:.1}" fill="{colour}"/>"#,
+            y - 5.5,
+            x - 5.0,
+            y + 4.0,
+            x + 5.0,
+            y + 4.0
+        ),
+        _ => format!(
+            r#"<polygon points="{x:.1},{:.1} {:.1},{y:.1} {x:.1},{:.1} {:.1},{y:.1}" fill="{colour}"/>"#,
+            y - 5.5,
+            x + 5.5,
+            y + 5.5,
+            x - 5.5
+        ),
+    }
+}
+
+/// The smallest 1, 2, 2.5 or 5 × 10^n at or above `value`, so ticks land on round numbers.
+fn nice_ceiling(value: f64) -> f64 {
+    if value <= 0.0 || !value.is_finite() {
+        return 1.0;
+    }
+    let magnitude = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|step| step * magnitude)
+        .find(|candidate| *candidate >= value * 1.0000001)
+        .unwrap_or(10.0 * magnitude)
+}
+
+/// `64 B`, `1 KiB`, `1.5 MiB`, `10 MiB`.
+fn size_label(bytes: f64) -> String {
+    let (value, unit) = if bytes >= 1024.0 * 1024.0 {
+        (bytes / (1024.0 * 1024.0), "MiB")
+    } else if bytes >= 1024.0 {
+        (bytes / 1024.0, "KiB")
+    } else {
+        (bytes, "B")
+    };
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{value:.1} {unit}")
+    }
+}
+
+/// `12k`, `1.5M`, `250`, `0.75`.
+fn short_number(value: f64) -> String {
+    let trim = |text: String| {
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            text
+        }
+    };
+    if value >= 1e6 {
+        format!("{}M", trim(format!("{:.2}", value / 1e6)))
+    } else if value >= 1e4 {
+        format!("{}k", trim(format!("{:.1}", value / 1e3)))
+    } else if value >= 10.0 || value == 0.0 {
+        format!("{value:.0}")
+    } else {
+        trim(format!("{value:.3}"))
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{PointResult, Settings};
+    use crate::stats::Summary;
+
+    fn report(swept: Option<&str>, points: &[(&str, f64, &str, f64)]) -> Report {
+        Report {
+            tool: "ampd-bench".into(),
+            version: "0".into(),
+            workload: "sweep".into(),
+            swept: swept.map(str::to_owned),
+            settings: Settings::default(),
+            points: points
+                .iter()
+                .map(|&(target, x, label, rate)| {
+                    let median = Summary {
+                        requests_per_second: rate,
+                        ..Summary::default()
+                    };
+                    PointResult {
+                        target: target.into(),
+                        url: String::new(),
+                        x: Some(x),
+                        label: label.into(),
+                        median: median.clone(),
+                        runs: vec![median],
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn line_chart_has_title_axes_legend_and_one_line_per_server() {
+        let results = report(
+            Some("file size (bytes)"),
+            &[
+                ("ampd", 64.0, "64", 50_000.0),
+                ("ampd", 1_048_576.0, "1m", 2_000.0),
+                ("ng<nx>", 64.0, "64", 40_000.0),
+                ("ng<nx>", 1_048_576.0, "1m", 1_900.0),
+            ],
+        );
+        let svg = render(&[results], "requests_per_second", Some("Sweep & test")).unwrap();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        assert!(svg.contains("Sweep &amp; test"));
+        assert!(svg.contains("requests per second"));
+        assert!(svg.contains("file size (bytes), logarithmic scale"));
+        assert!(svg.contains(">ng&lt;nx&gt;</text>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert!(svg.contains(">1 MiB</text>") && svg.contains(">64 B</text>"));
+        assert!(svg.contains(">100k</text>"));
+    }
+
+    #[test]
+    fn unswept_results_become_bars_and_bad_metrics_are_refused() {
+        let results = report(
+            None,
+            &[
+                ("ampd", 0.0, "specweb96", 9000.0),
+                ("nginx", 0.0, "specweb96", 8000.0),
+            ],
+        );
+        let svg = render(std::slice::from_ref(&results), "requests_per_second", None).unwrap();
+        assert_eq!(svg.matches("<rect class=\"bar\"").count(), 2);
+        assert!(render(&[results], "speed", None).is_err());
+        assert_eq!(nice_ceiling(43_000.0), 50_000.0);
+        assert_eq!(nice_ceiling(0.0), 1.0);
+        assert_eq!(short_number(1_500_000.0), "1.5M");
+        assert_eq!(size_label(10.0 * 1024.0 * 1024.0), "10 MiB");
+        assert_eq!(size_label(1536.0), "1.5 KiB");
+    }
+}
