@@ -227,20 +227,28 @@ def main():
                 cell = points[point].get(peer)
                 row.append(ratio(amped_rate, cell.load_figure(lambda s: s["requests_per_second"]) if cell else None))
             out.append("| " + " | ".join(row) + " |")
-        out.append("\nServer resources at the largest data set (end of the run; anon = the cgroup's "
-                   "anonymous memory, which the page cache cannot use; errors summed over rounds):\n")
-        out.append("| server | processes | threads | anon MiB | Pss MiB | page cache MiB | CPU µs/request | errors |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
-        largest = points[point_names[-1]]
-        for server in servers:
-            cell = largest.get(server)
-            if cell is None or not cell.load:
-                continue
-            pss = cell.stat("pss_kib")
-            out.append(f"| {server} | {number(cell.stat('processes'))} | {number(cell.stat('threads'))} | "
-                       f"{mib(cell.stat('anon_bytes'))} | {'-' if pss is None else f'{pss / 1024:.1f}'} | "
-                       f"{mib(cell.stat('cache_bytes'))} | {number(cell.cpu_us_per_request(), 1)} | "
-                       f"{sum(s['errors_total'] for s in cell.load)} |")
+        # Resources where memory decides most (the largest data set that still fits the memory
+        # limit, the knee of the curve) and at the largest data set.
+        memory = parse_size(knobs.get("MEMORY", "64M"))
+        fitting = [point for point in point_names if int(point) * file_size <= memory]
+        shown = ([fitting[-1]] if fitting else []) + [point_names[-1]]
+        for point in dict.fromkeys(shown):
+            out.append(f"\nServer resources at {size_label(int(point) * file_size)} (end of the run; anon = "
+                       "the cgroup's anonymous memory, which the page cache cannot use; page cache = "
+                       "what the cgroup holds; errors summed over rounds):\n")
+            out.append("| server | Mbit/s | processes | threads | anon MiB | Pss MiB | page cache MiB | "
+                       "CPU µs/request | errors |")
+            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for server in servers:
+                cell = points[point].get(server)
+                if cell is None or not cell.load:
+                    continue
+                pss = cell.stat("pss_kib")
+                out.append(f"| {server} | {number(cell.load_figure(lambda s: s['mbit_per_second']), 1)} | "
+                           f"{number(cell.stat('processes'))} | {number(cell.stat('threads'))} | "
+                           f"{mib(cell.stat('anon_bytes'))} | {'-' if pss is None else f'{pss / 1024:.1f}'} | "
+                           f"{mib(cell.stat('cache_bytes'))} | {number(cell.cpu_us_per_request(), 1)} | "
+                           f"{sum(s['errors_total'] for s in cell.load)} |")
         if template:
             # Two charts of at most six lines each (Flash's four architectures with nginx, then
             # the other engines), each over the whole sweep and over its disk-bound points.
