@@ -4,7 +4,7 @@
 # of the event-driven engines. docs/architectures.md shows and explains the results.
 #
 #   cargo build --release -p ampd -p ampd-bench
-#   sudo bash bench/disk_bound.sh [PART...]        # PARTS: sweep hot engines [all three]
+#   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh [PART...]   # sweep hot engines [all]
 #
 # Needs root, Linux with cgroup v1 `memory`, `blkio` (and, for CPU time, `cpuacct`) controllers
 # mounted under /sys/fs/cgroup, loop devices, mkfs.ext4; the latency device also needs /dev/fuse,
@@ -44,20 +44,26 @@
 # Knobs (environment, defaults in brackets):
 #   SERVERS ["sped amped amped-proc amped-32 reactor mt tpc mp uring nginx nginx-aio"]: amped-proc
 #     has helper processes, amped-32 32 helper threads, reactor and uring 2 loops or rings
-#   ENGINE_SERVERS ["amped reactor1 reactor2 reactor2-spread uring1 uring2"]
-#   DEVICES ["throttle latency"]   POINTS [160 480 640 960 1920 3840] files per data set
-#   FILE_SIZE [102400]   HOT_FILES [2000]   HOT_SIZE [1024]   LOADS ["16 64"]   HOT_CLIENTS [2]
+#   ENGINE_SERVERS ["amped reactor1 reactor2 uring1 uring2"] (also: reactor2-spread, two loops
+#     on both CPUs)
+#   DEVICES ["throttle latency"]   POINTS [320 640 960 1920 3840] files per data set
+#   FILE_SIZE [102400]   HOT_FILES [2000]   HOT_SIZE [1024]   LOADS [64]   HOT_CLIENTS [2]
 #   CLIENTS [64]   CLIENTS_CACHED [50]   MANY [1000]   PIPELINE [16]
 #   MEMORY [64M]   IOPS [200]   BPS [20971520]   DELAY [0.01] seconds per read of a slow* file
-#   DURATION [8]   WARMUP [3]   ENGINE_DURATION [5]   REPEAT [3]   SERVER_CPU [0]   CLIENT_CPU [1]
+#   DURATION [4]   WARMUP [1]   ENGINE_DURATION [4]   REPEAT [3]   SERVER_CPU [0]   CLIENT_CPU [1]
+# With these defaults a whole run takes about 40 minutes (about 5.5 s per disk run: 11 servers,
+# 3 rounds, 2 devices, 5 sweep points and one hot load; 45 runs of the engines part).
 #   PORT [28790]   WORK [/tmp/ampd-disk-bound] (image, FUSE source; removed at the end unless
 #   KEEP=1)   RESULTS [/tmp/ampd-bench-results/disk_bound-<timestamp>]   LOCK_WAIT [7200] s
 #   PRIO [1]: run in a session of our own whose autogroup gets nice -20 (0: ordinary priority)
 #   AMPD, BENCH [target/release/ampd, target/release/ampd-bench]: the binaries measured
 #
-# The whole run holds /tmp/ampd-bench.lock. It cleans up after itself, on Ctrl-C too: servers
-# and clients it started (by pid; leftovers only from its own cgroups), FUSE and ext4 mounts,
-# the loop device, the cgroups, and WORK. Every wait and every run is bounded in time.
+# The whole run holds /tmp/ampd-bench.lock (taking it itself, or the one an enclosing
+# `flock /tmp/ampd-bench.lock` holds). It cleans up after itself, on Ctrl-C, kill and errors
+# too: servers and clients it started (by pid; leftovers only from its own cgroups), FUSE and
+# ext4 mounts, the loop device, the cgroups, and WORK; and at start, once it holds the lock,
+# what a run killed with SIGKILL left (cgroups ampd-disk-bound-*, mounts below WORK, the loop
+# device of WORK's image). Every wait and every run is bounded in time.
 set -euo pipefail
 
 SELF=$(basename "$0")
@@ -93,6 +99,8 @@ if [ "$disk_parts" = 1 ]; then
   done
   [ -e /dev/loop-control ] || skip "needs loop devices (/dev/loop-control)"
   [ -w /proc/sys/vm/drop_caches ] || skip "needs a writable /proc/sys/vm/drop_caches"
+elif [ ! -e $CG/cpuacct/cpuacct.usage ]; then
+  skip "engines part: needs the cgroup v1 cpuacct controller mounted at $CG/cpuacct"
 fi
 
 # --- a session of our own at high priority, and the benchmark lock -------------------------
@@ -115,13 +123,13 @@ if [ "${PRIO:-1}" = 1 ] && [ -w /proc/self/autogroup ]; then
 fi
 
 SERVERS=${SERVERS:-"sped amped amped-proc amped-32 reactor mt tpc mp uring nginx nginx-aio"}
-ENGINE_SERVERS=${ENGINE_SERVERS:-"amped reactor1 reactor2 reactor2-spread uring1 uring2"}
+ENGINE_SERVERS=${ENGINE_SERVERS:-"amped reactor1 reactor2 uring1 uring2"}
 DEVICES=${DEVICES:-"throttle latency"}
-POINTS=${POINTS:-"160 480 640 960 1920 3840"}
+POINTS=${POINTS:-"320 640 960 1920 3840"}
 FILE_SIZE=${FILE_SIZE:-102400}
 HOT_FILES=${HOT_FILES:-2000}
 HOT_SIZE=${HOT_SIZE:-1024}
-LOADS=${LOADS:-"16 64"}
+LOADS=${LOADS:-64}
 HOT_CLIENTS=${HOT_CLIENTS:-2}
 CLIENTS=${CLIENTS:-64}
 CLIENTS_CACHED=${CLIENTS_CACHED:-50}
@@ -131,9 +139,9 @@ MEMORY=${MEMORY:-64M}
 IOPS=${IOPS:-200}
 BPS=${BPS:-20971520}
 DELAY=${DELAY:-0.01}
-DURATION=${DURATION:-8}
-WARMUP=${WARMUP:-3}
-ENGINE_DURATION=${ENGINE_DURATION:-5}
+DURATION=${DURATION:-4}
+WARMUP=${WARMUP:-1}
+ENGINE_DURATION=${ENGINE_DURATION:-4}
 REPEAT=${REPEAT:-3}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -211,10 +219,20 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-# The benchmark lock, held (by our descriptor 9) until the script ends. The wait runs in the
-# background so that Ctrl-C ends it at once; the lock belongs to the open file, so it stays
-# held after that flock process exits.
-exec 9> /tmp/ampd-bench.lock
+# The benchmark lock, held (by our descriptor 9) until the script ends. Run as
+# `flock /tmp/ampd-bench.lock bash bench/disk_bound.sh`, the script inherits flock's descriptor,
+# whose open file already holds the lock: it takes that one over (a second open of the file
+# would wait for ourselves). Otherwise the wait runs in the background so that Ctrl-C ends it at
+# once; the lock belongs to the open file, so it stays held after that flock process exits.
+inherited=""
+for fd in /proc/$$/fd/*; do
+  [ "$(readlink "$fd" 2>/dev/null)" = /tmp/ampd-bench.lock ] && inherited=${fd##*/}
+done
+if [ -n "$inherited" ] && flock -n "$inherited"; then
+  eval "exec 9>&$inherited $inherited>&-"
+else
+  exec 9> /tmp/ampd-bench.lock
+fi
 if ! flock -n 9; then
   log "waiting for /tmp/ampd-bench.lock (another benchmark is running; at most ${LOCK_WAIT}s)"
   flock -w "$LOCK_WAIT" 9 &
@@ -234,20 +252,51 @@ pause() { sleep "$1" & wait $! || true; }
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
+# clean_leftovers: what a run that was killed with SIGKILL (or lost its machine) left behind:
+# the servers still in its cgroups (named ampd-disk-bound-PID; only this script makes them, and
+# while we hold the lock no other run is alive), its mounts below WORK and the loop device of
+# its image. Says what it removes.
+clean_leftovers() {
+  local group pid mounted loop _
+  for group in $CG/memory/ampd-disk-bound-* $CG/blkio/ampd-disk-bound-* $CG/cpuacct/ampd-disk-bound-*; do
+    [ -d "$group" ] && [ "$group" != "$MEM_CG" ] && [ "$group" != "$BLKIO_CG" ] && [ "$group" != "$CPU_CG" ] || continue
+    # A run still alive (which could only be one started without the lock) keeps its cgroups.
+    kill -0 "${group##*-}" 2>/dev/null && continue
+    log "removing cgroup $group left by an earlier run"
+    for pid in $(cat "$group/cgroup.procs" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    for _ in $(seq 20); do rmdir "$group" 2>/dev/null && break; sleep 0.25; done
+  done
+  if mountpoint -q "$FUSE_ROOT" 2>/dev/null; then
+    log "unmounting $FUSE_ROOT left by an earlier run"
+    fusermount -u "$FUSE_ROOT" 2>/dev/null || umount -l "$FUSE_ROOT"
+  fi
+  if mountpoint -q "$EXT4_ROOT" 2>/dev/null; then
+    log "unmounting $EXT4_ROOT left by an earlier run"
+    umount "$EXT4_ROOT" 2>/dev/null || umount -l "$EXT4_ROOT"
+  fi
+  if [ -e "$IMAGE" ]; then
+    for loop in $(losetup -j "$IMAGE" -O NAME -n 2>/dev/null); do
+      log "detaching $loop (of $IMAGE) left by an earlier run"
+      losetup -d "$loop"
+    done
+  fi
+  for mounted in "$EXT4_ROOT" "$FUSE_ROOT"; do
+    mountpoint -q "$mounted" 2>/dev/null && die "$mounted is still mounted: umount it first"
+  done
+  return 0
+}
+
 source "$REPO/bench/disk_bound_lib.sh"
 
 case $WORK in /* ) [ "$WORK" != / ] || die "WORK must not be /" ;; *) die "WORK must be an absolute path" ;; esac
-for mounted in "$EXT4_ROOT" "$FUSE_ROOT"; do
-  mountpoint -q "$mounted" 2>/dev/null &&
-    die "a run killed earlier left $mounted mounted: umount it (and losetup -d its loop device) first"
-done
+clean_leftovers
 rm -rf "$WORK"
 mkdir -p "$WORK" "$RESULTS"
 WORK_CREATED=1
 log "results: $RESULTS"
 {
   echo "date=$(date -Iseconds)"; echo "kernel=$(uname -r)"; echo "cpus=$(nproc)"
-  echo "commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "commit=$(git -c safe.directory='*' -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "nginx=$(nginx -v 2>&1 | sed 's/.*nginx\///' || true)"
   for knob in PARTS SERVERS ENGINE_SERVERS DEVICES POINTS FILE_SIZE HOT_FILES HOT_SIZE LOADS \
     HOT_CLIENTS CLIENTS CLIENTS_CACHED MANY PIPELINE MEMORY IOPS BPS DELAY DURATION WARMUP \

@@ -59,11 +59,14 @@ setup_devices() {
       mkdir -p "$EXT4_ROOT"
       truncate -s $(( most * FILE_SIZE * 12 / 10 + (96 << 20) )) "$IMAGE"
       # No lazy inode-table initialisation: it would write in the background while we measure.
-      mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$IMAGE"
+      mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$IMAGE" ||
+        die "mkfs.ext4 failed on $IMAGE"
       # Direct I/O from the loop device to its image file: no second copy of each block in the
       # host's page cache (the cgroup limit bounds the only cache that matters).
-      LOOP=$(losetup --find --show --direct-io=on "$IMAGE")
-      mount -o noatime "$LOOP" "$EXT4_ROOT"
+      LOOP=$(losetup --find --show --direct-io=on "$IMAGE" 2>/dev/null) ||
+        skip "no free loop device could be attached (losetup --find failed: a container?)"
+      mount -o noatime "$LOOP" "$EXT4_ROOT" 2>/dev/null ||
+        skip "cannot mount an ext4 loop device here (mount $LOOP failed: a container?)"
       make_files "$EXT4_ROOT"
       maj_min=$(cat "/sys/block/$(basename "$LOOP")/dev")
       echo "$maj_min $IOPS" > "$BLKIO_CG/blkio.throttle.read_iops_device"

@@ -300,6 +300,8 @@ def main():
                 write_report(json_path, template, "file", None, bars)
                 plot(bench, json_path, os.path.join(results, f"hot-{device}-c{load}.svg"),
                      "requests_per_second", f"Hot file beside {load} disk-bound clients, {device}")
+                plot(bench, json_path, os.path.join(results, f"hot-{device}-c{load}-p50.svg"),
+                     "latency_p50_ms", f"Hot file latency beside {load} disk-bound clients, {device}")
 
     engines = cells.get("engines", {}).get("cached", {})
     if engines:
