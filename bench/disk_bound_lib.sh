@@ -195,8 +195,8 @@ server_command() {
   case $name in
     sped | amped | mt | tpc | mp) COMMAND=("${ampd[@]}" --arch "$name") ;;
     amped-proc) COMMAND=("${ampd[@]}" --arch amped --helpers-mode process) ;;
-    # As many helpers as nginx's thread pool has threads.
-    amped-32) COMMAND=("${ampd[@]}" --arch amped --helpers 32) ;;
+    # amped-N: N helper threads (amped-32: as many as nginx's thread pool has threads).
+    amped-[0-9]*) COMMAND=("${ampd[@]}" --arch amped --helpers "${name#amped-}") ;;
     # Two loops or rings: one per core of this machine, all on the server's CPU.
     reactor | reactor2) COMMAND=("${ampd[@]}" --arch reactor --threads 2) ;;
     uring | uring2) COMMAND=("${ampd[@]}" --arch uring --threads 2) ;;

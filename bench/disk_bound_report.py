@@ -326,6 +326,8 @@ def main():
         out.append("| pair | " + " | ".join(f"{w} req/s | {w} CPU/req" for w in workloads) + " |")
         out.append("|---|" + "---:|---:|" * len(workloads))
         for a, b in pairs:
+            if not any(a in engines[w] and b in engines[w] for w in workloads):
+                continue
             row = [f"{a} / {b}"]
             for workload in workloads:
                 first, second = engines[workload].get(a), engines[workload].get(b)
