@@ -51,7 +51,7 @@
 #   CLIENTS [64]   CLIENTS_CACHED [50]   MANY [1000]   PIPELINE [16]
 #   MEMORY [64M]   IOPS [200]   BPS [20971520]   DELAY [0.01] seconds per read of a slow* file
 #   DURATION [4]   WARMUP [1]   ENGINE_DURATION [4]   REPEAT [3]   SERVER_CPU [0]   CLIENT_CPU [1]
-# With these defaults a whole run takes about 40 minutes (about 5.5 s per disk run: 11 servers,
+# With these defaults a whole run takes about 44 minutes (about 5.5 s per disk run: 11 servers,
 # 3 rounds, 2 devices, 5 sweep points and one hot load; 45 runs of the engines part).
 #   PORT [28790]   WORK [/tmp/ampd-disk-bound] (image, FUSE source; removed at the end unless
 #   KEEP=1)   RESULTS [/tmp/ampd-bench-results/disk_bound-<timestamp>]   LOCK_WAIT [7200] s
