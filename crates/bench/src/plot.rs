@@ -1,7 +1,10 @@
 //! `ampd-bench plot`: JSON results in, an SVG chart out, drawn like the papers' figures: the
 //! swept variable on x (logarithmic when it spans decades, as file sizes do), one line per
 //! server, a legend, labelled axes and a title, so the chart reads without the text around it.
-//! With nothing swept (a SPECweb96 or WebStone run), one bar per server.
+//! The y axis of a line chart is logarithmic too when the values span two decades or more (a
+//! data-set sweep that falls from cached to disk-bound rates would otherwise flatten every
+//! disk-bound point onto the axis). With nothing swept (a SPECweb96 or WebStone run), one bar
+//! per server, on a linear axis.
 //!
 //! Owns: chart layout and SVG text. Must not touch: measuring. Hand-written SVG keeps the
 //! dependency list short; every string from the results is XML-escaped.
@@ -71,16 +74,15 @@ pub fn render(
         LEFT + (WIDTH - LEFT - RIGHT) / 2.0,
         escape(title)
     );
-    let y_max = nice_ceiling(
-        series
-            .iter()
-            .flat_map(|series| series.points.iter().map(|point| point.2))
-            .fold(0.0, f64::max),
-    );
-    draw_y_axis(&mut svg, y_max, y_label);
+    let values: Vec<f64> = series
+        .iter()
+        .flat_map(|series| series.points.iter().map(|point| point.2))
+        .collect();
+    let axis = YAxis::fit(&values, swept.is_some());
+    draw_y_axis(&mut svg, &axis, y_label);
     match swept {
-        Some(swept) => draw_lines(&mut svg, &series, y_max, &swept),
-        None => draw_bars(&mut svg, &series, y_max),
+        Some(swept) => draw_lines(&mut svg, &series, &axis, &swept),
+        None => draw_bars(&mut svg, &series, &axis),
     }
     draw_legend(&mut svg, &series);
     svg.push_str("</svg>\n");
@@ -95,15 +97,60 @@ fn plot_width() -> f64 {
     WIDTH - LEFT - RIGHT
 }
 
-fn y_position(value: f64, y_max: f64) -> f64 {
-    TOP + plot_height() * (1.0 - value / y_max)
+/// The y axis: from 0 to a round maximum, or logarithmic between powers of ten.
+enum YAxis {
+    Linear {
+        max: f64,
+    },
+    /// Exponents of the powers of ten at the bottom and the top.
+    Logarithmic {
+        low: i32,
+        high: i32,
+    },
 }
 
-fn draw_y_axis(svg: &mut String, y_max: f64, label: &str) {
-    let ticks = 5;
-    for tick in 0..=ticks {
-        let value = y_max * f64::from(tick) / f64::from(ticks);
-        let y = y_position(value, y_max);
+impl YAxis {
+    fn fit(values: &[f64], lines: bool) -> YAxis {
+        let high = values.iter().copied().fold(0.0, f64::max);
+        let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+        if lines && low > 0.0 && high / low >= 100.0 {
+            let low = low.log10().floor() as i32;
+            let high = (high.log10().ceil() as i32).max(low + 1);
+            YAxis::Logarithmic { low, high }
+        } else {
+            YAxis::Linear {
+                max: nice_ceiling(high),
+            }
+        }
+    }
+
+    fn position(&self, value: f64) -> f64 {
+        let fraction = match *self {
+            YAxis::Linear { max } => value / max,
+            YAxis::Logarithmic { low, high } => {
+                (value.max(f64::MIN_POSITIVE).log10() - f64::from(low)) / f64::from(high - low)
+            }
+        };
+        TOP + plot_height() * (1.0 - fraction)
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        match *self {
+            YAxis::Linear { max } => (0..=5).map(|tick| max * f64::from(tick) / 5.0).collect(),
+            YAxis::Logarithmic { low, high } => {
+                (low..=high).map(|exponent| 10f64.powi(exponent)).collect()
+            }
+        }
+    }
+}
+
+fn draw_y_axis(svg: &mut String, axis: &YAxis, label: &str) {
+    let label = match axis {
+        YAxis::Linear { .. } => label.to_owned(),
+        YAxis::Logarithmic { .. } => format!("{label}, logarithmic scale"),
+    };
+    for value in axis.ticks() {
+        let y = axis.position(value);
         let _ = writeln!(
             svg,
             r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#dddddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -119,11 +166,11 @@ fn draw_y_axis(svg: &mut String, y_max: f64, label: &str) {
         r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#333333"/>
 <text transform="translate(22 {middle:.1}) rotate(-90)" text-anchor="middle" font-size="14">{}</text>"##,
         TOP + plot_height(),
-        escape(label)
+        escape(&label)
     );
 }
 
-fn draw_lines(svg: &mut String, series: &[Series], y_max: f64, swept: &str) {
+fn draw_lines(svg: &mut String, series: &[Series], y_axis: &YAxis, swept: &str) {
     let xs: Vec<f64> = series
         .iter()
         .flat_map(|series| series.points.iter().map(|point| point.0))
@@ -149,22 +196,36 @@ fn draw_lines(svg: &mut String, series: &[Series], y_max: f64, swept: &str) {
     );
     // One tick per measured point: sizes in binary units (64 B, 1 KiB, 10 MiB), anything else
     // as the command line named it.
+    // A tick too close to the last labelled one keeps its mark but not its label.
     let sizes = swept.contains("bytes");
-    let mut labelled: Vec<f64> = Vec::new();
+    let mut ticks: Vec<(f64, String)> = Vec::new();
     for (x, label, _) in series.iter().flat_map(|series| &series.points) {
-        let label = if sizes { size_label(*x) } else { label.clone() };
-        if labelled.iter().any(|seen| (seen - x).abs() < f64::EPSILON) {
-            continue;
+        if !ticks
+            .iter()
+            .any(|(seen, _)| (seen - x).abs() < f64::EPSILON)
+        {
+            ticks.push((*x, if sizes { size_label(*x) } else { label.clone() }));
         }
-        labelled.push(*x);
-        let position = scale(*x);
-        let _ = writeln!(
+    }
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut last_label = f64::NEG_INFINITY;
+    for (x, label) in ticks {
+        let position = scale(x);
+        let _ = write!(
             svg,
-            r##"<line x1="{position:.1}" y1="{bottom:.1}" x2="{position:.1}" y2="{:.1}" stroke="#333333"/><text x="{position:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            r##"<line x1="{position:.1}" y1="{bottom:.1}" x2="{position:.1}" y2="{:.1}" stroke="#333333"/>"##,
             bottom + 5.0,
-            bottom + 20.0,
-            escape(&label)
         );
+        if position - last_label >= 64.0 {
+            last_label = position;
+            let _ = write!(
+                svg,
+                r#"<text x="{position:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                bottom + 20.0,
+                escape(&label)
+            );
+        }
+        svg.push('\n');
     }
     let axis = if logarithmic {
         format!("{swept}, logarithmic scale")
@@ -183,7 +244,7 @@ fn draw_lines(svg: &mut String, series: &[Series], y_max: f64, swept: &str) {
         let path: Vec<String> = series
             .points
             .iter()
-            .map(|(x, _, y)| format!("{:.1},{:.1}", scale(*x), y_position(*y, y_max)))
+            .map(|(x, _, y)| format!("{:.1},{:.1}", scale(*x), y_axis.position(*y)))
             .collect();
         let _ = writeln!(
             svg,
@@ -194,13 +255,13 @@ fn draw_lines(svg: &mut String, series: &[Series], y_max: f64, swept: &str) {
             let _ = writeln!(
                 svg,
                 "{}",
-                marker(index, scale(*x), y_position(*y, y_max), colour)
+                marker(index, scale(*x), y_axis.position(*y), colour)
             );
         }
     }
 }
 
-fn draw_bars(svg: &mut String, series: &[Series], y_max: f64) {
+fn draw_bars(svg: &mut String, series: &[Series], axis: &YAxis) {
     let bottom = TOP + plot_height();
     let slot = plot_width() / series.len() as f64;
     let _ = writeln!(
@@ -211,7 +272,7 @@ fn draw_bars(svg: &mut String, series: &[Series], y_max: f64) {
     for (index, series) in series.iter().enumerate() {
         let value = series.points.first().map_or(0.0, |point| point.2);
         let x = LEFT + slot * index as f64 + slot * 0.2;
-        let y = y_position(value, y_max);
+        let y = axis.position(value);
         let colour = COLOURS[index % COLOURS.len()];
         let _ = writeln!(
             svg,
@@ -392,6 +453,31 @@ mod tests {
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains(">1 MiB</text>") && svg.contains(">64 B</text>"));
         assert!(svg.contains(">100k</text>"));
+        assert!(!svg.contains("second, logarithmic scale"));
+    }
+
+    #[test]
+    fn values_over_two_decades_get_a_logarithmic_y_axis_and_close_ticks_share_a_label() {
+        let results = report(
+            Some("data-set size (bytes)"),
+            &[
+                ("amped", 32.0 * 1048576.0, "32m", 40_000.0),
+                ("amped", 33.0 * 1048576.0, "33m", 30_000.0),
+                ("amped", 375.0 * 1048576.0, "375m", 210.0),
+            ],
+        );
+        let svg = render(&[results], "requests_per_second", None).unwrap();
+        assert!(svg.contains("requests per second, logarithmic scale"));
+        // Ticks at 100, 1000, 10k and 100k; the 33 MiB point is too close to 32 MiB for a label.
+        for tick in [">100</text>", ">1000</text>", ">10k</text>", ">100k</text>"] {
+            assert!(svg.contains(tick), "{tick}");
+        }
+        assert!(svg.contains(">32 MiB</text>") && !svg.contains(">33 MiB</text>"));
+        assert!(svg.contains(">375 MiB</text>"));
+        // 210 sits between the 100 and 1000 grid lines.
+        let axis = YAxis::Logarithmic { low: 2, high: 5 };
+        let (y100, y1000) = (axis.position(100.0), axis.position(1000.0));
+        assert!(axis.position(210.0) < y100 && axis.position(210.0) > y1000);
     }
 
     #[test]

@@ -1,0 +1,442 @@
+# disk_bound_lib.sh - the devices, servers and runs of bench/disk_bound.sh (sourced by it, not
+# run; it uses the knobs and state that script sets).
+
+# --- devices --------------------------------------------------------------------------------
+
+fuse_python() { # the python3 that has fusepy (Debian's python3-fusepy is for /usr/bin/python3)
+  local python
+  for python in python3 /usr/bin/python3; do
+    if "$python" -c 'import fusepy' 2>/dev/null || "$python" -c 'import fuse; fuse.FUSE' 2>/dev/null; then
+      echo "$python"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# latency_missing: prints what the latency device lacks (nothing when it can run).
+latency_missing() {
+  [ -e /dev/fuse ] || { echo "/dev/fuse"; return; }
+  command -v fusermount >/dev/null 2>&1 || { echo "fusermount (fuse3 or fuse)"; return; }
+  fuse_python >/dev/null || { echo "python3-fusepy"; return; }
+}
+
+max_files() {
+  local most=$HOT_FILES point
+  for point in $POINTS; do [ "$point" -gt "$most" ] && most=$point; done
+  echo "$most"
+}
+
+# make_files ROOT: the data set and the hot file below ROOT.
+make_files() {
+  local root=$1
+  mkdir -p "$root"
+  "$BENCH" replay --log "$WORK/logs/all.log" --create "$root" --quiet >/dev/null
+  head -c "$HOT_SIZE" /dev/urandom > "$root/hot.bin"
+  chmod -R a+rX "$root"
+}
+
+setup_devices() {
+  local most missing number maj_min _
+  most=$(max_files)
+  mkdir -p "$WORK/logs" "$WORK/run"
+  chmod 755 "$WORK"
+  # Logs: every file once (to create them), and one log of uniform draws per data set.
+  python3 "$REPO/bench/disk_bound_log.py" "$most" "$FILE_SIZE" 0 > "$WORK/logs/all.log"
+  awk '{ sub(/^\/ds\//, "", $7); print $7 }' "$WORK/logs/all.log" > "$WORK/names"
+  for number in $POINTS $HOT_FILES; do
+    [ -e "$WORK/logs/$number.log" ] ||
+      python3 "$REPO/bench/disk_bound_log.py" "$number" "$FILE_SIZE" "$LOG_LINES" > "$WORK/logs/$number.log"
+  done
+
+  mkdir -p "$MEM_CG" "$BLKIO_CG"
+  [ -n "$CPU_CG" ] && mkdir -p "$CPU_CG"
+  echo "$MEMORY" > "$MEM_CG/memory.limit_in_bytes"
+
+  case " $DEVICES " in
+    *" throttle "*)
+      log "throttle device: ext4 image for $most files of $FILE_SIZE bytes"
+      mkdir -p "$EXT4_ROOT"
+      truncate -s $(( most * FILE_SIZE * 12 / 10 + (96 << 20) )) "$IMAGE"
+      # No lazy inode-table initialisation: it would write in the background while we measure.
+      mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$IMAGE" ||
+        die "mkfs.ext4 failed on $IMAGE"
+      # Direct I/O from the loop device to its image file: no second copy of each block in the
+      # host's page cache (the cgroup limit bounds the only cache that matters).
+      LOOP=$(losetup --find --show --direct-io=on "$IMAGE" 2>/dev/null) ||
+        skip "no free loop device could be attached (losetup --find failed: a container?)"
+      mount -o noatime "$LOOP" "$EXT4_ROOT" 2>/dev/null ||
+        skip "cannot mount an ext4 loop device here (mount $LOOP failed: a container?)"
+      make_files "$EXT4_ROOT"
+      maj_min=$(cat "/sys/block/$(basename "$LOOP")/dev")
+      echo "$maj_min $IOPS" > "$BLKIO_CG/blkio.throttle.read_iops_device"
+      echo "$maj_min $BPS" > "$BLKIO_CG/blkio.throttle.read_bps_device"
+      log "throttle device: $LOOP ($maj_min) on $EXT4_ROOT, reads limited to $IOPS/s and $BPS bytes/s"
+      HAVE_THROTTLE=1
+      ;;
+  esac
+  case " $DEVICES " in
+    *" latency "*)
+      missing=$(latency_missing)
+      if [ -n "$missing" ]; then
+        echo "$SELF: SKIP: latency device: needs $missing" >&2
+      else
+        log "latency device: FUSE, ${DELAY}s per read of a slow* file"
+        mkdir -p "$FUSE_ROOT"
+        make_files "$FUSE_SOURCE"
+        "$(fuse_python)" "$REPO/bench/slowfs_mount.py" "$FUSE_SOURCE" "$FUSE_ROOT" "$DELAY" \
+          > "$WORK/run/fuse.log" 2>&1 9>&- &
+        FUSE_PID=$!
+        for _ in $(seq 100); do mountpoint -q "$FUSE_ROOT" && break; sleep 0.1; done
+        mountpoint -q "$FUSE_ROOT" || die "the FUSE filesystem did not mount: $(tail -n 3 "$WORK/run/fuse.log")"
+        raise_fuse_background
+        HAVE_LATENCY=1
+      fi
+      ;;
+  esac
+  [ "$HAVE_THROTTLE$HAVE_LATENCY" != 00 ] || skip "no slow device could be set up (DEVICES=$DEVICES)"
+  write_nginx_configs
+}
+
+# The kernel lets 12 background (read-ahead) requests wait on a FUSE daemon at once by default;
+# a device with many requests in flight needs more. Settable through the fusectl filesystem.
+raise_fuse_background() {
+  local minor connection
+  minor=$(mountpoint -d "$FUSE_ROOT" | cut -d: -f2)
+  connection=/sys/fs/fuse/connections/$minor
+  if [ ! -d "$connection" ] && mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null; then
+    FUSECTL_MOUNTED=1
+  fi
+  if [ -w "$connection/max_background" ]; then
+    echo 256 > "$connection/max_background"
+    echo 192 > "$connection/congestion_threshold"
+  else
+    log "cannot raise FUSE max_background (no fusectl): at most 12 reads overlap"
+  fi
+}
+
+device_root() {
+  case $1 in
+    throttle) echo "$EXT4_ROOT" ;;
+    latency) echo "$FUSE_ROOT" ;;
+    cached) echo "$WORK/cached" ;;
+  esac
+}
+
+available_devices() {
+  local device
+  for device in $DEVICES; do
+    case $device in
+      throttle) [ "$HAVE_THROTTLE" = 1 ] && echo throttle ;;
+      latency) [ "$HAVE_LATENCY" = 1 ] && echo latency ;;
+    esac
+  done
+  return 0
+}
+
+# --- servers --------------------------------------------------------------------------------
+
+# nginx with one worker, as bench/peers_lib.sh, and the same with `aio threads` (a pool of 32
+# threads does file reads and sendfile, so the event loop does not wait for the disk).
+write_nginx_configs() {
+  local device root aio
+  mkdir -p "$WORK/run/nginx"
+  chown www-data "$WORK/run/nginx" 2>/dev/null || true
+  for device in throttle latency cached; do
+    root=$(device_root "$device")
+    for aio in "" aio; do
+      cat > "$WORK/run/nginx-$device${aio:+-aio}.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile 65536;
+user www-data;
+pid $WORK/run/nginx.pid;
+error_log $WORK/run/nginx.err warn;
+events { worker_connections 4096; use epoll; multi_accept on; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on; tcp_nopush on; tcp_nodelay on;
+    ${aio:+aio threads;}
+    keepalive_timeout 65; keepalive_requests 100000000;
+    open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s;
+    server_tokens off;
+    client_body_temp_path $WORK/run/nginx/body; proxy_temp_path $WORK/run/nginx/proxy;
+    fastcgi_temp_path $WORK/run/nginx/fastcgi; uwsgi_temp_path $WORK/run/nginx/uwsgi;
+    scgi_temp_path $WORK/run/nginx/scgi;
+    server { listen 127.0.0.1:$PORT backlog=4096; root $root; }
+}
+EOF
+    done
+  done
+}
+
+# drop_unavailable LIST: the servers of LIST this machine can run (says which it cannot).
+drop_unavailable() {
+  local server kept=""
+  for server in $1; do
+    case $server in
+      nginx | nginx-aio)
+        if ! command -v nginx >/dev/null 2>&1; then log "nginx is not installed: skipping $server"; continue; fi ;;
+    esac
+    kept="$kept $server"
+  done
+  echo "$kept"
+}
+
+# server_command NAME DEVICE: sets COMMAND (array) and CPUS.
+server_command() {
+  local name=$1 root
+  root=$(device_root "$2")
+  local ampd=("$AMPD" serve "$root" --listen "127.0.0.1:$PORT")
+  CPUS=$SERVER_CPU
+  case $name in
+    sped | amped | mt | tpc | mp) COMMAND=("${ampd[@]}" --arch "$name") ;;
+    amped-proc) COMMAND=("${ampd[@]}" --arch amped --helpers-mode process) ;;
+    # amped-N: N helper threads (amped-32: as many as nginx's thread pool has threads).
+    amped-[0-9]*) COMMAND=("${ampd[@]}" --arch amped --helpers "${name#amped-}") ;;
+    # Two loops or rings: one per core of this machine, all on the server's CPU.
+    reactor | reactor2) COMMAND=("${ampd[@]}" --arch reactor --threads 2) ;;
+    uring | uring2) COMMAND=("${ampd[@]}" --arch uring --threads 2) ;;
+    reactor1) COMMAND=("${ampd[@]}" --arch reactor --threads 1) ;;
+    uring1) COMMAND=("${ampd[@]}" --arch uring --threads 1) ;;
+    # Two loops on two CPUs (sharing CLIENT_CPU with the client): cross-CPU costs show.
+    reactor2-spread)
+      COMMAND=("${ampd[@]}" --arch reactor --threads 2)
+      CPUS=$SERVER_CPU,$CLIENT_CPU
+      ;;
+    nginx) COMMAND=(nginx -c "$WORK/run/nginx-$2.conf" -e "$WORK/run/nginx.err") ;;
+    nginx-aio) COMMAND=(nginx -c "$WORK/run/nginx-$2-aio.conf" -e "$WORK/run/nginx.err") ;;
+    *) die "unknown server '$name'" ;;
+  esac
+}
+
+# start_server NAME DEVICE OUT LIMITED: starts NAME pinned to CPUS, in our cpuacct cgroup and,
+# when LIMITED=1, in the memory and blkio cgroups; waits (at most 10 s) until it serves
+# /hot.bin. Returns non-zero if it does not.
+start_server() {
+  local name=$1 device=$2 out=$3 limited=$4 _
+  server_command "$name" "$device"
+  (
+    if [ "$limited" = 1 ]; then
+      echo "$BASHPID" > "$MEM_CG/cgroup.procs"
+      echo "$BASHPID" > "$BLKIO_CG/cgroup.procs"
+    fi
+    if [ -n "$CPU_CG" ]; then echo "$BASHPID" > "$CPU_CG/cgroup.procs"; fi
+    exec taskset -c "$CPUS" "${COMMAND[@]}"
+  ) > "$out" 2>&1 9>&- &
+  SERVER_PID=$!
+  for _ in $(seq 100); do
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/hot.bin" && return 0
+    sleep 0.1
+  done
+  log "$name did not start serving: $(tail -n 2 "$out" | tr '\n' ' ')"
+  stop_server
+  return 1
+}
+
+stop_server() {
+  kill_pid "$SERVER_PID"
+  SERVER_PID=""
+  cgroup_leftovers
+}
+
+# descendants PID: PID and every process below it.
+descendants() {
+  local pid=$1 child
+  echo "$pid"
+  for child in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do descendants "$child"; done
+}
+
+cpu_ns() {
+  if [ -n "$CPU_CG" ]; then cat "$CPU_CG/cpuacct.usage"; else echo 0; fi
+}
+
+# server_stats LIMITED: processes, threads and memory of the running server, as key=value lines.
+server_stats() {
+  local limited=$1 pids pid processes=0 threads=0 rss=0 pss=0 value
+  pids=$(descendants "$SERVER_PID")
+  for pid in $pids; do
+    [ -d /proc/"$pid" ] || continue
+    processes=$((processes + 1))
+    threads=$((threads + $(ls /proc/"$pid"/task 2>/dev/null | wc -l)))
+    value=$(awk '/^VmRSS:/ {print $2}' /proc/"$pid"/status 2>/dev/null || true)
+    rss=$((rss + ${value:-0}))
+    value=$(awk '/^Pss:/ {print $2}' /proc/"$pid"/smaps_rollup 2>/dev/null || true)
+    pss=$((pss + ${value:-0}))
+  done
+  echo "processes=$processes"
+  echo "threads=$threads"
+  echo "rss_kib=$rss"
+  echo "pss_kib=$pss"
+  if [ "$limited" = 1 ]; then
+    awk '$1 == "rss" {print "anon_bytes=" $2} $1 == "cache" {print "cache_bytes=" $2}' "$MEM_CG/memory.stat"
+    echo "kmem_bytes=$(cat "$MEM_CG/memory.kmem.usage_in_bytes" 2>/dev/null || echo 0)"
+    echo "max_usage_bytes=$(cat "$MEM_CG/memory.max_usage_in_bytes")"
+    echo "failcnt=$(cat "$MEM_CG/memory.failcnt")"
+  fi
+}
+
+# prewarm DEVICE FILES: in the server's memory cgroup (so the pages are charged to it) but not
+# its blkio cgroup (unthrottled): every file's metadata, the data of as many files as the
+# memory limit holds, and the hot file. Bounded to 120 s.
+prewarm() {
+  local root files=$2 warm limit
+  root=$(device_root "$1")
+  limit=$(cat "$MEM_CG/memory.limit_in_bytes")
+  warm=$(( limit * 9 / 10 / FILE_SIZE ))
+  [ "$warm" -gt "$files" ] && warm=$files
+  (
+    echo "$BASHPID" > "$MEM_CG/cgroup.procs"
+    cd "$root/ds"
+    head -n "$files" "$WORK/names" | timeout 120 xargs -n 256 stat --format=%s > /dev/null
+    head -n "$warm" "$WORK/names" | timeout 120 xargs -P 16 -n 16 cat > /dev/null
+    cat "$root/hot.bin" > /dev/null
+  ) 9>&- &
+  wait_bg $!
+}
+
+# --- runs -----------------------------------------------------------------------------------
+
+# client OUT ARGS...: one ampd-bench run pinned to CLIENT_CPU in the background, bounded.
+client() {
+  local out=$1
+  shift
+  timeout $((WARMUP + DURATION + 60)) taskset -c "$CLIENT_CPU" "$BENCH" "$@" \
+    --timeout 20s --quiet --json "$out" > /dev/null 2> "${out%.json}.err" 9>&- &
+  CLIENT_PIDS+=($!)
+}
+
+# run_disk PART DEVICE POINT SERVER ROUND FILES CLIENTS HOT: one run on a slow device.
+run_disk() {
+  local part=$1 device=$2 point=$3 server=$4 round=$5 files=$6 clients=$7 hot=$8
+  local dir=$RESULTS/runs/$part/$device/$point/$server/$round url cpu_before cpu_after
+  mkdir -p "$dir"
+  drop_caches
+  echo 0 > "$MEM_CG/memory.max_usage_in_bytes"
+  echo 0 > "$MEM_CG/memory.failcnt" 2>/dev/null || true
+  if ! start_server "$server" "$device" "$dir/server.log" 1; then
+    echo "did not start" > "$dir/failed"
+    return 0
+  fi
+  prewarm "$device" "$files"
+  url=http://127.0.0.1:$PORT
+  CLIENT_PIDS=()
+  client "$dir/load.json" replay --log "$WORK/logs/$files.log" --target "$server=$url/" \
+    --clients "$clients" --duration "${DURATION}s" --warmup "${WARMUP}s"
+  if [ "$hot" = 1 ]; then
+    client "$dir/hot.json" file --target "$server=$url/hot.bin" --clients "$HOT_CLIENTS" \
+      --duration "${DURATION}s" --warmup "${WARMUP}s"
+  fi
+  pause "$WARMUP"
+  cpu_before=$(cpu_ns)
+  pause $((DURATION - 1))
+  server_stats 1 > "$dir/stats.txt"
+  pause 1
+  cpu_after=$(cpu_ns)
+  echo "cpu_ns=$((cpu_after - cpu_before))" >> "$dir/stats.txt"
+  wait_bg "${CLIENT_PIDS[@]}"
+  CLIENT_PIDS=()
+  stop_server
+  grep -q "serving with reactor instead" "$dir/server.log" && echo "fell_back=1" >> "$dir/stats.txt"
+  log "$part $device $point $server round $round: $(summary_line "$dir")"
+}
+
+# summary_line DIR: requests/s of the run (and of the hot file) for the progress log.
+summary_line() {
+  python3 - "$1" <<'EOF'
+import json, os, sys
+out = []
+for name in ("load", "hot"):
+    path = os.path.join(sys.argv[1], name + ".json")
+    if os.path.exists(path):
+        median = json.load(open(path))["points"][0]["median"]
+        out.append(f"{name} {median['requests_per_second']:.0f} req/s p50 {median['latency_ms']['p50']:.3f} ms errors {median['errors_total']}")
+print("; ".join(out) or "no results")
+EOF
+}
+
+part_sweep() {
+  local servers device round point server
+  servers=$(drop_unavailable "$SERVERS")
+  for device in $(available_devices); do
+    for round in $(seq "$REPEAT"); do
+      for point in $POINTS; do
+        for server in $servers; do
+          run_disk sweep "$device" "$point" "$server" "$round" "$point" "$CLIENTS" 0
+        done
+      done
+    done
+  done
+}
+
+part_hot() {
+  local servers device round load server
+  servers=$(drop_unavailable "$SERVERS")
+  for device in $(available_devices); do
+    for round in $(seq "$REPEAT"); do
+      for load in $LOADS; do
+        for server in $servers; do
+          run_disk hot "$device" "$load" "$server" "$round" "$HOT_FILES" "$load" 1
+        done
+      done
+    done
+  done
+}
+
+# run_cached WORKLOAD SERVER ROUND: one run on the cached 1 KiB file (no cgroup limits).
+run_cached() {
+  local workload=$1 server=$2 round=$3 dir=$RESULTS/runs/engines/cached/$1/$2/$3 cpu_before cpu_after
+  local options=(--clients "$CLIENTS_CACHED")
+  case $workload in
+    pipelined) options+=(--pipeline "$PIPELINE") ;;
+    many) options=(--clients "$MANY") ;;
+  esac
+  mkdir -p "$dir"
+  if ! start_server "$server" cached "$dir/server.log" 0; then
+    echo "did not start" > "$dir/failed"
+    return 0
+  fi
+  CLIENT_PIDS=()
+  timeout $((ENGINE_DURATION + 60)) taskset -c "$CLIENT_CPU" "$BENCH" file \
+    --target "$server=http://127.0.0.1:$PORT/f1k.bin" "${options[@]}" --duration "${ENGINE_DURATION}s" \
+    --warmup 1s --timeout 20s --quiet --json "$dir/load.json" > /dev/null 2> "$dir/load.err" 9>&- &
+  CLIENT_PIDS+=($!)
+  pause 1
+  cpu_before=$(cpu_ns)
+  pause $((ENGINE_DURATION - 1))
+  server_stats 0 > "$dir/stats.txt"
+  pause 1
+  cpu_after=$(cpu_ns)
+  echo "cpu_ns=$((cpu_after - cpu_before))" >> "$dir/stats.txt"
+  wait_bg "${CLIENT_PIDS[@]}"
+  CLIENT_PIDS=()
+  stop_server
+  grep -q "serving with reactor instead" "$dir/server.log" && echo "fell_back=1" >> "$dir/stats.txt"
+  log "engines $workload $server round $round: $(summary_line "$dir")"
+}
+
+part_engines() {
+  local servers round workload server
+  if [ -z "$CPU_CG" ]; then
+    echo "$SELF: SKIP: engines part: needs the cgroup v1 cpuacct controller at $CG/cpuacct" >&2
+    return 0
+  fi
+  mkdir -p "$CPU_CG" "$WORK/cached" "$WORK/run"
+  [ -e "$WORK/run/nginx-cached.conf" ] || write_nginx_configs
+  head -c 1024 /dev/urandom > "$WORK/cached/f1k.bin"
+  head -c "$HOT_SIZE" /dev/urandom > "$WORK/cached/hot.bin"
+  chmod -R a+rX "$WORK/cached"
+  ulimit -n 65536 2>/dev/null || true
+  servers=$(drop_unavailable "$ENGINE_SERVERS")
+  for round in $(seq "$REPEAT"); do
+    for workload in keepalive pipelined many; do
+      for server in $servers; do
+        run_cached "$workload" "$server" "$round"
+      done
+    done
+  done
+}
