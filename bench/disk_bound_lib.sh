@@ -136,6 +136,8 @@ available_devices() {
 
 # --- servers --------------------------------------------------------------------------------
 
+source "$REPO/bench/nginx_conf.sh"
+
 # nginx with one worker, as bench/peers_lib.sh, and the same with `aio threads` (a pool of 32
 # threads does file reads and sendfile, so the event loop does not wait for the disk).
 write_nginx_configs() {
@@ -145,30 +147,8 @@ write_nginx_configs() {
   for device in throttle latency cached; do
     root=$(device_root "$device")
     for aio in "" aio; do
-      cat > "$WORK/run/nginx-$device${aio:+-aio}.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 65536;
-user www-data;
-pid $WORK/run/nginx.pid;
-error_log $WORK/run/nginx.err warn;
-events { worker_connections 4096; use epoll; multi_accept on; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on; tcp_nopush on; tcp_nodelay on;
-    ${aio:+aio threads;}
-    keepalive_timeout 65; keepalive_requests 100000000;
-    open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s;
-    server_tokens off;
-    client_body_temp_path $WORK/run/nginx/body; proxy_temp_path $WORK/run/nginx/proxy;
-    fastcgi_temp_path $WORK/run/nginx/fastcgi; uwsgi_temp_path $WORK/run/nginx/uwsgi;
-    scgi_temp_path $WORK/run/nginx/scgi;
-    server { listen 127.0.0.1:$PORT backlog=4096; root $root; }
-}
-EOF
+      nginx_conf "$WORK/run" "$PORT" "$root" "access_log off; ${aio:+aio threads;}" \
+        > "$WORK/run/nginx-$device${aio:+-aio}.conf"
     done
   done
 }
@@ -313,7 +293,7 @@ client() {
 # run_disk PART DEVICE POINT SERVER ROUND FILES CLIENTS HOT: one run on a slow device.
 run_disk() {
   local part=$1 device=$2 point=$3 server=$4 round=$5 files=$6 clients=$7 hot=$8
-  local dir=$RESULTS/runs/$part/$device/$point/$server/$round url cpu_before cpu_after
+  local dir=$RESULTS/runs/$part/$device/$point/$server/$round url
   mkdir -p "$dir"
   drop_caches
   echo 0 > "$MEM_CG/memory.max_usage_in_bytes"
@@ -331,10 +311,18 @@ run_disk() {
     client "$dir/hot.json" file --target "$server=$url/hot.bin" --clients "$HOT_CLIENTS" \
       --duration "${DURATION}s" --warmup "${WARMUP}s"
   fi
-  pause "$WARMUP"
+  measure_and_stop "$dir" "$WARMUP" "$DURATION" 1 "$part $device $point $server round $round"
+}
+
+# measure_and_stop DIR WARMUP DURATION LIMITED LABEL: with the clients running, wait out the
+# warm-up, take the server's CPU time over the measured seconds and its resources one second
+# before the end, wait for the clients, stop the server, and log the run's summary.
+measure_and_stop() {
+  local dir=$1 warmup=$2 duration=$3 limited=$4 label=$5 cpu_before cpu_after
+  pause "$warmup"
   cpu_before=$(cpu_ns)
-  pause $((DURATION - 1))
-  server_stats 1 > "$dir/stats.txt"
+  pause $((duration - 1))
+  server_stats "$limited" > "$dir/stats.txt"
   pause 1
   cpu_after=$(cpu_ns)
   echo "cpu_ns=$((cpu_after - cpu_before))" >> "$dir/stats.txt"
@@ -342,7 +330,7 @@ run_disk() {
   CLIENT_PIDS=()
   stop_server
   grep -q "serving with reactor instead" "$dir/server.log" && echo "fell_back=1" >> "$dir/stats.txt"
-  log "$part $device $point $server round $round: $(summary_line "$dir")"
+  log "$label: $(summary_line "$dir")"
 }
 
 # summary_line DIR: requests/s of the run (and of the hot file) for the progress log.
@@ -389,7 +377,7 @@ part_hot() {
 
 # run_cached WORKLOAD SERVER ROUND: one run on the cached 1 KiB file (no cgroup limits).
 run_cached() {
-  local workload=$1 server=$2 round=$3 dir=$RESULTS/runs/engines/cached/$1/$2/$3 cpu_before cpu_after
+  local workload=$1 server=$2 round=$3 dir=$RESULTS/runs/engines/cached/$1/$2/$3
   local options=(--clients "$CLIENTS_CACHED")
   case $workload in
     pipelined) options+=(--pipeline "$PIPELINE") ;;
@@ -405,18 +393,7 @@ run_cached() {
     --target "$server=http://127.0.0.1:$PORT/f1k.bin" "${options[@]}" --duration "${ENGINE_DURATION}s" \
     --warmup 1s --timeout 20s --quiet --json "$dir/load.json" > /dev/null 2> "$dir/load.err" 9>&- &
   CLIENT_PIDS+=($!)
-  pause 1
-  cpu_before=$(cpu_ns)
-  pause $((ENGINE_DURATION - 1))
-  server_stats 0 > "$dir/stats.txt"
-  pause 1
-  cpu_after=$(cpu_ns)
-  echo "cpu_ns=$((cpu_after - cpu_before))" >> "$dir/stats.txt"
-  wait_bg "${CLIENT_PIDS[@]}"
-  CLIENT_PIDS=()
-  stop_server
-  grep -q "serving with reactor instead" "$dir/server.log" && echo "fell_back=1" >> "$dir/stats.txt"
-  log "engines $workload $server round $round: $(summary_line "$dir")"
+  measure_and_stop "$dir" 1 "$ENGINE_DURATION" 0 "engines $workload $server round $round"
 }
 
 part_engines() {

@@ -24,6 +24,7 @@ if [ "${PRIO:-1}" = 1 ] && [ -w /proc/self/autogroup ]; then
   echo -20 > /proc/self/autogroup 2>/dev/null || true
 fi
 cd "$(dirname "$0")/.."
+source bench/nginx_conf.sh
 AMPD=${AMPD:-$PWD/target/release/ampd}
 WWW=${WWW:-/tmp/bench/www}
 DUR=${DUR:-5}
@@ -56,28 +57,7 @@ nginx_config() { # log: on|off
   [ "$1" = on ] && access="access_log $WORK/nginx-access.log combined buffer=64k flush=1s;"
   mkdir -p "$WORK/nginx"
   chown www-data "$WORK/nginx" 2>/dev/null || true
-  cat > "$WORK/nginx-$1.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 65536;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx.err warn;
-events { worker_connections 4096; use epoll; multi_accept on; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    $access
-    sendfile on; tcp_nopush on; tcp_nodelay on;
-    keepalive_timeout 65; keepalive_requests 100000000;
-    open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s;
-    server_tokens off;
-    client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy;
-    fastcgi_temp_path $WORK/nginx/fastcgi; uwsgi_temp_path $WORK/nginx/uwsgi;
-    scgi_temp_path $WORK/nginx/scgi;
-    server { listen 127.0.0.1:$PORT backlog=4096; root $WWW; }
-}
-CONF
+  nginx_conf "$WORK" "$PORT" "$WWW" "$access" > "$WORK/nginx-$1.conf"
 }
 
 measure() { # server log -> requests/s

@@ -31,6 +31,7 @@ if [ "${PRIO:-1}" = 1 ] && [ -w /proc/self/autogroup ]; then
 fi
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$REPO/bench/nginx_conf.sh"
 SCRIPT=$(basename "$0" .sh)
 WWW=${WWW:-/tmp/bench/www}
 SERVERS=${SERVERS:-"ampd nginx lighttpd apache2"}
@@ -72,29 +73,7 @@ prepare() {
 }
 
 write_configs() {
-  cat > "$RUN/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 65536;
-user www-data;
-pid $RUN/nginx.pid;
-error_log $RUN/nginx.err warn;
-events { worker_connections 4096; use epoll; multi_accept on; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on; tcp_nopush on; tcp_nodelay on;
-    keepalive_timeout 65; keepalive_requests 100000000;
-    open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s;
-    server_tokens off;
-    client_body_temp_path $RUN/nginx/body; proxy_temp_path $RUN/nginx/proxy;
-    fastcgi_temp_path $RUN/nginx/fastcgi; uwsgi_temp_path $RUN/nginx/uwsgi;
-    scgi_temp_path $RUN/nginx/scgi;
-    server { listen 127.0.0.1:${PORT[nginx]} backlog=4096; root $WWW; index index.html; }
-}
-EOF
+  nginx_conf "$RUN" "${PORT[nginx]}" "$WWW" "access_log off;" "index index.html;" > "$RUN/nginx.conf"
   cat > "$RUN/lighttpd.conf" <<EOF
 server.document-root     = "$WWW"
 server.bind              = "127.0.0.1"

@@ -3,38 +3,12 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use support::*;
 
-/// Runs ampd with `args`, bounded to 10 s; returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(support::server::binary())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ampd");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            let output = child.wait_with_output().expect("collect output");
-            return (
-                output.status.code(),
-                String::from_utf8_lossy(&output.stdout).into_owned(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("ampd {args:?} did not exit within 10 s");
-}
-
 fn assert_one_line_failure(args: &[&str]) {
-    let (code, stdout, stderr) = run(args);
+    let (code, stdout, stderr) = run_to_exit(args);
     assert_eq!(code, Some(1), "{args:?}: exit code; stderr {stderr:?}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(
@@ -51,14 +25,14 @@ fn assert_one_line_failure(args: &[&str]) {
 
 #[test]
 fn version_prints_name_and_version() {
-    let (code, stdout, _) = run(&["--version"]);
+    let (code, stdout, _) = run_to_exit(&["--version"]);
     assert_eq!(code, Some(0));
     assert_eq!(stdout.trim(), "ampd 0.1.0");
 }
 
 #[test]
 fn help_mentions_serve_and_flags() {
-    let (code, stdout, _) = run(&["--help"]);
+    let (code, stdout, _) = run_to_exit(&["--help"]);
     assert_eq!(code, Some(0));
     for needle in ["serve", "--listen", "--arch"] {
         assert!(stdout.contains(needle), "--help lacks {needle}: {stdout}");

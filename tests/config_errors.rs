@@ -5,35 +5,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 use support::*;
-
-/// Runs ampd with `args` (bounded to 10 s): (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(support::server::binary())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ampd");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            let output = child.wait_with_output().expect("collect output");
-            return (
-                output.status.code(),
-                String::from_utf8_lossy(&output.stdout).into_owned(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("ampd {args:?} did not exit within 10 s");
-}
 
 /// Checks `text` as a config; returns the one error line.
 fn error_for(text: &str) -> String {
@@ -41,7 +13,7 @@ fn error_for(text: &str) -> String {
     let file = root.outside_dir().join("bad.toml");
     std::fs::write(&file, text).unwrap();
     let file = file.display().to_string();
-    let (code, stdout, stderr) = run(&["check", &file]);
+    let (code, stdout, stderr) = run_to_exit(&["check", &file]);
     assert_eq!(code, Some(1), "{text}\nstdout {stdout}\nstderr {stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one line expected: {stderr}");
@@ -49,7 +21,7 @@ fn error_for(text: &str) -> String {
     let line = lines[0].to_owned();
     assert!(line.starts_with(&format!("ampd: {file}:")), "{line}");
     // `run -c` refuses the same file with the same line, before binding anything.
-    let (code, _, run_stderr) = run(&["run", "-c", &file]);
+    let (code, _, run_stderr) = run_to_exit(&["run", "-c", &file]);
     assert_eq!(code, Some(1));
     assert_eq!(run_stderr.trim(), line);
     line
@@ -160,7 +132,7 @@ fn missing_pieces() {
     let line = error_for("[[site]]\nautoindex = true\n[[site.location]]\npath = \"/a/\"\n");
     assert_place(&line, "4:8", "site.location.root");
     assert!(line.contains("no root"), "{line}");
-    let (code, _, stderr) = run(&["check", "/no/such/ampd.toml"]);
+    let (code, _, stderr) = run_to_exit(&["check", "/no/such/ampd.toml"]);
     assert_eq!(code, Some(1));
     assert_eq!(
         stderr.trim(),
@@ -171,7 +143,7 @@ fn missing_pieces() {
 #[test]
 fn the_example_configuration_is_accepted() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ampd.toml");
-    let (code, stdout, stderr) = run(&["check", &example.display().to_string()]);
+    let (code, stdout, stderr) = run_to_exit(&["check", &example.display().to_string()]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("configuration OK (2 sites"), "{stdout}");
 }

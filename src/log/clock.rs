@@ -89,30 +89,16 @@ fn unix_now() -> u64 {
         .map_or(0, |elapsed| elapsed.as_secs())
 }
 
-/// (year, month, day, hour, minute, second) in UTC, for years 1970..=9999 (Howard Hinnant's
-/// `civil_from_days`).
+/// (year, month, day, hour, minute, second) in UTC, for years 1970..=9999.
 fn civil(unix: u64) -> (u64, u64, u64, u64, u64, u64) {
-    let unix = unix.min(253_402_300_799);
-    let days = unix / 86_400;
+    let unix = unix.min(ampd_http::date::MAX_HTTP_DATE);
     let seconds = unix % 86_400;
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    let days = i64::try_from(unix / 86_400).unwrap_or(0);
+    let (year, month, day) = ampd_http::date::civil_from_days(days);
     (
-        year,
-        month,
-        day,
+        u64::try_from(year).unwrap_or(0),
+        u64::from(month),
+        u64::from(day),
         seconds / 3600,
         seconds % 3600 / 60,
         seconds % 60,

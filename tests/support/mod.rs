@@ -13,7 +13,7 @@ pub use http::{get, request, send_raw, Conn, Response};
 #[allow(unused_imports)]
 pub use root::TempRoot;
 #[allow(unused_imports)]
-pub use server::{curl, is_root_user, Options, Server};
+pub use server::{curl, is_root_user, run_to_exit, Options, Server};
 
 /// Writes `ampd.toml` next to the root (outside it): `listen` on port 0, the engine, then `body`.
 /// `arch` is a `for_each_arch!` name: an engine, optionally with `--helpers-mode MODE`. Each

@@ -319,6 +319,32 @@ pub fn is_root_user() -> bool {
         .unwrap_or(false)
 }
 
+/// Runs ampd with `args`, bounded to 10 s; returns (exit code, stdout, stderr).
+pub fn run_to_exit(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ampd");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            let output = child.wait_with_output().expect("collect output");
+            return (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            );
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("ampd {args:?} did not exit within 10 s");
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_ready_line;

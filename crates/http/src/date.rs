@@ -24,7 +24,7 @@ const SECONDS_PER_DAY: u64 = 86_400;
 
 /// Days since 1970-01-01 → (year, month 1..=12, day 1..=31). Howard Hinnant's
 /// `civil_from_days`: eras of 400 years make the leap rule a fixed cycle, no loops or tables.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);

@@ -101,37 +101,12 @@ pub fn cpu_affinity() -> io::Result<Vec<usize>> {
 /// # Errors
 /// `InvalidInput` for a name with a NUL byte; `EIO`/`EMFILE` from the lookup.
 pub fn user_home_dir(name: &str) -> io::Result<Option<PathBuf>> {
-    let name = CString::new(name)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "user name contains NUL"))?;
-    let mut buf = vec![0u8; 1024];
-    loop {
-        let mut entry = MaybeUninit::<libc::passwd>::uninit();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: `name` is NUL-terminated; `entry`, `buf` (of the given length) and `found` are
-        // live and writable; on success `found` points into `entry` whose strings live in `buf`.
-        let code = unsafe {
-            libc::getpwnam_r(
-                name.as_ptr(),
-                entry.as_mut_ptr(),
-                buf.as_mut_ptr().cast::<libc::c_char>(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        match code {
-            0 if found.is_null() => return Ok(None),
-            0 => {
-                // SAFETY: getpwnam_r succeeded and `found` is non-null, so `entry` is filled in
-                // and `pw_dir` points at a NUL-terminated string inside `buf`, still alive.
-                let home = unsafe { CStr::from_ptr(entry.assume_init_ref().pw_dir) };
-                return Ok(Some(PathBuf::from(OsStr::from_bytes(home.to_bytes()))));
-            }
-            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
-            // Some C libraries report "no such user" as an error number; POSIX lists these.
-            libc::ENOENT | libc::ESRCH | libc::EBADF | libc::EPERM => return Ok(None),
-            code => return Err(io::Error::from_raw_os_error(code)),
-        }
-    }
+    lookup_by_name(name, "user", libc::getpwnam_r, |entry: &libc::passwd| {
+        // SAFETY: the entry was filled in by a successful getpwnam_r, so `pw_dir` points at a
+        // NUL-terminated string inside the lookup's buffer, alive while this runs.
+        let home = unsafe { CStr::from_ptr(entry.pw_dir) };
+        PathBuf::from(OsStr::from_bytes(home.to_bytes()))
+    })
 }
 
 /// The user id and primary group id of user `name`; `Ok(None)` when there is no such user.
@@ -139,16 +114,51 @@ pub fn user_home_dir(name: &str) -> io::Result<Option<PathBuf>> {
 /// # Errors
 /// `InvalidInput` for a name with a NUL byte; `EIO`/`EMFILE` from the lookup.
 pub fn user_ids(name: &str) -> io::Result<Option<(u32, u32)>> {
-    let name = CString::new(name)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "user name contains NUL"))?;
+    lookup_by_name(name, "user", libc::getpwnam_r, |entry: &libc::passwd| {
+        (entry.pw_uid, entry.pw_gid)
+    })
+}
+
+/// The id of group `name`; `Ok(None)` when there is no such group.
+///
+/// # Errors
+/// `InvalidInput` for a name with a NUL byte; `EIO`/`EMFILE` from the lookup.
+pub fn group_id(name: &str) -> io::Result<Option<u32>> {
+    lookup_by_name(name, "group", libc::getgrnam_r, |entry: &libc::group| {
+        entry.gr_gid
+    })
+}
+
+/// The shape of the reentrant name lookups (`getpwnam_r`, `getgrnam_r`): the strings of the
+/// entry go into a buffer that grows on `ERANGE`; `read` sees the entry only when one was found,
+/// while the buffer is alive.
+fn lookup_by_name<Entry, T>(
+    name: &str,
+    kind: &str,
+    lookup: unsafe extern "C" fn(
+        *const libc::c_char,
+        *mut Entry,
+        *mut libc::c_char,
+        libc::size_t,
+        *mut *mut Entry,
+    ) -> libc::c_int,
+    read: impl FnOnce(&Entry) -> T,
+) -> io::Result<Option<T>> {
+    let name = CString::new(name).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{kind} name contains NUL"),
+        )
+    })?;
     let mut buf = vec![0u8; 1024];
     loop {
-        let mut entry = MaybeUninit::<libc::passwd>::uninit();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: `name` is NUL-terminated; `entry`, `buf` (of the given length) and `found` are
-        // live and writable.
+        let mut entry = MaybeUninit::<Entry>::uninit();
+        let mut found: *mut Entry = std::ptr::null_mut();
+        // SAFETY: `lookup` is getpwnam_r or getgrnam_r with its matching entry type; `name` is
+        // NUL-terminated; `entry`, `buf` (of the given length) and `found` are live and
+        // writable for the call.
         let code = unsafe {
-            libc::getpwnam_r(
+            lookup(
                 name.as_ptr(),
                 entry.as_mut_ptr(),
                 buf.as_mut_ptr().cast::<libc::c_char>(),
@@ -159,44 +169,12 @@ pub fn user_ids(name: &str) -> io::Result<Option<(u32, u32)>> {
         match code {
             0 if found.is_null() => return Ok(None),
             0 => {
-                // SAFETY: getpwnam_r succeeded and `found` is non-null, so `entry` is filled in.
+                // SAFETY: the lookup succeeded and `found` is non-null, so `entry` is filled in.
                 let entry = unsafe { entry.assume_init_ref() };
-                return Ok(Some((entry.pw_uid, entry.pw_gid)));
+                return Ok(Some(read(entry)));
             }
             libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
-            libc::ENOENT | libc::ESRCH | libc::EBADF | libc::EPERM => return Ok(None),
-            code => return Err(io::Error::from_raw_os_error(code)),
-        }
-    }
-}
-
-/// The id of group `name`; `Ok(None)` when there is no such group.
-///
-/// # Errors
-/// `InvalidInput` for a name with a NUL byte; `EIO`/`EMFILE` from the lookup.
-pub fn group_id(name: &str) -> io::Result<Option<u32>> {
-    let name = CString::new(name)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "group name contains NUL"))?;
-    let mut buf = vec![0u8; 1024];
-    loop {
-        let mut entry = MaybeUninit::<libc::group>::uninit();
-        let mut found: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: `name` is NUL-terminated; `entry`, `buf` (of the given length) and `found` are
-        // live and writable.
-        let code = unsafe {
-            libc::getgrnam_r(
-                name.as_ptr(),
-                entry.as_mut_ptr(),
-                buf.as_mut_ptr().cast::<libc::c_char>(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        match code {
-            0 if found.is_null() => return Ok(None),
-            // SAFETY: getgrnam_r succeeded and `found` is non-null, so `entry` is filled in.
-            0 => return Ok(Some(unsafe { entry.assume_init_ref() }.gr_gid)),
-            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            // Some C libraries report "no such entry" as an error number; POSIX lists these.
             libc::ENOENT | libc::ESRCH | libc::EBADF | libc::EPERM => return Ok(None),
             code => return Err(io::Error::from_raw_os_error(code)),
         }
