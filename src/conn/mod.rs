@@ -484,7 +484,7 @@ impl Conn {
             }
             // Page-ins are the engine's business (they serve output already queued); a
             // verification belongs to `Authenticating`.
-            JobDone::PagedIn | JobDone::Verified(_) => {
+            JobDone::PagedIn { .. } | JobDone::Verified(_) => {
                 self.state = State::Waiting(pending);
                 return None;
             }

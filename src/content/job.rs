@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use ampd_sys::inotify::Inotify;
 
-use super::file::{OpenFile, Resolved};
+use super::file::{FileKey, OpenFile, Resolved};
 use super::path::CleanPath;
 use super::resolve::{self, DocRoot};
 
@@ -49,9 +49,24 @@ pub enum JobDone {
         file: Arc<OpenFile>,
         data: io::Result<Arc<[u8]>>,
     },
-    PagedIn,
+    /// The range of the file `key` names is resident up to `end` (unless evicted since).
+    PagedIn {
+        key: FileKey,
+        end: u64,
+    },
     /// Whether the password matched.
     Verified(bool),
+}
+
+impl JobDone {
+    /// What a page-in of `len` bytes of `file` from `offset` reports.
+    #[must_use]
+    pub fn paged_in(file: &OpenFile, offset: u64, len: u64) -> JobDone {
+        JobDone::PagedIn {
+            key: file.key,
+            end: offset.saturating_add(len),
+        }
+    }
 }
 
 /// Do the job, blocking as long as the disk takes.
@@ -69,7 +84,7 @@ pub fn run(job: Job) -> JobDone {
         }
         Job::PageIn { file, offset, len } => {
             page_in(&file, offset, len);
-            JobDone::PagedIn
+            JobDone::paged_in(&file, offset, len)
         }
         Job::Verify {
             password,

@@ -106,7 +106,7 @@ impl HelperProcess {
                 file,
                 data: Err(io::Error::other("helper process failed")),
             },
-            Job::PageIn { .. } => JobDone::PagedIn,
+            Job::PageIn { file, offset, len } => JobDone::paged_in(&file, offset, len),
             // Never sent to a helper process (see `helpers::Runner::run`).
             Job::Verify { .. } => JobDone::Verified(false),
         }
@@ -482,7 +482,9 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                 data,
             })
         }
-        (REPLY_DONE, Job::PageIn { .. }) => Some(JobDone::PagedIn),
+        (REPLY_DONE, Job::PageIn { file, offset, len }) => {
+            Some(JobDone::paged_in(file, *offset, *len))
+        }
         (REPLY_RESOLVED, Job::Resolve { .. }) => {
             let has_watch = reader.bool()?;
             let watch = reader.u32()? as i32;

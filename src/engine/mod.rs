@@ -44,7 +44,7 @@ use crate::log::stats::LoopStats;
 use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
-use event_loop::{EventLoop, LoopSettings};
+use event_loop::{EventLoop, LoopSettings, PagesInFlight};
 use helpers::PoolSize;
 
 /// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
@@ -249,6 +249,7 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
         _ => DiskAccess::Helpers,
     };
     let helpers = PoolSize::of(&control.current().config);
+    let pages_in_flight = Arc::new(PagesInFlight::default());
     let mut loops = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
         let settings = LoopSettings {
@@ -256,6 +257,7 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
             control: control.clone(),
             disk,
             helpers,
+            pages_in_flight: pages_in_flight.clone(),
         };
         loops.push(EventLoop::new(listener, settings)?);
     }

@@ -125,16 +125,23 @@ impl EventLoop {
             }
             if let Some(range) = slot.conn.output.front_file() {
                 let len = (range.end - range.offset).min(budget);
-                if disk == DiskAccess::Helpers
-                    && !serve::range_resident(range.file, range.offset, len)
-                {
-                    let job = Job::PageIn {
-                        file: range.file.clone(),
-                        offset: range.offset,
-                        len,
-                    };
-                    self.submit(index, job);
-                    return Ok(wrote);
+                if disk == DiskAccess::Helpers {
+                    let key = range.file.key;
+                    let trusted = slot
+                        .paged_in
+                        .is_some_and(|(paged, end)| paged == key && range.offset < end);
+                    let page_in = (!trusted && self.settings.pages_in_flight.reading(&key))
+                        || !serve::range_resident(range.file, range.offset, len);
+                    if page_in {
+                        let job = Job::PageIn {
+                            file: range.file.clone(),
+                            offset: range.offset,
+                            len,
+                        };
+                        self.settings.pages_in_flight.started(key);
+                        self.submit(index, job);
+                        return Ok(wrote);
+                    }
                 }
                 let mut offset = range.offset;
                 let count = usize::try_from(len).unwrap_or(usize::MAX);

@@ -23,6 +23,7 @@ use super::phase_clock::PhaseClock;
 use crate::config::Level;
 use crate::conn::{Conn, Context, Spare};
 use crate::content::caches::Caches;
+use crate::content::file::FileKey;
 use crate::content::job::{self, Job, JobDone};
 use crate::content::serve::DiskAccess;
 use crate::log::clock::Clock;
@@ -54,6 +55,8 @@ pub struct LoopSettings {
     pub control: Arc<Control>,
     pub disk: DiskAccess,
     pub helpers: PoolSize,
+    /// Files being paged in by any loop's helpers (one set per server).
+    pub pages_in_flight: Arc<PagesInFlight>,
 }
 
 /// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the
@@ -78,6 +81,9 @@ macro_rules! context {
 // After the macro, which they use.
 mod drive;
 mod lifecycle;
+mod page_ins;
+
+pub use page_ins::PagesInFlight;
 
 struct Slot {
     fd: OwnedFd,
@@ -89,6 +95,10 @@ struct Slot {
     watched: Watched,
     /// A job (or page-in) is out for this connection.
     job_out: bool,
+    /// The range this connection's last page-in made resident: trusted to the residency test
+    /// even while another connection's read of the same file is in flight (else two
+    /// connections of one file could hand it to helpers in turn forever).
+    paged_in: Option<(FileKey, u64)>,
     /// Scoreboard phase and timeouts.
     clock: PhaseClock,
     /// Write side shut; draining input until the client closes (lingering close).
@@ -362,6 +372,7 @@ impl EventLoop {
             can_write: true,
             watched: Watched::NotYet { writes: false },
             job_out: false,
+            paged_in: None,
             clock: PhaseClock::opened(&self.link.stats, Instant::now()),
             lingering: false,
             _ticket: Some(ticket),
@@ -414,6 +425,9 @@ impl EventLoop {
         let mut completions = std::mem::take(&mut self.completions);
         helpers.completed(&mut completions);
         for (token, done) in completions.drain(..) {
+            if let JobDone::PagedIn { key, .. } = done {
+                self.settings.pages_in_flight.finished(key);
+            }
             let Some(index) = self.slot_of(token) else {
                 // The connection went away; a translation is still worth keeping.
                 continue;
@@ -421,7 +435,8 @@ impl EventLoop {
             let next = {
                 let slot = self.slots[index].as_mut().expect("slot_of checked it");
                 slot.job_out = false;
-                if let JobDone::PagedIn = done {
+                if let JobDone::PagedIn { key, end } = done {
+                    slot.paged_in = Some((key, end));
                     self.drive(index);
                     continue;
                 }
