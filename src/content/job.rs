@@ -5,11 +5,14 @@
 //! Must not touch: threads or queues — engines decide who runs a job and where (inline under
 //! `sped`, on a helper thread under `amped` and `reactor`).
 
+use std::fs::File;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ampd_sys::inotify::Inotify;
+use ampd_sys::io as sysio;
 
 use super::file::{FileKey, OpenFile, Resolved};
 use super::path::CleanPath;
@@ -108,17 +111,105 @@ pub fn read_whole(file: &OpenFile) -> io::Result<Arc<[u8]>> {
 }
 
 fn page_in(file: &OpenFile, offset: u64, len: u64) {
-    // Reading the range is what guarantees residency; the data itself is thrown away. A read
-    // error is not reported here: the following sendfile meets it and closes the connection.
-    let mut scratch = vec![0u8; 64 << 10];
-    let end = offset.saturating_add(len).min(file.size());
+    touch(
+        &file.file,
+        offset,
+        len.min(file.size().saturating_sub(offset)),
+    );
+}
+
+/// Bring `len` bytes of `file` from `offset` into the page cache, waiting for the reads. A read
+/// error is not reported: the `sendfile` that follows meets it and ends the connection.
+///
+/// The range goes by `sendfile` to /dev/null: the kernel reads the pages in (and waits for
+/// them) without copying the data anywhere, so a helper needs no buffer and spends no CPU on a
+/// copy (a 64 KiB buffer per helper stayed in each thread's malloc arena, docs/architectures.md).
+/// Where the file or /dev/null cannot do that, a plain read into a buffer does the same.
+pub fn touch(file: &File, offset: u64, len: u64) {
+    let end = offset.saturating_add(len);
     let mut position = offset;
+    if let Some(null) = dev_null() {
+        while position < end {
+            let want = usize::try_from(end - position).unwrap_or(usize::MAX);
+            match sysio::sendfile(null.as_fd(), file.as_fd(), &mut position, want) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(error) if error.raw_os_error() == Some(EINVAL) => break,
+                Err(_) => return,
+            }
+        }
+    }
+    let mut scratch = Vec::new();
     while position < end {
+        if scratch.is_empty() {
+            scratch = vec![0u8; 64 << 10];
+        }
         let want =
             usize::try_from((end - position).min(scratch.len() as u64)).unwrap_or(scratch.len());
-        match file.file.read_at(&mut scratch[..want], position) {
-            Ok(0) | Err(_) => break,
+        match file.read_at(&mut scratch[..want], position) {
+            Ok(0) | Err(_) => return,
             Ok(n) => position += n as u64,
         }
+    }
+}
+
+/// `EINVAL` from `sendfile`: this pair of descriptors cannot splice.
+const EINVAL: i32 = 22;
+
+/// /dev/null, opened once per process; `None` where it cannot be opened (a chroot without it).
+fn dev_null() -> Option<&'static File> {
+    static NULL: OnceLock<Option<File>> = OnceLock::new();
+    NULL.get_or_init(|| File::options().write(true).open("/dev/null").ok())
+        .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn temp_file(bytes: usize) -> (std::path::PathBuf, File) {
+        let path = std::env::temp_dir().join(format!(
+            "ampd-touch-{}-{bytes}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let mut file = File::create(&path).unwrap();
+        file.write_all(&vec![7u8; bytes]).unwrap();
+        file.sync_all().unwrap();
+        drop(file);
+        (path.clone(), File::open(&path).unwrap())
+    }
+
+    #[test]
+    fn touch_ends_at_the_end_of_the_file() {
+        use ampd_sys::file::{cachestat, fadvise, Advice};
+        let (path, file) = temp_file(100 << 10);
+        let pages = (100 << 10) / ampd_sys::file::page_size() as u64;
+        let cached = |file: &File| cachestat(file.as_fd(), 0, 0).map(|stat| stat.cached_pages);
+        // Written back, then dropped from the page cache (a no-op on tmpfs, where the pages are
+        // the file: the assertions below hold there too).
+        fadvise(file.as_fd(), 0, 0, Advice::DontNeed).unwrap();
+        touch(&file, 4096, 8192);
+        if let Ok(count) = cached(&file) {
+            assert!(count >= 2, "the range touched is resident: {count} pages");
+        }
+        // The rest of the file, with a range reaching past its end, and one wholly past it.
+        touch(&file, 0, 1 << 20);
+        touch(&file, 1 << 20, 4096);
+        if let Ok(count) = cached(&file) {
+            assert_eq!(count, pages, "every page is resident");
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn touch_falls_back_to_reading_where_sendfile_cannot_splice() {
+        // A pipe is not seekable: sendfile with an offset fails at once, and so does the
+        // fallback read; what matters is that neither spins.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(writer);
+        let file = File::from(std::os::fd::OwnedFd::from(reader));
+        touch(&file, 0, 1 << 20);
     }
 }

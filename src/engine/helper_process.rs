@@ -162,25 +162,10 @@ pub fn serve_parent() -> io::Result<()> {
                 send_frame(socket, &reply, &borrowed)?;
             }
             ReceivedJob::Read { file, offset, len } => {
-                touch(&file, offset, len);
+                job::touch(&file, offset, len);
                 reply.push(REPLY_DONE);
                 send_frame(socket, &reply, &[])?;
             }
-        }
-    }
-}
-
-/// Read a range so its pages are resident (the data goes nowhere: the page cache is the point).
-fn touch(file: &std::fs::File, offset: u64, len: u64) {
-    use std::os::unix::fs::FileExt;
-    let mut scratch = vec![0u8; 64 << 10];
-    let end = offset.saturating_add(len);
-    let mut position = offset;
-    while position < end {
-        let want = usize::try_from((end - position).min(scratch.len() as u64)).unwrap_or(0);
-        match file.read_at(&mut scratch[..want], position) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => position += read as u64,
         }
     }
 }

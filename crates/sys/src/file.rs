@@ -427,18 +427,29 @@ pub fn cachestat(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<CacheS
     })
 }
 
-/// Asks the kernel to start reading `[offset, offset + len)` into the page cache
-/// (`POSIX_FADV_WILLNEED`); returns at once (`len = 0`: to the end).
+/// What `fadvise` tells the kernel about a range of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    /// Start reading the range into the page cache (`POSIX_FADV_WILLNEED`).
+    WillNeed,
+    /// Drop the range's clean pages from the page cache (`POSIX_FADV_DONTNEED`).
+    DontNeed,
+}
+
+/// `posix_fadvise` for `[offset, offset + len)` (`len = 0`: to the end); returns at once.
 ///
 /// # Errors
 /// `EBADF`, `ESPIPE` for pipes, `EINVAL` when the values do not fit in `off_t`.
-pub fn fadvise_willneed(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+pub fn fadvise(fd: BorrowedFd<'_>, offset: u64, len: u64, advice: Advice) -> io::Result<()> {
     let invalid = || io::Error::from_raw_os_error(libc::EINVAL);
     let offset = libc::off64_t::try_from(offset).map_err(|_| invalid())?;
     let len = libc::off64_t::try_from(len).map_err(|_| invalid())?;
+    let advice = match advice {
+        Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
+        Advice::DontNeed => libc::POSIX_FADV_DONTNEED,
+    };
     // SAFETY: posix_fadvise64 takes no pointers; the descriptor is open.
-    let code =
-        unsafe { libc::posix_fadvise64(fd.as_raw_fd(), offset, len, libc::POSIX_FADV_WILLNEED) };
+    let code = unsafe { libc::posix_fadvise64(fd.as_raw_fd(), offset, len, advice) };
     // posix_fadvise returns the error number instead of setting errno.
     if code == 0 {
         Ok(())
@@ -647,7 +658,7 @@ mod tests {
         let path = dir.path().join("fresh");
         fs::write(&path, vec![7u8; 64 * 1024]).unwrap();
         let file = fs::File::open(&path).unwrap();
-        fadvise_willneed(file.as_fd(), 0, 0).unwrap();
+        fadvise(file.as_fd(), 0, 0, Advice::WillNeed).unwrap();
         let stat = cachestat(file.as_fd(), 0, 0).unwrap();
         let pages = (64 * 1024 / page_size()) as u64;
         assert_eq!(stat.cached_pages, pages, "{stat:?}");
