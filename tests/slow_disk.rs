@@ -5,98 +5,11 @@
 
 mod support;
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::root::pattern_bytes;
 use support::*;
 
 const SLOW_READ_SECONDS: &str = "1.5";
-const MOUNT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A mounted slowfs; unmounted and its process reaped on Drop.
-struct SlowFs {
-    child: Child,
-    mountpoint: PathBuf,
-}
-
-impl SlowFs {
-    /// Mounts `source` on `mountpoint`. `Err` says why FUSE is unavailable.
-    fn mount(source: &Path, mountpoint: &Path) -> Result<SlowFs, String> {
-        if !Path::new("/dev/fuse").exists() {
-            return Err("/dev/fuse does not exist".into());
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/slowfs.py");
-        let parent_dev = std::fs::metadata(mountpoint.parent().unwrap())
-            .map_err(|error| error.to_string())?
-            .dev();
-        let child = Command::new("/usr/bin/python3")
-            .arg(&script)
-            .arg(source)
-            .arg(mountpoint)
-            .arg(SLOW_READ_SECONDS)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|error| format!("cannot run /usr/bin/python3: {error}"))?;
-        let mut mounted = SlowFs {
-            child,
-            mountpoint: mountpoint.to_path_buf(),
-        };
-        let deadline = Instant::now() + MOUNT_TIMEOUT;
-        loop {
-            let dev = std::fs::metadata(mountpoint)
-                .map(|meta| meta.dev())
-                .unwrap_or(parent_dev);
-            if dev != parent_dev {
-                return Ok(mounted);
-            }
-            if let Ok(Some(status)) = mounted.child.try_wait() {
-                let mut stderr = String::new();
-                if let Some(mut pipe) = mounted.child.stderr.take() {
-                    use std::io::Read;
-                    let _ = pipe.read_to_string(&mut stderr);
-                }
-                return Err(format!(
-                    "slowfs.py exited ({status}) before mounting: {stderr}"
-                ));
-            }
-            if Instant::now() > deadline {
-                return Err(format!("slowfs did not mount within {MOUNT_TIMEOUT:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for SlowFs {
-    fn drop(&mut self) {
-        let unmounted = Command::new("fusermount")
-            .arg("-u")
-            .arg(&self.mountpoint)
-            .stderr(Stdio::null())
-            .status()
-            .map(|status| status.success())
-            .unwrap_or(false);
-        if !unmounted {
-            let _ = Command::new("umount")
-                .arg("-l")
-                .arg(&self.mountpoint)
-                .status();
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 for_each_arch!(fn hot_file_served_while_disk_is_slow(arch) {
     let root = TempRoot::new();
@@ -108,16 +21,8 @@ for_each_arch!(fn hot_file_served_while_disk_is_slow(arch) {
     let slow_data = pattern_bytes(100 * 1024, 17);
     std::fs::write(source.join("slow.bin"), &slow_data).unwrap();
     let mountpoint = root.dir("fuse");
-    let slowfs = match SlowFs::mount(&source, &mountpoint) {
-        Ok(mounted) => mounted,
-        Err(reason) if std::env::var("AMPD_SKIP_FUSE").as_deref() == Ok("1") => {
-            println!("skipped (AMPD_SKIP_FUSE=1): {reason}");
-            return;
-        }
-        Err(reason) => panic!(
-            "FUSE unavailable: {reason}. Install fuse3 and python3-fusepy, run as root with \
-             /dev/fuse, or set AMPD_SKIP_FUSE=1"
-        ),
+    let Some(slowfs) = slowfs::mount_or_skip(&source, &mountpoint, SLOW_READ_SECONDS) else {
+        return;
     };
 
     let server = Server::start(Options::new(root.path(), arch));

@@ -19,6 +19,7 @@ use super::{
 use crate::config::{Handler, Level};
 use crate::content::file::{Resolution, Resolved};
 use crate::content::path::{self, CleanPath, PathOptions};
+use crate::content::path_cache::Lookup;
 use crate::content::serve::{self, DiskAccess, Persistence, Served, Sink};
 use crate::content::status_page;
 use crate::log::stats::Shed;
@@ -288,15 +289,20 @@ impl Conn {
             .caches
             .lookup(root.id, pending.path.as_str(), Instant::now())
         {
-            Some(resolved) => {
+            Lookup::Fresh(resolved) => {
                 let disk = context.disk;
                 self.respond(pending, resolved, context, disk)
             }
-            None => {
+            lookup => {
+                let previous = match lookup {
+                    Lookup::Stale(previous) => Some(previous),
+                    _ => None,
+                };
                 let job = Job::Resolve {
                     root,
                     path: pending.path.clone(),
                     watcher: context.caches.watcher.clone(),
+                    previous,
                 };
                 Outcome::NeedJob(job, Box::new(pending))
             }

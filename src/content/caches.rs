@@ -22,7 +22,7 @@ use ampd_sys::inotify::{self, Inotify};
 use super::file::{FileKey, Resolution, Resolved};
 use super::file_cache::FileCache;
 use super::head_cache::HeadCache;
-use super::path_cache::PathCache;
+use super::path_cache::{Lookup, PathCache};
 use crate::config::CacheOptions;
 use crate::log::stats::LoopStats;
 
@@ -90,8 +90,8 @@ impl Caches {
         }
     }
 
-    /// The cached translation of `path` below root `root`, if fresh.
-    pub fn lookup(&self, root: u64, path: &str, now: Instant) -> Option<Arc<Resolved>> {
+    /// The cached translation of `path` below root `root`.
+    pub fn lookup(&self, root: u64, path: &str, now: Instant) -> Lookup {
         KEY.with(|key| match key.try_borrow_mut() {
             Ok(mut key) => {
                 write_key(&mut key, root, path);

@@ -97,6 +97,11 @@ pub struct StaticFile {
     /// Precompressed siblings, best first (Brotli, then gzip).
     pub encoded: Vec<Representation>,
     pub content_type: &'static str,
+    /// The directory holding the file, as it was before its siblings were looked for: while
+    /// this key (with its modification time) is unchanged, no entry was added to or removed
+    /// from it, so siblings that were absent still are (`resolve::revalidate`). `None` when
+    /// siblings are not looked for, or the directory could not be examined.
+    pub directory: Option<FileKey>,
 }
 
 impl StaticFile {
@@ -124,7 +129,7 @@ impl StaticFile {
 }
 
 /// What a request path translates to. Cached by `PathCache` (negative answers too).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Resolution {
     File(Arc<StaticFile>),
     /// A directory named without its trailing slash: `301` to the same path plus `/`.
@@ -148,4 +153,16 @@ pub struct Resolved {
     /// The inotify watch on the directory whose changes invalidate this resolution.
     pub watch: Option<i32>,
     pub at: Instant,
+}
+
+impl Resolved {
+    /// The same translation, found still true now (`resolve::revalidate`).
+    #[must_use]
+    pub fn renewed(&self, watch: Option<i32>) -> Resolved {
+        Resolved {
+            resolution: self.resolution.clone(),
+            watch,
+            at: Instant::now(),
+        }
+    }
 }

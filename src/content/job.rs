@@ -16,15 +16,18 @@ use ampd_sys::io as sysio;
 
 use super::file::{FileKey, OpenFile, Resolved};
 use super::path::CleanPath;
-use super::resolve::{self, DocRoot};
+use super::resolve::{self, Basis, DocRoot, Revalidated};
 
 #[derive(Debug)]
 pub enum Job {
-    /// Path translation on a path-cache miss: open, fstat, index files, siblings.
+    /// Path translation on a path-cache miss: open, fstat, index files, siblings. With the
+    /// translation that aged out of the cache (`previous`), first a check by `stat` that it
+    /// still holds (`resolve::revalidate`).
     Resolve {
         root: Arc<DocRoot>,
         path: CleanPath,
         watcher: Option<Arc<Inotify>>,
+        previous: Option<Arc<Resolved>>,
     },
     /// Read a small file into memory for the file cache.
     Load { file: Arc<OpenFile> },
@@ -80,7 +83,23 @@ pub fn run(job: Job) -> JobDone {
             root,
             path,
             watcher,
-        } => JobDone::Resolved(resolve::resolve(&root, &path, watcher.as_deref())),
+            previous,
+        } => {
+            let watcher = watcher.as_deref();
+            let basis = previous
+                .as_deref()
+                .and_then(|previous| Basis::of(previous, &path));
+            let kept = match (&previous, basis) {
+                (Some(previous), Some(basis)) => {
+                    match resolve::revalidate(&root, &path, watcher, &basis) {
+                        Revalidated::Unchanged { watch } => Some(previous.renewed(watch)),
+                        Revalidated::Changed => None,
+                    }
+                }
+                _ => None,
+            };
+            JobDone::Resolved(kept.unwrap_or_else(|| resolve::resolve(&root, &path, watcher)))
+        }
         Job::Load { file } => {
             let data = read_whole(&file);
             JobDone::Loaded { file, data }

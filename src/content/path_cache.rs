@@ -21,6 +21,15 @@ struct Shard {
     misses: u64,
 }
 
+/// What the path cache holds for a path.
+#[derive(Debug)]
+pub enum Lookup {
+    Fresh(Arc<Resolved>),
+    /// Older than `revalidate_after`: to be checked (`resolve::revalidate`) or redone.
+    Stale(Arc<Resolved>),
+    Missing,
+}
+
 #[derive(Debug)]
 pub struct PathCache {
     shards: Option<Sharded<Shard>>,
@@ -49,20 +58,27 @@ impl PathCache {
         }
     }
 
-    /// The cached translation of `path`, unless absent or too old to trust.
-    pub fn lookup(&self, path: &str, now: Instant) -> Option<Arc<Resolved>> {
-        let mut shard = self.shards.as_ref()?.lock(path);
-        let fresh = shard
-            .entries
-            .get(path)
-            .filter(|resolved| now.saturating_duration_since(resolved.at) < self.revalidate_after)
-            .cloned();
-        if fresh.is_some() {
+    /// The cached translation of `path`: fresh, too old to trust without a check, or none.
+    pub fn lookup(&self, path: &str, now: Instant) -> Lookup {
+        let Some(shards) = self.shards.as_ref() else {
+            return Lookup::Missing;
+        };
+        let mut shard = shards.lock(path);
+        let found = match shard.entries.get(path) {
+            Some(resolved)
+                if now.saturating_duration_since(resolved.at) < self.revalidate_after =>
+            {
+                Lookup::Fresh(resolved.clone())
+            }
+            Some(resolved) => Lookup::Stale(resolved.clone()),
+            None => Lookup::Missing,
+        };
+        if matches!(found, Lookup::Fresh(_)) {
             shard.hits += 1;
         } else {
             shard.misses += 1;
         }
-        fresh
+        found
     }
 
     /// Remember a translation. Listings and internal failures are not remembered.
@@ -115,5 +131,45 @@ impl PathCache {
                 shards.sum(|shard| shard.misses),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::file::Resolution;
+
+    fn not_found(at: Instant) -> Arc<Resolved> {
+        Arc::new(Resolved {
+            resolution: Resolution::NotFound,
+            watch: None,
+            at,
+        })
+    }
+
+    #[test]
+    fn entries_turn_stale_after_revalidate_after_and_are_kept_for_the_check() {
+        let cache = PathCache::new(true, 16, Duration::from_secs(1), 1);
+        let at = Instant::now();
+        cache.insert("/a".to_owned(), not_found(at));
+        assert!(matches!(cache.lookup("/a", at), Lookup::Fresh(_)));
+        let later = at + Duration::from_secs(2);
+        assert!(matches!(cache.lookup("/a", later), Lookup::Stale(_)));
+        assert!(matches!(cache.lookup("/b", at), Lookup::Missing));
+        // Only a fresh answer counts as a hit.
+        assert_eq!(cache.hits_and_misses(), (1, 2));
+        // A renewed translation is fresh again.
+        cache.insert("/a".to_owned(), not_found(later));
+        assert!(matches!(cache.lookup("/a", later), Lookup::Fresh(_)));
+    }
+
+    #[test]
+    fn a_disabled_cache_holds_nothing() {
+        let cache = PathCache::new(false, 16, Duration::from_secs(1), 1);
+        cache.insert("/a".to_owned(), not_found(Instant::now()));
+        assert!(matches!(
+            cache.lookup("/a", Instant::now()),
+            Lookup::Missing
+        ));
     }
 }

@@ -13,7 +13,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ampd_http::coding::Coding;
 use ampd_sys::file::{self, FileKind, ResolveFlags};
@@ -67,50 +67,14 @@ const WATCH_MASK: u32 = inotify::IN_MODIFY
 #[must_use]
 pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> Resolved {
     let options = &root.options;
-    let user_base;
-    let (base_fd, base_path, relative) = match options
-        .userdir
-        .as_deref()
-        .and_then(|p| path::userdir(clean).map(|(user, rest)| (p, user, rest)))
-    {
-        Some((pattern, user, rest)) => match user_directory(pattern, user) {
-            Some(dir) => match file::open_dir(&dir) {
-                Ok(fd) => {
-                    user_base = fd;
-                    (
-                        user_base.as_fd(),
-                        dir,
-                        rest.trim_start_matches('/').to_owned(),
-                    )
-                }
-                Err(_) => return finish(Resolution::NotFound, None),
-            },
-            None => return finish(Resolution::NotFound, None),
-        },
-        None => (
-            root.dir.as_fd(),
-            root.path.clone(),
-            clean.relative().to_owned(),
-        ),
+    let Some(base) = Base::of(root, clean) else {
+        return finish(Resolution::NotFound, None);
     };
-    let relative = if relative.is_empty() {
-        ".".to_owned()
-    } else {
-        relative
-    };
-
+    let base_fd = base.fd(root);
+    let relative = base.relative.clone();
     // Watch first, then look: a change between the two is then reported, never lost.
-    let watch_dir = if clean.ends_with_slash() || relative == "." {
-        base_path.join(&relative)
-    } else {
-        base_path.join(Path::new(&relative).parent().unwrap_or(Path::new(".")))
-    };
-    let watch = watcher.and_then(|w| w.add_watch(&watch_dir, WATCH_MASK).ok());
-
-    let flags = ResolveFlags {
-        beneath: !options.follow_symlinks,
-        no_symlinks: false,
-    };
+    let watch = watcher.and_then(|w| w.add_watch(&base.watch_dir, WATCH_MASK).ok());
+    let flags = resolve_flags(options);
     let fd = match file::open_beneath(base_fd, Path::new(&relative), flags) {
         Ok(fd) => fd,
         Err(err) => return finish(open_error(&err), watch),
@@ -129,6 +93,157 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
         _ => Resolution::Forbidden,
     };
     finish(resolution, watch)
+}
+
+/// Where a path is looked up: the directory to start from (the root's, or a `~user`
+/// directory opened for this lookup), the path below it, and the directory to watch.
+struct Base {
+    user_dir: Option<OwnedFd>,
+    relative: String,
+    watch_dir: PathBuf,
+}
+
+impl Base {
+    /// `None`: a `~user` path whose user or directory does not exist.
+    fn of(root: &DocRoot, clean: &CleanPath) -> Option<Base> {
+        let userdir = root
+            .options
+            .userdir
+            .as_deref()
+            .and_then(|pattern| path::userdir(clean).map(|(user, rest)| (pattern, user, rest)));
+        let (user_dir, base_path, relative) = match userdir {
+            Some((pattern, user, rest)) => {
+                let dir = user_directory(pattern, user)?;
+                let fd = file::open_dir(&dir).ok()?;
+                (Some(fd), dir, rest.trim_start_matches('/').to_owned())
+            }
+            None => (None, root.path.clone(), clean.relative().to_owned()),
+        };
+        let relative = if relative.is_empty() {
+            ".".to_owned()
+        } else {
+            relative
+        };
+        let watch_dir = if clean.ends_with_slash() || relative == "." {
+            base_path.join(&relative)
+        } else {
+            base_path.join(Path::new(&relative).parent().unwrap_or(Path::new(".")))
+        };
+        Some(Base {
+            user_dir,
+            relative,
+            watch_dir,
+        })
+    }
+
+    fn fd<'a>(&'a self, root: &'a DocRoot) -> std::os::fd::BorrowedFd<'a> {
+        self.user_dir.as_ref().map_or(root.dir.as_fd(), AsFd::as_fd)
+    }
+}
+
+fn resolve_flags(options: &StaticOptions) -> ResolveFlags {
+    ResolveFlags {
+        beneath: !options.follow_symlinks,
+        no_symlinks: false,
+    }
+}
+
+/// Precompressed siblings looked for beside a file, best first.
+const SIBLINGS: [(Coding, &str); 2] = [(Coding::Brotli, ".br"), (Coding::Gzip, ".gz")];
+
+/// What a cached translation of a file rests on: the file's identity and, for each
+/// precompressed sibling looked for, its identity or its absence. A translation whose basis
+/// still holds need not be redone: the descriptors it holds are of the same files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Basis {
+    pub file: FileKey,
+    /// `StaticFile::directory`.
+    pub directory: Option<FileKey>,
+    /// In the order of `SIBLINGS` (Brotli, gzip); `None`: absent (or not looked for).
+    pub siblings: [Option<FileKey>; 2],
+}
+
+impl Basis {
+    /// The basis of `resolved` for the request path `clean`, if it is a file named by the path
+    /// itself (a directory's index is translated afresh: which index wins may have changed).
+    #[must_use]
+    pub fn of(resolved: &Resolved, clean: &CleanPath) -> Option<Basis> {
+        let Resolution::File(file) = &resolved.resolution else {
+            return None;
+        };
+        if clean.ends_with_slash() || clean.relative().is_empty() {
+            return None;
+        }
+        let sibling = |(coding, _): (Coding, &str)| {
+            file.encoded
+                .iter()
+                .find(|representation| representation.coding == coding)
+                .map(|representation| representation.file.key)
+        };
+        Some(Basis {
+            file: file.identity.file.key,
+            directory: file.directory,
+            siblings: SIBLINGS.map(sibling),
+        })
+    }
+}
+
+/// Whether the translation `basis` describes still holds for `clean`, checked with `stat`s
+/// only (no file is opened), after watching the directory as `resolve` does. A cached
+/// translation older than `revalidate_after` is checked this way before it is redone: on a
+/// network or FUSE filesystem a lookup is one round trip, an open, `fstat` and close three or
+/// four, per file (bench/disk_bound.sh's latency device: 0.7 opens per request at the default
+/// of one second).
+#[must_use]
+pub fn revalidate(
+    root: &DocRoot,
+    clean: &CleanPath,
+    watcher: Option<&Inotify>,
+    basis: &Basis,
+) -> Revalidated {
+    let options = &root.options;
+    let Some(base) = Base::of(root, clean) else {
+        return Revalidated::Changed;
+    };
+    let watch = watcher.and_then(|w| w.add_watch(&base.watch_dir, WATCH_MASK).ok());
+    let fd = base.fd(root);
+    let relative = base.relative.as_str();
+    if options.precompressed {
+        // Siblings absent then are absent now while the directory is unchanged (one lookup
+        // for every file of the directory, not one per sibling and file).
+        let directory = stat_key(fd, parent(relative), options, FileKind::Directory);
+        if basis.directory.is_none() || directory != basis.directory {
+            return Revalidated::Changed;
+        }
+    } else if basis.siblings.iter().any(Option::is_some) {
+        return Revalidated::Changed;
+    }
+    if stat_key(fd, relative, options, FileKind::Regular) != Some(basis.file) {
+        return Revalidated::Changed;
+    }
+    for ((_, suffix), known) in SIBLINGS.iter().zip(basis.siblings) {
+        if let Some(known) = known {
+            let now = stat_key(
+                fd,
+                &format!("{relative}{suffix}"),
+                options,
+                FileKind::Regular,
+            );
+            if now != Some(known) {
+                return Revalidated::Changed;
+            }
+        }
+    }
+    Revalidated::Unchanged { watch }
+}
+
+/// What `revalidate` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revalidated {
+    /// The same files: keep the translation (with this directory watch).
+    Unchanged { watch: Option<i32> },
+    /// Something differs, or could not be checked: translate afresh.
+    Changed,
 }
 
 fn finish(resolution: Resolution, watch: Option<i32>) -> Resolved {
@@ -172,8 +287,13 @@ fn static_file(
 ) -> Resolution {
     let identity = Representation::new(Coding::Identity, OpenFile { file, key });
     let mut encoded = Vec::new();
+    let mut directory = None;
     if options.precompressed {
-        for (coding, suffix) in [(Coding::Brotli, ".br"), (Coding::Gzip, ".gz")] {
+        // Before the siblings are looked for: a sibling added after this changes the
+        // directory's time, and the next check sees it.
+        directory = stat_key(base, parent(relative), options, FileKind::Directory)
+            .filter(|key| settled(key, SystemTime::now()));
+        for (coding, suffix) in SIBLINGS {
             if let Some(sibling) = open_regular(base, &format!("{relative}{suffix}"), options) {
                 encoded.push(Representation::new(coding, sibling));
             }
@@ -184,7 +304,41 @@ fn static_file(
         identity,
         encoded,
         content_type,
+        directory,
     }))
+}
+
+/// The key of `relative` below `base` if it is of `kind`, found without opening it.
+fn stat_key(
+    base: std::os::fd::BorrowedFd<'_>,
+    relative: &str,
+    options: &StaticOptions,
+    kind: FileKind,
+) -> Option<FileKey> {
+    file::stat_beneath(base, Path::new(relative), resolve_flags(options))
+        .ok()
+        .filter(|stat| stat.kind == kind)
+        .map(|stat| FileKey::of(&stat))
+}
+
+/// Whether `key`'s modification time is old enough to vouch that nothing changed since: a
+/// filesystem's clock ticks coarsely (jiffies, or a server's), so an entry added within the
+/// same tick as the `stat` could leave the time as it was. Git's "racy timestamp" rule: a
+/// time within `RACY` of now is not trusted (the translation is then redone next time).
+fn settled(key: &FileKey, now: SystemTime) -> bool {
+    const RACY: Duration = Duration::from_secs(2);
+    let Ok(since_epoch) = now.duration_since(UNIX_EPOCH) else {
+        return false;
+    };
+    let mtime = Duration::new(u64::try_from(key.mtime_secs).unwrap_or(0), key.mtime_nanos);
+    since_epoch.saturating_sub(mtime) >= RACY
+}
+
+/// The directory part of a relative path (`""`, the base itself, for a bare name).
+fn parent(relative: &str) -> &str {
+    relative
+        .rsplit_once('/')
+        .map_or("", |(directory, _)| directory)
 }
 
 fn open_regular(
@@ -192,10 +346,7 @@ fn open_regular(
     relative: &str,
     options: &StaticOptions,
 ) -> Option<OpenFile> {
-    let flags = ResolveFlags {
-        beneath: !options.follow_symlinks,
-        no_symlinks: false,
-    };
+    let flags = resolve_flags(options);
     let fd = file::open_beneath(base, Path::new(relative), flags).ok()?;
     let stat = file::fstat(fd.as_fd()).ok()?;
     (stat.kind == FileKind::Regular).then(|| OpenFile {
@@ -276,4 +427,172 @@ fn user_directory(pattern: &str, user: &str) -> Option<PathBuf> {
     }
     let home = ampd_sys::process::user_home_dir(user).ok()??;
     Some(home.join(OsStr::new(pattern)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let path = std::env::temp_dir().join(format!(
+                "ampd-resolve-{name}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir_all(path.join("docs")).unwrap();
+            Dir(path)
+        }
+
+        /// Date the directory an hour back, as a directory left alone for a while is (a
+        /// directory changed within the last seconds is not trusted: `settled`).
+        fn settle(&self) {
+            let docs = std::fs::File::open(self.0.join("docs")).unwrap();
+            docs.set_modified(SystemTime::now() - Duration::from_secs(3600))
+                .unwrap();
+        }
+
+        fn root(&self, precompressed: bool) -> DocRoot {
+            DocRoot::open(StaticOptions {
+                root: self.0.clone(),
+                index: vec!["index.html".to_owned()],
+                autoindex: false,
+                dotfiles: false,
+                follow_symlinks: false,
+                userdir: None,
+                precompressed,
+            })
+            .unwrap()
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn clean(path: &str) -> CleanPath {
+        CleanPath::from_normalized(path).unwrap()
+    }
+
+    /// Translate `path` and check the translation again at once, with `check` done in between.
+    fn check_after(dir: &Dir, root: &DocRoot, path: &str, check: impl FnOnce()) -> Revalidated {
+        dir.settle();
+        let resolved = resolve(root, &clean(path), None);
+        let basis = Basis::of(&resolved, &clean(path)).expect("a file has a basis");
+        check();
+        revalidate(root, &clean(path), None, &basis)
+    }
+
+    #[test]
+    fn an_untouched_file_and_its_siblings_still_hold() {
+        let dir = Dir::new("untouched");
+        std::fs::write(dir.0.join("docs/page.html"), "page").unwrap();
+        std::fs::write(dir.0.join("docs/page.html.gz"), "gz").unwrap();
+        let root = dir.root(true);
+        dir.settle();
+        let resolved = resolve(&root, &clean("/docs/page.html"), None);
+        let basis = Basis::of(&resolved, &clean("/docs/page.html")).unwrap();
+        assert!(basis.siblings[0].is_none(), "no .br");
+        assert!(basis.siblings[1].is_some(), ".gz found");
+        let checked = revalidate(&root, &clean("/docs/page.html"), None, &basis);
+        assert_eq!(checked, Revalidated::Unchanged { watch: None });
+        let renewed = resolved.renewed(None);
+        match (&renewed.resolution, &resolved.resolution) {
+            (Resolution::File(again), Resolution::File(first)) => {
+                assert!(Arc::ptr_eq(again, first), "the same open files are kept");
+            }
+            _ => panic!("a file stays a file"),
+        }
+    }
+
+    #[test]
+    fn any_change_to_the_file_or_its_siblings_is_seen() {
+        let dir = Dir::new("changes");
+        let page = dir.0.join("docs/page.html");
+        std::fs::write(&page, "page").unwrap();
+        let root = dir.root(true);
+        let path = "/docs/page.html";
+        // Same size, different modification time (an in-place edit).
+        let edited = check_after(&dir, &root, path, || {
+            let file = std::fs::File::options().write(true).open(&page).unwrap();
+            file.set_modified(SystemTime::now() - Duration::from_secs(3600))
+                .unwrap();
+        });
+        assert_eq!(edited, Revalidated::Changed);
+        let replaced = check_after(&dir, &root, path, || {
+            let staging = dir.0.join("docs/staging");
+            std::fs::write(&staging, "new!").unwrap();
+            std::fs::rename(&staging, &page).unwrap();
+        });
+        assert_eq!(replaced, Revalidated::Changed, "renamed over");
+        let sibling = dir.0.join("docs/page.html.br");
+        let appeared = check_after(&dir, &root, path, || {
+            std::fs::write(&sibling, "br").unwrap()
+        });
+        assert_eq!(appeared, Revalidated::Changed, "a sibling appeared");
+        let gone = check_after(&dir, &root, path, || {
+            std::fs::remove_file(&sibling).unwrap()
+        });
+        assert_eq!(gone, Revalidated::Changed, "a sibling went away");
+        let deleted = check_after(&dir, &root, path, || std::fs::remove_file(&page).unwrap());
+        assert_eq!(deleted, Revalidated::Changed, "deleted");
+    }
+
+    #[test]
+    fn siblings_are_not_looked_for_when_precompressed_is_off() {
+        let dir = Dir::new("no-siblings");
+        std::fs::write(dir.0.join("docs/page.html"), "page").unwrap();
+        let root = dir.root(false);
+        let checked = check_after(&dir, &root, "/docs/page.html", || {
+            std::fs::write(dir.0.join("docs/page.html.gz"), "gz").unwrap();
+        });
+        assert_eq!(checked, Revalidated::Unchanged { watch: None });
+    }
+
+    #[test]
+    fn a_directory_changed_just_now_does_not_vouch_for_absent_siblings() {
+        let dir = Dir::new("racy");
+        std::fs::write(dir.0.join("docs/page.html"), "page").unwrap();
+        let root = dir.root(true);
+        // Not settled: the directory was written a moment ago.
+        let resolved = resolve(&root, &clean("/docs/page.html"), None);
+        let basis = Basis::of(&resolved, &clean("/docs/page.html")).unwrap();
+        assert_eq!(basis.directory, None);
+        let checked = revalidate(&root, &clean("/docs/page.html"), None, &basis);
+        assert_eq!(checked, Revalidated::Changed, "translated afresh instead");
+        let key = |secs: i64| FileKey {
+            dev: 1,
+            ino: 1,
+            size: 0,
+            mtime_secs: secs,
+            mtime_nanos: 0,
+        };
+        let now = UNIX_EPOCH + Duration::from_secs(1_000_000);
+        assert!(settled(&key(999_990), now));
+        assert!(!settled(&key(999_999), now));
+        assert!(!settled(&key(1_000_005), now), "a time in the future");
+    }
+
+    #[test]
+    fn only_a_file_named_by_the_path_itself_has_a_basis() {
+        let dir = Dir::new("basis");
+        std::fs::write(dir.0.join("docs/index.html"), "index").unwrap();
+        let root = dir.root(true);
+        let index = resolve(&root, &clean("/docs/"), None);
+        assert!(matches!(index.resolution, Resolution::File(_)));
+        assert!(Basis::of(&index, &clean("/docs/")).is_none(), "an index");
+        let missing = resolve(&root, &clean("/docs/nope"), None);
+        assert!(
+            Basis::of(&missing, &clean("/docs/nope")).is_none(),
+            "not found"
+        );
+        let slash = resolve(&root, &clean("/docs"), None);
+        assert!(Basis::of(&slash, &clean("/docs")).is_none(), "a redirect");
+    }
 }

@@ -31,7 +31,7 @@ use crate::content::file::{FileKey, OpenFile, Representation, Resolution, Resolv
 use crate::content::job::{self, Job, JobDone};
 use crate::content::mime;
 use crate::content::path::CleanPath;
-use crate::content::resolve::{self, DocRoot};
+use crate::content::resolve::{self, Basis, DocRoot, Revalidated};
 
 /// The hidden subcommand a helper process runs.
 pub const SUBCOMMAND: &str = "__helper";
@@ -155,7 +155,17 @@ pub fn serve_parent() -> io::Result<()> {
                 root,
                 path,
                 watcher,
+                basis,
             } => {
+                let checked =
+                    basis.map(|basis| resolve::revalidate(&root, &path, watcher.as_ref(), &basis));
+                if let Some(Revalidated::Unchanged { watch }) = checked {
+                    reply.push(REPLY_UNCHANGED);
+                    Writer(&mut reply).bool(watch.is_some());
+                    Writer(&mut reply).u32(watch.unwrap_or(0) as u32);
+                    send_frame(socket, &reply, &[])?;
+                    continue;
+                }
                 let resolved = resolve::resolve(&root, &path, watcher.as_ref());
                 let files = encode_resolved(&resolved, &mut reply);
                 let borrowed: Vec<BorrowedFd<'_>> = files.iter().map(|file| file.as_fd()).collect();
@@ -222,6 +232,8 @@ const JOB_RESOLVE: u8 = 1;
 const JOB_READ: u8 = 2;
 const REPLY_DONE: u8 = 10;
 const REPLY_RESOLVED: u8 = 11;
+/// The translation checked (`Job::Resolve`'s `previous`) still holds.
+const REPLY_UNCHANGED: u8 = 12;
 
 struct Writer<'a>(&'a mut Vec<u8>);
 
@@ -249,6 +261,19 @@ impl Writer<'_> {
         self.bool(value.is_some());
         if let Some(value) = value {
             self.text(value);
+        }
+    }
+    fn key(&mut self, key: &FileKey) {
+        self.u64(key.dev);
+        self.u64(key.ino);
+        self.u64(key.size);
+        self.u64(key.mtime_secs as u64);
+        self.u32(key.mtime_nanos);
+    }
+    fn optional_key(&mut self, key: Option<&FileKey>) {
+        self.bool(key.is_some());
+        if let Some(key) = key {
+            self.key(key);
         }
     }
 }
@@ -283,6 +308,22 @@ impl Reader<'_> {
     fn text(&mut self) -> Option<String> {
         String::from_utf8(self.bytes()?.to_vec()).ok()
     }
+    fn key(&mut self) -> Option<FileKey> {
+        Some(FileKey {
+            dev: self.u64()?,
+            ino: self.u64()?,
+            size: self.u64()?,
+            mtime_secs: self.u64()? as i64,
+            mtime_nanos: self.u32()?,
+        })
+    }
+    fn optional_key(&mut self) -> Option<Option<FileKey>> {
+        if self.bool()? {
+            Some(Some(self.key()?))
+        } else {
+            Some(None)
+        }
+    }
     fn optional_text(&mut self) -> Option<Option<String>> {
         if self.bool()? {
             Some(Some(self.text()?))
@@ -300,6 +341,7 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             root,
             path,
             watcher,
+            previous,
         } => {
             writer.u8(JOB_RESOLVE);
             writer.text(path.as_str());
@@ -315,6 +357,17 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             writer.optional_text(options.userdir.as_deref());
             writer.bool(options.precompressed);
             writer.bool(watcher.is_some());
+            let basis = previous
+                .as_deref()
+                .and_then(|previous| Basis::of(previous, path));
+            writer.bool(basis.is_some());
+            if let Some(basis) = basis {
+                writer.key(&basis.file);
+                writer.optional_key(basis.directory.as_ref());
+                for sibling in &basis.siblings {
+                    writer.optional_key(sibling.as_ref());
+                }
+            }
             let mut fds = vec![root.dir.as_fd()];
             if let Some(watcher) = watcher {
                 fds.push(watcher.as_fd());
@@ -343,6 +396,7 @@ enum ReceivedJob {
         root: DocRoot,
         path: CleanPath,
         watcher: Option<Inotify>,
+        basis: Option<Box<Basis>>,
     },
     Read {
         file: std::fs::File,
@@ -373,6 +427,15 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
                 precompressed: reader.bool()?,
             };
             let has_watcher = reader.bool()?;
+            let basis = if reader.bool()? {
+                Some(Box::new(Basis {
+                    file: reader.key()?,
+                    directory: reader.optional_key()?,
+                    siblings: [reader.optional_key()?, reader.optional_key()?],
+                }))
+            } else {
+                None
+            };
             let root = DocRoot {
                 // Only the server's caches key by root id; the helper resolves and forgets.
                 id: 0,
@@ -389,6 +452,7 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
                 root,
                 path,
                 watcher,
+                basis,
             })
         }
         JOB_READ => Some(ReceivedJob::Read {
@@ -428,6 +492,7 @@ fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std
         Resolution::File(file) => {
             writer.u8(0);
             writer.text(file.content_type);
+            writer.optional_key(file.directory.as_ref());
             let representations: Vec<&Representation> = std::iter::once(&file.identity)
                 .chain(&file.encoded)
                 .collect();
@@ -435,11 +500,7 @@ fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std
             for representation in representations {
                 let key = representation.file.key;
                 writer.u8(coding_byte(representation.coding));
-                writer.u64(key.dev);
-                writer.u64(key.ino);
-                writer.u64(key.size);
-                writer.u64(key.mtime_secs as u64);
-                writer.u32(key.mtime_nanos);
+                writer.key(&key);
                 files.push(&representation.file.file);
             }
         }
@@ -470,24 +531,32 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
         (REPLY_DONE, Job::PageIn { file, offset, len }) => {
             Some(JobDone::paged_in(file, *offset, *len))
         }
+        (
+            REPLY_UNCHANGED,
+            Job::Resolve {
+                previous: Some(previous),
+                ..
+            },
+        ) => {
+            let has_watch = reader.bool()?;
+            let watch = reader.u32()? as i32;
+            Some(JobDone::Resolved(
+                previous.renewed(has_watch.then_some(watch)),
+            ))
+        }
         (REPLY_RESOLVED, Job::Resolve { .. }) => {
             let has_watch = reader.bool()?;
             let watch = reader.u32()? as i32;
             let resolution = match reader.u8()? {
                 0 => {
                     let content_type = mime::known(&reader.text()?)?;
+                    let directory = reader.optional_key()?;
                     let count = reader.u32()?;
                     let mut fds = fds.into_iter();
                     let mut representations = Vec::new();
                     for _ in 0..count {
                         let coding = coding_of(reader.u8()?)?;
-                        let key = FileKey {
-                            dev: reader.u64()?,
-                            ino: reader.u64()?,
-                            size: reader.u64()?,
-                            mtime_secs: reader.u64()? as i64,
-                            mtime_nanos: reader.u32()?,
-                        };
+                        let key = reader.key()?;
                         let file = OpenFile {
                             file: std::fs::File::from(fds.next()?),
                             key,
@@ -500,6 +569,7 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                         identity,
                         encoded: representations.collect(),
                         content_type,
+                        directory,
                     }))
                 }
                 1 => Resolution::AddSlash,

@@ -7,6 +7,7 @@
 pub mod http;
 pub mod root;
 pub mod server;
+pub mod slowfs;
 
 #[allow(unused_imports)]
 pub use http::{get, request, send_raw, Conn, Response};

@@ -218,6 +218,27 @@ pub fn openat2_supported() -> bool {
 /// `ENOENT`, `EACCES`, `EXDEV` (escape), `ELOOP` (refused symlink), `ENOTDIR`, `EMFILE`,
 /// `InvalidInput` for a path with a NUL byte.
 pub fn open_beneath(dir: BorrowedFd<'_>, path: &Path, flags: ResolveFlags) -> io::Result<OwnedFd> {
+    open_beneath_as(dir, path, flags, SERVE_FLAGS)
+}
+
+/// `fstat` of `path` below `dir`, found under the same confinement as [`open_beneath`] but
+/// without opening the file for reading (`O_PATH`): a network or FUSE filesystem then sees a
+/// lookup only, not an open and a release. For checking that a file is still what a cache
+/// holds open.
+///
+/// # Errors
+/// As [`open_beneath`].
+pub fn stat_beneath(dir: BorrowedFd<'_>, path: &Path, flags: ResolveFlags) -> io::Result<FileStat> {
+    let fd = open_beneath_as(dir, path, flags, libc::O_PATH | libc::O_CLOEXEC)?;
+    fstat(std::os::fd::AsFd::as_fd(&fd))
+}
+
+fn open_beneath_as(
+    dir: BorrowedFd<'_>,
+    path: &Path,
+    flags: ResolveFlags,
+    open_flags: i32,
+) -> io::Result<OwnedFd> {
     let path = if path.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -232,14 +253,14 @@ pub fn open_beneath(dir: BorrowedFd<'_>, path: &Path, flags: ResolveFlags) -> io
         if flags.no_symlinks {
             resolve |= libc::RESOLVE_NO_SYMLINKS;
         }
-        match raw_openat2(dir.as_raw_fd(), &name, SERVE_FLAGS, resolve) {
+        match raw_openat2(dir.as_raw_fd(), &name, open_flags, resolve) {
             Err(error) if error.raw_os_error() == Some(libc::ENOSYS) => {
                 OPENAT2_STATE.store(OPENAT2_NO, Ordering::Relaxed);
             }
             result => return result,
         }
     }
-    open_by_walking(dir, path)
+    open_by_walking(dir, path, open_flags)
 }
 
 fn raw_openat(dir: RawFd, name: &CString, flags: i32) -> io::Result<OwnedFd> {
@@ -250,7 +271,7 @@ fn raw_openat(dir: RawFd, name: &CString, flags: i32) -> io::Result<OwnedFd> {
 }
 
 /// The fallback for kernels without openat2; see [`open_beneath`] for its policy.
-fn open_by_walking(dir: BorrowedFd<'_>, path: &Path) -> io::Result<OwnedFd> {
+fn open_by_walking(dir: BorrowedFd<'_>, path: &Path, open_flags: i32) -> io::Result<OwnedFd> {
     let escape = || io::Error::from_raw_os_error(libc::EXDEV);
     let mut names = Vec::new();
     for component in path.components() {
@@ -263,7 +284,7 @@ fn open_by_walking(dir: BorrowedFd<'_>, path: &Path) -> io::Result<OwnedFd> {
         }
     }
     let Some((last, parents)) = names.split_last() else {
-        return raw_openat(dir.as_raw_fd(), &CString::from(c"."), SERVE_FLAGS);
+        return raw_openat(dir.as_raw_fd(), &CString::from(c"."), open_flags);
     };
     let mut current: Option<OwnedFd> = None;
     for name in parents {
@@ -282,7 +303,7 @@ fn open_by_walking(dir: BorrowedFd<'_>, path: &Path) -> io::Result<OwnedFd> {
     raw_openat(
         at,
         &path_to_cstring(Path::new(last))?,
-        SERVE_FLAGS | libc::O_NOFOLLOW,
+        open_flags | libc::O_NOFOLLOW,
     )
 }
 
@@ -563,7 +584,7 @@ mod tests {
     #[test]
     fn fallback_walk_refuses_parent_and_every_symlink() {
         let (_base, dir) = tree();
-        let file = open_by_walking(dir.as_fd(), Path::new("./sub/page.txt")).unwrap();
+        let file = open_by_walking(dir.as_fd(), Path::new("./sub/page.txt"), SERVE_FLAGS).unwrap();
         assert_eq!(contents(file), "page");
         let cases = [
             ("../outside.txt", libc::EXDEV),
@@ -575,11 +596,44 @@ mod tests {
             ("index.html/x", libc::ENOTDIR),
         ];
         for (path, errno) in cases {
-            let error = open_by_walking(dir.as_fd(), Path::new(path)).expect_err(path);
+            let error = open_by_walking(dir.as_fd(), Path::new(path), SERVE_FLAGS).expect_err(path);
             assert_eq!(error.raw_os_error(), Some(errno), "{path}: {error}");
         }
-        let root = open_by_walking(dir.as_fd(), Path::new("")).unwrap();
+        let root = open_by_walking(dir.as_fd(), Path::new(""), SERVE_FLAGS).unwrap();
         assert_eq!(fstat(root.as_fd()).unwrap().kind, FileKind::Directory);
+    }
+
+    #[test]
+    fn stat_beneath_agrees_with_an_open_and_keeps_the_confinement() {
+        let (_base, dir) = tree();
+        let opened = open_beneath(
+            dir.as_fd(),
+            Path::new("sub/page.txt"),
+            ResolveFlags::BENEATH,
+        )
+        .unwrap();
+        let stat = stat_beneath(
+            dir.as_fd(),
+            Path::new("sub/page.txt"),
+            ResolveFlags::BENEATH,
+        )
+        .unwrap();
+        let expected = fstat(opened.as_fd()).unwrap();
+        assert_eq!(
+            (stat.dev, stat.ino, stat.size),
+            (expected.dev, expected.ino, expected.size)
+        );
+        assert_eq!(stat.kind, FileKind::Regular);
+        let escape = stat_beneath(
+            dir.as_fd(),
+            Path::new("../outside.txt"),
+            ResolveFlags::BENEATH,
+        )
+        .unwrap_err();
+        assert_eq!(escape.raw_os_error(), Some(libc::EXDEV));
+        let missing =
+            stat_beneath(dir.as_fd(), Path::new("nope"), ResolveFlags::BENEATH).unwrap_err();
+        assert_eq!(missing.raw_os_error(), Some(libc::ENOENT));
     }
 
     #[test]
