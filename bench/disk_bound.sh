@@ -57,6 +57,10 @@
 #   KEEP=1)   RESULTS [/tmp/ampd-bench-results/disk_bound-<timestamp>]   LOCK_WAIT [7200] s
 #   PRIO [1]: run in a session of our own whose autogroup gets nice -20 (0: ordinary priority)
 #   AMPD, BENCH [target/release/ampd, target/release/ampd-bench]: the binaries measured
+#   AMPD_OPTIONS ["--revalidate-after 60 --no-precompressed"]: given to every ampd server, so
+#     that it works as the nginx peers are configured (open_file_cache_valid 60s: a cached open
+#     is trusted for 60 s; no gzip_static: no .gz sibling looked for). AMPD_OPTIONS="" measures
+#     ampd's defaults (1 s, .br/.gz looked for), which cost lookups on the FUSE device.
 #
 # The whole run holds /tmp/ampd-bench.lock (taking it itself, or the one an enclosing
 # `flock /tmp/ampd-bench.lock` holds). It cleans up after itself, on Ctrl-C, kill and errors
@@ -125,6 +129,7 @@ fi
 SERVERS=${SERVERS:-"sped amped amped-proc amped-32 reactor mt tpc mp uring nginx nginx-aio"}
 ENGINE_SERVERS=${ENGINE_SERVERS:-"amped reactor1 reactor2 uring1 uring2"}
 DEVICES=${DEVICES:-"throttle latency"}
+AMPD_OPTIONS=${AMPD_OPTIONS-"--revalidate-after 60 --no-precompressed"}
 POINTS=${POINTS:-"320 640 960 1920 3840"}
 FILE_SIZE=${FILE_SIZE:-102400}
 HOT_FILES=${HOT_FILES:-2000}
@@ -300,7 +305,7 @@ log "results: $RESULTS"
   echo "nginx=$(nginx -v 2>&1 | sed 's/.*nginx\///' || true)"
   for knob in PARTS SERVERS ENGINE_SERVERS DEVICES POINTS FILE_SIZE HOT_FILES HOT_SIZE LOADS \
     HOT_CLIENTS CLIENTS CLIENTS_CACHED MANY PIPELINE MEMORY IOPS BPS DELAY DURATION WARMUP \
-    ENGINE_DURATION REPEAT SERVER_CPU CLIENT_CPU; do
+    ENGINE_DURATION REPEAT SERVER_CPU CLIENT_CPU AMPD_OPTIONS; do
     echo "$knob=${!knob}"
   done
 } > "$RESULTS/settings.txt"

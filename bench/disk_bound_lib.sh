@@ -170,7 +170,8 @@ drop_unavailable() {
 server_command() {
   local name=$1 root
   root=$(device_root "$2")
-  local ampd=("$AMPD" serve "$root" --listen "127.0.0.1:$PORT")
+  # shellcheck disable=SC2206 # AMPD_OPTIONS is a list of words
+  local ampd=("$AMPD" serve "$root" --listen "127.0.0.1:$PORT" $AMPD_OPTIONS)
   CPUS=$SERVER_CPU
   case $name in
     sped | amped | mt | tpc | mp) COMMAND=("${ampd[@]}" --arch "$name") ;;

@@ -56,6 +56,8 @@ OPTIONS:
     --no-path-cache            switch off the path translation cache
     --no-header-cache          switch off the response header cache
     --no-file-cache            switch off the file data cache
+    --revalidate-after SECS    age at which a cached translation is checked with stat, for
+                               changes inotify cannot report (network, FUSE) [default: 1]
     --sendfile-threshold BYTES files larger than this go by sendfile [default: 65536]
     --max-body BYTES           largest request body read and discarded [default: 1048576]
     --header-timeout SECS      time to receive a request head [default: 20]
@@ -171,6 +173,10 @@ fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
             "--no-path-cache" => config.caches.path_cache = false,
             "--no-header-cache" => config.caches.header_cache = false,
             "--no-file-cache" => config.caches.file_cache = false,
+            "--revalidate-after" => {
+                config.caches.revalidate_after =
+                    seconds("--revalidate-after", &value("--revalidate-after")?)?;
+            }
             "--sendfile-threshold" => {
                 config.send.sendfile_threshold =
                     number("--sendfile-threshold", &value("--sendfile-threshold")?)?;

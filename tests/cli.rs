@@ -114,6 +114,16 @@ fn bad_flags_fail_cleanly() {
         "--helpers-max",
         "2",
     ]);
+    for bad in ["0", "-1", "soon"] {
+        assert_one_line_failure(&[
+            "serve",
+            &dir,
+            "--listen",
+            "127.0.0.1:0",
+            "--revalidate-after",
+            bad,
+        ]);
+    }
     assert_one_line_failure(&["frobnicate"]);
 }
 
@@ -175,4 +185,5 @@ fn serve_help_lists_every_engine_on_one_line_each() {
     }
     assert!(text.contains("--helpers-mode"), "{text}");
     assert!(text.contains("--helpers-max"), "{text}");
+    assert!(text.contains("--revalidate-after"), "{text}");
 }
