@@ -43,7 +43,8 @@
 #
 # Knobs (environment, defaults in brackets):
 #   SERVERS ["sped amped amped-proc amped-32 reactor mt tpc mp uring nginx nginx-aio"]: amped-proc
-#     has helper processes, amped-N N helper threads, reactor and uring 2 loops or rings
+#     has helper processes, amped-N N helper threads from the start, amped-maxN helpers grown
+#     up to N, reactor and uring 2 loops or rings
 #   ENGINE_SERVERS ["amped reactor1 reactor2 uring1 uring2"] (also: reactor2-spread, two loops
 #     on both CPUs)
 #   DEVICES ["throttle latency"]   POINTS [320 640 960 1920 3840] files per data set

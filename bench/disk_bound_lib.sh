@@ -178,6 +178,8 @@ server_command() {
     amped-proc) COMMAND=("${ampd[@]}" --arch amped --helpers-mode process) ;;
     # amped-N: N helper threads (amped-32: as many as nginx's thread pool has threads).
     amped-[0-9]*) COMMAND=("${ampd[@]}" --arch amped --helpers "${name#amped-}") ;;
+    # amped-maxN: helpers grown on demand up to N (the default cap is 32).
+    amped-max[0-9]*) COMMAND=("${ampd[@]}" --arch amped --helpers-max "${name#amped-max}") ;;
     # Two loops or rings: one per core of this machine, all on the server's CPU.
     reactor | reactor2) COMMAND=("${ampd[@]}" --arch reactor --threads 2) ;;
     uring | uring2) COMMAND=("${ampd[@]}" --arch uring --threads 2) ;;
