@@ -24,6 +24,7 @@ use std::time::Duration;
 use ampd_sys::eventfd::EventFd;
 
 use super::helper_process::HelperProcess;
+use super::read_ahead::ReadAhead;
 use crate::config::{Config, HelperMode};
 use crate::content::job::{self, Job, JobDone};
 
@@ -75,6 +76,8 @@ pub struct Helpers {
     /// Every helper thread started (those that retired are joined at the end).
     threads: Mutex<Vec<JoinHandle<()>>>,
     started: AtomicUsize,
+    /// Started the first time a page-in has to wait for a helper (`read_ahead.rs`).
+    read_ahead: std::sync::OnceLock<Option<ReadAhead>>,
 }
 
 impl Helpers {
@@ -116,6 +119,7 @@ impl Helpers {
             mode,
             threads: Mutex::new(Vec::with_capacity(start)),
             started: AtomicUsize::new(0),
+            read_ahead: std::sync::OnceLock::new(),
         };
         for _ in 0..start {
             // Started here, so a server that cannot start its helpers says so at start-up.
@@ -178,6 +182,10 @@ impl Helpers {
     /// Queue a job; start another helper if every one is busy and the pool may grow. A helper
     /// that cannot be started (out of threads) is not an error: the job waits its turn.
     pub fn submit(&self, token: Token, job: Job) {
+        let page_in = match &job {
+            Job::PageIn { file, offset, len } => Some((file.clone(), *offset, *len)),
+            _ => None,
+        };
         let mut queue = self
             .shared
             .queue
@@ -185,9 +193,19 @@ impl Helpers {
             .unwrap_or_else(PoisonError::into_inner);
         queue.jobs.push_back((token, job));
         let free = queue.helpers - queue.working;
-        let grow = queue.jobs.len() > free && queue.helpers < self.shared.size.max;
+        let waits = queue.jobs.len() > free;
+        let grow = waits && queue.helpers < self.shared.size.max;
         drop(queue);
         self.shared.ready.notify_one();
+        if let (true, false, Some((file, offset, len))) = (waits, grow, page_in) {
+            // Every helper busy and the pool at its cap: start this read now anyway.
+            let read_ahead = self
+                .read_ahead
+                .get_or_init(|| ReadAhead::start(&self.name).ok());
+            if let Some(read_ahead) = read_ahead {
+                read_ahead.hint(file, offset, len);
+            }
+        }
         if grow {
             let runner = match self.mode {
                 HelperMode::Threads => Runner::InThread,
@@ -336,12 +354,13 @@ mod tests {
     /// which test's flag to watch).
     static RELEASE_GROW: AtomicBool = AtomicBool::new(false);
     static RELEASE_CAP: AtomicBool = AtomicBool::new(false);
+    static RELEASE_AHEAD: AtomicBool = AtomicBool::new(false);
 
     fn held(_: &[u8], flag: &str) -> bool {
-        let release = if flag == "grow" {
-            &RELEASE_GROW
-        } else {
-            &RELEASE_CAP
+        let release = match flag {
+            "grow" => &RELEASE_GROW,
+            "ahead" => &RELEASE_AHEAD,
+            _ => &RELEASE_CAP,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !release.load(Ordering::Acquire) && Instant::now() < deadline {
@@ -424,5 +443,85 @@ mod tests {
         assert_eq!(helpers.queued(), 3);
         RELEASE_CAP.store(true, Ordering::Release);
         assert_eq!(collect(&helpers, 5).len(), 5);
+    }
+
+    /// A 100 KiB file written to disk and dropped from the page cache (where the filesystem
+    /// allows: on tmpfs the pages stay, and the residency assertions below hold trivially).
+    fn evicted_file(name: &str) -> (std::path::PathBuf, Arc<crate::content::file::OpenFile>) {
+        use crate::content::file::{FileKey, OpenFile};
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let path = std::env::temp_dir().join(format!("ampd-helpers-{name}-{}", std::process::id()));
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(&vec![5u8; 100 << 10]).unwrap();
+        file.sync_all().unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let stat = ampd_sys::file::fstat(file.as_fd()).unwrap();
+        ampd_sys::file::fadvise(file.as_fd(), 0, 0, ampd_sys::file::Advice::DontNeed).unwrap();
+        let key = FileKey::of(&stat);
+        (path, Arc::new(OpenFile { file, key }))
+    }
+
+    fn resident_pages(file: &crate::content::file::OpenFile) -> Option<u64> {
+        use std::os::fd::AsFd;
+        ampd_sys::file::cachestat(file.file.as_fd(), 0, 0)
+            .ok()
+            .map(|stat| stat.cached_pages)
+    }
+
+    #[test]
+    fn a_page_in_that_waits_for_a_full_pool_is_read_ahead_meanwhile() {
+        let size = PoolSize { start: 1, max: 1 };
+        let helpers = Helpers::start(size, "test", HelperMode::Threads).unwrap();
+        helpers.submit(0, job("ahead"));
+        assert!(wait_until(|| helpers.busy() == 1));
+        let (path, file) = evicted_file("ahead");
+        helpers.submit(
+            1,
+            Job::PageIn {
+                file: file.clone(),
+                offset: 0,
+                len: 100 << 10,
+            },
+        );
+        let read_ahead = helpers.read_ahead.get().and_then(Option::as_ref);
+        assert!(read_ahead.is_some(), "the read-ahead thread started");
+        // The only helper is still held, so what brings the pages in is the read-ahead.
+        if resident_pages(&file).is_some() {
+            assert!(
+                wait_until(|| resident_pages(&file) == Some(25)),
+                "resident: {:?}",
+                resident_pages(&file)
+            );
+        }
+        assert_eq!(
+            helpers.queued(),
+            1,
+            "the page-in itself still waits for its helper"
+        );
+        RELEASE_AHEAD.store(true, Ordering::Release);
+        let done = collect(&helpers, 2);
+        assert!(done
+            .iter()
+            .any(|(token, done)| *token == 1 && matches!(done, JobDone::PagedIn { .. })));
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_page_in_with_a_helper_free_is_not_read_ahead() {
+        let size = PoolSize { start: 2, max: 2 };
+        let helpers = Helpers::start(size, "test", HelperMode::Threads).unwrap();
+        let (path, file) = evicted_file("free");
+        helpers.submit(
+            7,
+            Job::PageIn {
+                file,
+                offset: 0,
+                len: 100 << 10,
+            },
+        );
+        assert_eq!(collect(&helpers, 1).len(), 1);
+        assert!(helpers.read_ahead.get().is_none(), "no read-ahead thread");
+        std::fs::remove_file(path).unwrap();
     }
 }

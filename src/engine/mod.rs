@@ -23,6 +23,7 @@ pub mod helpers;
 pub mod mp;
 pub mod mt;
 pub mod phase_clock;
+pub mod read_ahead;
 pub mod tpc;
 pub mod uring;
 pub mod waiting_room;
