@@ -314,8 +314,7 @@ log "results: $RESULTS"
 case " $PARTS " in *" sweep "* | *" hot "*) setup_devices ;; esac
 for part in $PARTS; do
   case $part in
-    sweep) part_sweep ;;
-    hot) part_hot ;;
+    sweep | hot) part_disk "$part" ;;
     engines) part_engines ;;
   esac
 done

@@ -350,28 +350,23 @@ print("; ".join(out) or "no results")
 EOF
 }
 
-part_sweep() {
-  local servers device round point server
+# part_disk sweep|hot: every round, point and server on each slow device. A sweep point is a
+# data set of POINT files under CLIENTS clients; a hot point is LOAD clients on the HOT_FILES
+# data set, with the hot-file clients alongside.
+part_disk() {
+  local part=$1 servers device round point server values
   servers=$(drop_unavailable "$SERVERS")
+  values=$POINTS
+  [ "$part" = hot ] && values=$LOADS
   for device in $(available_devices); do
     for round in $(seq "$REPEAT"); do
-      for point in $POINTS; do
+      for point in $values; do
         for server in $servers; do
-          run_disk sweep "$device" "$point" "$server" "$round" "$point" "$CLIENTS" 0
-        done
-      done
-    done
-  done
-}
-
-part_hot() {
-  local servers device round load server
-  servers=$(drop_unavailable "$SERVERS")
-  for device in $(available_devices); do
-    for round in $(seq "$REPEAT"); do
-      for load in $LOADS; do
-        for server in $servers; do
-          run_disk hot "$device" "$load" "$server" "$round" "$HOT_FILES" "$load" 1
+          if [ "$part" = sweep ]; then
+            run_disk sweep "$device" "$point" "$server" "$round" "$point" "$CLIENTS" 0
+          else
+            run_disk hot "$device" "$point" "$server" "$round" "$HOT_FILES" "$point" 1
+          fi
         done
       done
     done

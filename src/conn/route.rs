@@ -285,29 +285,25 @@ impl Conn {
             redirect: redirect_base,
             resolved: None,
         };
-        let outcome = match context
+        let previous = match context
             .caches
             .lookup(root.id, pending.path.as_str(), Instant::now())
         {
             Lookup::Fresh(resolved) => {
                 let disk = context.disk;
-                self.respond(pending, resolved, context, disk)
+                let outcome = self.respond(pending, resolved, context, disk);
+                return self.settle(outcome);
             }
-            lookup => {
-                let previous = match lookup {
-                    Lookup::Stale(previous) => Some(previous),
-                    _ => None,
-                };
-                let job = Job::Resolve {
-                    root,
-                    path: pending.path.clone(),
-                    watcher: context.caches.watcher.clone(),
-                    previous,
-                };
-                Outcome::NeedJob(job, Box::new(pending))
-            }
+            Lookup::Stale(previous) => Some(previous),
+            Lookup::Missing => None,
         };
-        self.settle(outcome)
+        let job = Job::Resolve {
+            root,
+            path: pending.path.clone(),
+            watcher: context.caches.watcher.clone(),
+            previous,
+        };
+        self.settle(Outcome::NeedJob(job, Box::new(pending)))
     }
 
     /// Respond to `pending` from its translation.

@@ -86,18 +86,13 @@ pub fn run(job: Job) -> JobDone {
             previous,
         } => {
             let watcher = watcher.as_deref();
-            let basis = previous
-                .as_deref()
-                .and_then(|previous| Basis::of(previous, &path));
-            let kept = match (&previous, basis) {
-                (Some(previous), Some(basis)) => {
-                    match resolve::revalidate(&root, &path, watcher, &basis) {
-                        Revalidated::Unchanged { watch } => Some(previous.renewed(watch)),
-                        Revalidated::Changed => None,
-                    }
+            let kept = previous.as_deref().and_then(|previous| {
+                let basis = Basis::of(previous, &path)?;
+                match resolve::revalidate(&root, &path, watcher, &basis) {
+                    Revalidated::Unchanged { watch } => Some(previous.renewed(watch)),
+                    Revalidated::Changed => None,
                 }
-                _ => None,
-            };
+            });
             JobDone::Resolved(kept.unwrap_or_else(|| resolve::resolve(&root, &path, watcher)))
         }
         Job::Load { file } => {
@@ -105,7 +100,7 @@ pub fn run(job: Job) -> JobDone {
             JobDone::Loaded { file, data }
         }
         Job::PageIn { file, offset, len } => {
-            page_in(&file, offset, len);
+            touch(&file.file, offset, len);
             JobDone::paged_in(&file, offset, len)
         }
         Job::Verify {
@@ -129,15 +124,8 @@ pub fn read_whole(file: &OpenFile) -> io::Result<Arc<[u8]>> {
     Ok(Arc::from(data))
 }
 
-fn page_in(file: &OpenFile, offset: u64, len: u64) {
-    touch(
-        &file.file,
-        offset,
-        len.min(file.size().saturating_sub(offset)),
-    );
-}
-
-/// Bring `len` bytes of `file` from `offset` into the page cache, waiting for the reads. A read
+/// Bring `len` bytes of `file` from `offset` into the page cache, waiting for the reads (Flash
+/// §5.4: the helper touches the pages, the loop sends them), up to the end of the file. A read
 /// error is not reported: the `sendfile` that follows meets it and ends the connection.
 ///
 /// The range goes by `sendfile` to /dev/null: the kernel reads the pages in (and waits for
@@ -153,16 +141,17 @@ pub fn touch(file: &File, offset: u64, len: u64) {
             match sysio::sendfile(null.as_fd(), file.as_fd(), &mut position, want) {
                 Ok(0) => return,
                 Ok(_) => {}
-                Err(error) if error.raw_os_error() == Some(EINVAL) => break,
+                // EINVAL: this pair of descriptors cannot splice.
+                Err(error) if error.kind() == io::ErrorKind::InvalidInput => break,
                 Err(_) => return,
             }
         }
     }
-    let mut scratch = Vec::new();
+    if position >= end {
+        return;
+    }
+    let mut scratch = vec![0u8; 64 << 10];
     while position < end {
-        if scratch.is_empty() {
-            scratch = vec![0u8; 64 << 10];
-        }
         let want =
             usize::try_from((end - position).min(scratch.len() as u64)).unwrap_or(scratch.len());
         match file.read_at(&mut scratch[..want], position) {
@@ -171,9 +160,6 @@ pub fn touch(file: &File, offset: u64, len: u64) {
         }
     }
 }
-
-/// `EINVAL` from `sendfile`: this pair of descriptors cannot splice.
-const EINVAL: i32 = 22;
 
 /// /dev/null, opened once per process; `None` where it cannot be opened (a chroot without it).
 fn dev_null() -> Option<&'static File> {

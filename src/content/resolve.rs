@@ -71,11 +71,11 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
         return finish(Resolution::NotFound, None);
     };
     let base_fd = base.fd(root);
-    let relative = base.relative.clone();
+    let relative = base.relative.as_str();
     // Watch first, then look: a change between the two is then reported, never lost.
     let watch = watcher.and_then(|w| w.add_watch(&base.watch_dir, WATCH_MASK).ok());
     let flags = resolve_flags(options);
-    let fd = match file::open_beneath(base_fd, Path::new(&relative), flags) {
+    let fd = match file::open_beneath(base_fd, Path::new(relative), flags) {
         Ok(fd) => fd,
         Err(err) => return finish(open_error(&err), watch),
     };
@@ -84,12 +84,15 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
         Err(_) => return finish(Resolution::Failed, watch),
     };
     let resolution = match stat.kind {
-        FileKind::Regular => {
-            let name = relative.as_str();
-            static_file(base_fd, name, File::from(fd), FileKey::of(&stat), options)
-        }
+        FileKind::Regular => static_file(
+            base_fd,
+            relative,
+            File::from(fd),
+            FileKey::of(&stat),
+            options,
+        ),
         FileKind::Directory if !clean.ends_with_slash() && relative != "." => Resolution::AddSlash,
-        FileKind::Directory => directory(base_fd, &relative, fd, clean, options),
+        FileKind::Directory => directory(base_fd, relative, fd, clean, options),
         _ => Resolution::Forbidden,
     };
     finish(resolution, watch)

@@ -161,8 +161,7 @@ pub fn serve_parent() -> io::Result<()> {
                     basis.map(|basis| resolve::revalidate(&root, &path, watcher.as_ref(), &basis));
                 if let Some(Revalidated::Unchanged { watch }) = checked {
                     reply.push(REPLY_UNCHANGED);
-                    Writer(&mut reply).bool(watch.is_some());
-                    Writer(&mut reply).u32(watch.unwrap_or(0) as u32);
+                    Writer(&mut reply).watch(watch);
                     send_frame(socket, &reply, &[])?;
                     continue;
                 }
@@ -276,6 +275,18 @@ impl Writer<'_> {
             self.key(key);
         }
     }
+    /// An inotify watch descriptor, or none.
+    fn watch(&mut self, watch: Option<i32>) {
+        self.bool(watch.is_some());
+        self.u32(watch.unwrap_or(0) as u32);
+    }
+    fn basis(&mut self, basis: &Basis) {
+        self.key(&basis.file);
+        self.optional_key(basis.directory.as_ref());
+        for sibling in &basis.siblings {
+            self.optional_key(sibling.as_ref());
+        }
+    }
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -324,6 +335,18 @@ impl Reader<'_> {
             Some(None)
         }
     }
+    fn watch(&mut self) -> Option<Option<i32>> {
+        let has_watch = self.bool()?;
+        let watch = self.u32()? as i32;
+        Some(has_watch.then_some(watch))
+    }
+    fn basis(&mut self) -> Option<Basis> {
+        Some(Basis {
+            file: self.key()?,
+            directory: self.optional_key()?,
+            siblings: [self.optional_key()?, self.optional_key()?],
+        })
+    }
     fn optional_text(&mut self) -> Option<Option<String>> {
         if self.bool()? {
             Some(Some(self.text()?))
@@ -361,12 +384,8 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
                 .as_deref()
                 .and_then(|previous| Basis::of(previous, path));
             writer.bool(basis.is_some());
-            if let Some(basis) = basis {
-                writer.key(&basis.file);
-                writer.optional_key(basis.directory.as_ref());
-                for sibling in &basis.siblings {
-                    writer.optional_key(sibling.as_ref());
-                }
+            if let Some(basis) = &basis {
+                writer.basis(basis);
             }
             let mut fds = vec![root.dir.as_fd()];
             if let Some(watcher) = watcher {
@@ -428,11 +447,7 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
             };
             let has_watcher = reader.bool()?;
             let basis = if reader.bool()? {
-                Some(Box::new(Basis {
-                    file: reader.key()?,
-                    directory: reader.optional_key()?,
-                    siblings: [reader.optional_key()?, reader.optional_key()?],
-                }))
+                Some(Box::new(reader.basis()?))
             } else {
                 None
             };
@@ -485,8 +500,7 @@ fn coding_of(byte: u8) -> Option<Coding> {
 fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std::fs::File> {
     let mut writer = Writer(out);
     writer.u8(REPLY_RESOLVED);
-    writer.bool(resolved.watch.is_some());
-    writer.u32(resolved.watch.unwrap_or(0) as u32);
+    writer.watch(resolved.watch);
     let mut files = Vec::new();
     match &resolved.resolution {
         Resolution::File(file) => {
@@ -537,16 +551,9 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                 previous: Some(previous),
                 ..
             },
-        ) => {
-            let has_watch = reader.bool()?;
-            let watch = reader.u32()? as i32;
-            Some(JobDone::Resolved(
-                previous.renewed(has_watch.then_some(watch)),
-            ))
-        }
+        ) => Some(JobDone::Resolved(previous.renewed(reader.watch()?))),
         (REPLY_RESOLVED, Job::Resolve { .. }) => {
-            let has_watch = reader.bool()?;
-            let watch = reader.u32()? as i32;
+            let watch = reader.watch()?;
             let resolution = match reader.u8()? {
                 0 => {
                     let content_type = mime::known(&reader.text()?)?;
@@ -582,7 +589,7 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
             };
             Some(JobDone::Resolved(Resolved {
                 resolution,
-                watch: has_watch.then_some(watch),
+                watch,
                 at: Instant::now(),
             }))
         }

@@ -182,23 +182,26 @@ impl Helpers {
     /// Queue a job; start another helper if every one is busy and the pool may grow. A helper
     /// that cannot be started (out of threads) is not an error: the job waits its turn.
     pub fn submit(&self, token: Token, job: Job) {
-        let page_in = match &job {
-            Job::PageIn { file, offset, len } => Some((file.clone(), *offset, *len)),
-            _ => None,
-        };
         let mut queue = self
             .shared
             .queue
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        queue.jobs.push_back((token, job));
         let free = queue.helpers - queue.working;
-        let waits = queue.jobs.len() > free;
+        // Counting this job: whether it finds every helper busy.
+        let waits = queue.jobs.len() >= free;
         let grow = waits && queue.helpers < self.shared.size.max;
+        // Every helper busy and the pool at its cap: a page-in's read starts now anyway.
+        let hint = match &job {
+            Job::PageIn { file, offset, len } if waits && !grow => {
+                Some((file.clone(), *offset, *len))
+            }
+            _ => None,
+        };
+        queue.jobs.push_back((token, job));
         drop(queue);
         self.shared.ready.notify_one();
-        if let (true, false, Some((file, offset, len))) = (waits, grow, page_in) {
-            // Every helper busy and the pool at its cap: start this read now anyway.
+        if let Some((file, offset, len)) = hint {
             let read_ahead = self
                 .read_ahead
                 .get_or_init(|| ReadAhead::start(&self.name).ok());

@@ -79,8 +79,8 @@ impl ReadAhead {
     }
 
     /// Hints not yet acted on.
-    #[must_use]
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    fn pending(&self) -> usize {
         self.shared
             .hints
             .lock()

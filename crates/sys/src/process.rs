@@ -84,13 +84,18 @@ pub fn set_cpu_affinity(cpu: usize) -> io::Result<()> {
 /// # Errors
 /// `EACCES`/`EPERM` for a negative increment without `CAP_SYS_NICE`.
 pub fn lower_thread_priority(increment: i32) -> io::Result<()> {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    let tid = unsafe { libc::gettid() };
-    let tid = libc::id_t::try_from(tid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    let tid = own_thread_id()?;
     let current = thread_nice()?;
     // SAFETY: setpriority takes no pointers; PRIO_PROCESS with a thread id names that thread.
     cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, current.saturating_add(increment)) })?;
     Ok(())
+}
+
+/// The calling thread's id, as the priority calls take it.
+fn own_thread_id() -> io::Result<libc::id_t> {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    libc::id_t::try_from(tid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))
 }
 
 /// The calling thread's nice value.
@@ -98,9 +103,7 @@ pub fn lower_thread_priority(increment: i32) -> io::Result<()> {
 /// # Errors
 /// None expected.
 pub fn thread_nice() -> io::Result<i32> {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    let tid = unsafe { libc::gettid() };
-    let tid = libc::id_t::try_from(tid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    let tid = own_thread_id()?;
     // getpriority may return -1 as a value: errno tells an error apart.
     // SAFETY: writing errno through its thread-local location is always sound.
     unsafe { *libc::__errno_location() = 0 };
