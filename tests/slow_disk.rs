@@ -92,3 +92,46 @@ for_each_arch!(fn hot_file_served_while_disk_is_slow(arch) {
         );
     }
 });
+
+// A file larger than the socket's buffers, each read from a disk that answers slowly, to a client
+// that does not read at first: under `amped` and `reactor` a helper sends what the socket takes
+// (`job::send_or_touch`), pages in the rest, and the loop goes on from where it stopped. The
+// body, a range of it and the next request on the connection must come out exact.
+for_each_arch!(fn large_file_from_slow_disk_to_slow_reader_arrives_whole(arch) {
+    let root = TempRoot::new();
+    root.file("after.txt", "next request");
+    let source = root.outside_dir().join("slow-large");
+    std::fs::create_dir_all(&source).unwrap();
+    let data = pattern_bytes(6 << 20, 23);
+    std::fs::write(source.join("large.bin"), &data).unwrap();
+    let mountpoint = root.dir("fuse");
+    let Some(slowfs) = slowfs::mount_or_skip(&source, &mountpoint, "0.003") else {
+        return;
+    };
+    let server = Server::start(Options::new(root.path(), arch));
+    let mut conn = Conn::open(server.addr());
+    conn.set_read_timeout(Duration::from_secs(30));
+
+    conn.send(support::http::build_request("GET", "/fuse/large.bin", &[]));
+    // Not reading yet: the server's writes fill the socket and must wait for the client.
+    std::thread::sleep(Duration::from_millis(300));
+    let whole = conn.read_response("GET");
+    assert_eq!(whole.status, 200);
+    assert!(whole.body == data, "whole body differs ({} bytes)", whole.body.len());
+
+    let first = 1_234_567;
+    let last = 4_999_999;
+    conn.send(support::http::build_request(
+        "GET",
+        "/fuse/large.bin",
+        &[("Range", &format!("bytes={first}-{last}"))],
+    ));
+    std::thread::sleep(Duration::from_millis(100));
+    let part = conn.read_response("GET");
+    assert_eq!(part.status, 206);
+    assert!(part.body == data[first..=last], "range body differs");
+
+    assert_eq!(conn.get("/after.txt", &[]).body, b"next request");
+    drop(server);
+    drop(slowfs);
+});

@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, OnceLock};
 
@@ -32,11 +32,14 @@ pub enum Job {
     /// Read a small file into memory for the file cache.
     Load { file: Arc<OpenFile> },
     /// Bring a range of a large file into the page cache so that the event loop's `sendfile`
-    /// will not block (Flash §5.4: the helper touches the pages, the loop sends).
+    /// will not block (Flash §5.4: the helper touches the pages, the loop sends). With
+    /// `send_to` (the connection's socket, non-blocking), the helper sends the range itself
+    /// and pages in only what the socket did not take (`send_or_touch`).
     PageIn {
         file: Arc<OpenFile>,
         offset: u64,
         len: u64,
+        send_to: Option<OwnedFd>,
     },
     /// Check a password against a bcrypt or argon2 hash: milliseconds of CPU by design, so it
     /// is work for a helper, like a disk read. `verify` is supplied by the caller (`site`), so
@@ -55,22 +58,25 @@ pub enum JobDone {
         file: Arc<OpenFile>,
         data: io::Result<Arc<[u8]>>,
     },
-    /// The range of the file `key` names is resident up to `end` (unless evicted since).
+    /// The range of the file `key` names is resident up to `end` (unless evicted since), and
+    /// its first `sent` bytes went out on the connection's socket.
     PagedIn {
         key: FileKey,
         end: u64,
+        sent: u64,
     },
     /// Whether the password matched.
     Verified(bool),
 }
 
 impl JobDone {
-    /// What a page-in of `len` bytes of `file` from `offset` reports.
+    /// What a page-in of `len` bytes of `file` from `offset` reports, `sent` of them sent.
     #[must_use]
-    pub fn paged_in(file: &OpenFile, offset: u64, len: u64) -> JobDone {
+    pub fn paged_in(file: &OpenFile, offset: u64, len: u64, sent: u64) -> JobDone {
         JobDone::PagedIn {
             key: file.key,
             end: offset.saturating_add(len),
+            sent,
         }
     }
 }
@@ -99,9 +105,20 @@ pub fn run(job: Job) -> JobDone {
             let data = read_whole(&file);
             JobDone::Loaded { file, data }
         }
-        Job::PageIn { file, offset, len } => {
-            touch(&file.file, offset, len);
-            JobDone::paged_in(&file, offset, len)
+        Job::PageIn {
+            file,
+            offset,
+            len,
+            send_to,
+        } => {
+            let sent = match send_to {
+                Some(socket) => send_or_touch(&socket, &file.file, offset, len),
+                None => {
+                    touch(&file.file, offset, len);
+                    0
+                }
+            };
+            JobDone::paged_in(&file, offset, len, sent)
         }
         Job::Verify {
             password,
@@ -161,6 +178,36 @@ pub fn touch(file: &File, offset: u64, len: u64) {
     }
 }
 
+/// Send `len` bytes of `file` from `offset` on the non-blocking `socket` as far as it takes
+/// them, the reads waited for here (sendfile blocks on the disk, never on the socket); then
+/// page in what the socket did not take, for the loop to send. Returns the bytes sent.
+///
+/// Why the helper sends: a page-in followed by the loop's send reads every page twice, and
+/// the second access moves it to the active list (`folio_mark_accessed`), so under memory
+/// pressure reclaim scans twice the pages (pgactivate 25 per 100 KiB request against 5 for
+/// `mt`, docs/architectures.md "Fourth run"). nginx does the same with `aio threads`:
+/// its `sendfile` runs in the thread pool.
+///
+/// An error or a file shorter than its head said stops it: the loop's own `sendfile` meets
+/// the same condition and ends the connection.
+pub fn send_or_touch(socket: &OwnedFd, file: &File, offset: u64, len: u64) -> u64 {
+    let end = offset.saturating_add(len);
+    let mut position = offset;
+    while position < end {
+        let want = usize::try_from(end - position).unwrap_or(usize::MAX);
+        match sysio::sendfile(socket.as_fd(), file.as_fd(), &mut position, want) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                touch(file, position, end - position);
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    position - offset
+}
+
 /// /dev/null, opened once per process; `None` where it cannot be opened (a chroot without it).
 fn dev_null() -> Option<&'static File> {
     static NULL: OnceLock<Option<File>> = OnceLock::new();
@@ -205,6 +252,65 @@ mod tests {
         if let Ok(count) = cached(&file) {
             assert_eq!(count, pages, "every page is resident");
         }
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// A non-blocking socket pair with small buffers, so that a few hundred KiB fill it.
+    fn small_socket_pair() -> (OwnedFd, std::os::unix::net::UnixStream) {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        (OwnedFd::from(ours), theirs)
+    }
+
+    fn received(peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+        use std::io::Read;
+        peer.set_nonblocking(true).unwrap();
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 64 << 10];
+        loop {
+            match peer.read(&mut chunk) {
+                Ok(0) => return bytes,
+                Ok(count) => bytes.extend_from_slice(&chunk[..count]),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return bytes,
+                Err(error) => panic!("read: {error}"),
+            }
+        }
+    }
+
+    #[test]
+    fn send_or_touch_sends_a_range_the_socket_takes() {
+        let (path, file) = temp_file(100 << 10);
+        let (socket, mut peer) = small_socket_pair();
+        let sent = send_or_touch(&socket, &file, 1000, 20_000);
+        assert_eq!(sent, 20_000);
+        assert_eq!(received(&mut peer), vec![7u8; 20_000]);
+        // A range past the end of the file sends what there is, and stops.
+        let sent = send_or_touch(&socket, &file, (100 << 10) - 10, 4096);
+        assert_eq!(sent, 10);
+        assert_eq!(received(&mut peer).len(), 10);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn send_or_touch_pages_in_what_a_full_socket_did_not_take() {
+        use ampd_sys::file::{cachestat, fadvise, Advice};
+        let size = 8 << 20;
+        let (path, file) = temp_file(size);
+        fadvise(file.as_fd(), 0, 0, Advice::DontNeed).unwrap();
+        let (socket, mut peer) = small_socket_pair();
+        let sent = send_or_touch(&socket, &file, 0, size as u64);
+        assert!(sent > 0 && sent < size as u64, "the socket filled: {sent}");
+        if let Ok(stat) = cachestat(file.as_fd(), sent, 0) {
+            let pages = (size as u64 - sent) / ampd_sys::file::page_size() as u64;
+            assert!(stat.cached_pages >= pages, "the rest is resident: {stat:?}");
+        }
+        // The bytes that went out are the file's first `sent`, and the socket still works.
+        let bytes = received(&mut peer);
+        assert_eq!(bytes.len() as u64, sent);
+        assert!(bytes.iter().all(|&byte| byte == 7));
+        // A peer that is gone ends it without sending (EPIPE), and without a signal.
+        drop(peer);
+        assert_eq!(send_or_touch(&socket, &file, sent, 4096), 0);
         std::fs::remove_file(path).unwrap();
     }
 

@@ -106,7 +106,9 @@ impl HelperProcess {
                 file,
                 data: Err(io::Error::other("helper process failed")),
             },
-            Job::PageIn { file, offset, len } => JobDone::paged_in(&file, offset, len),
+            Job::PageIn {
+                file, offset, len, ..
+            } => JobDone::paged_in(&file, offset, len, 0),
             // Never sent to a helper process (see `helpers::Runner::run`).
             Job::Verify { .. } => JobDone::Verified(false),
         }
@@ -399,7 +401,10 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             writer.u64(file.size());
             vec![file.file.as_fd()]
         }
-        Job::PageIn { file, offset, len } => {
+        // A socket to send on stays here: the process pages in, the loop sends.
+        Job::PageIn {
+            file, offset, len, ..
+        } => {
             writer.u8(JOB_READ);
             writer.u64(*offset);
             writer.u64(*len);
@@ -542,9 +547,12 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                 data,
             })
         }
-        (REPLY_DONE, Job::PageIn { file, offset, len }) => {
-            Some(JobDone::paged_in(file, *offset, *len))
-        }
+        (
+            REPLY_DONE,
+            Job::PageIn {
+                file, offset, len, ..
+            },
+        ) => Some(JobDone::paged_in(file, *offset, *len, 0)),
         (
             REPLY_UNCHANGED,
             Job::Resolve {

@@ -162,6 +162,13 @@ impl Helpers {
         }
     }
 
+    /// Whether a page-in's helper can send on the connection's socket itself: a helper
+    /// thread shares the loop's descriptors, a helper process does not.
+    #[must_use]
+    pub fn send_page_ins(&self) -> bool {
+        matches!(self.mode, HelperMode::Threads)
+    }
+
     /// Helper threads alive now.
     #[must_use]
     pub fn count(&self) -> usize {
@@ -193,9 +200,9 @@ impl Helpers {
         let grow = waits && queue.helpers < self.shared.size.max;
         // Every helper busy and the pool at its cap: a page-in's read starts now anyway.
         let hint = match &job {
-            Job::PageIn { file, offset, len } if waits && !grow => {
-                Some((file.clone(), *offset, *len))
-            }
+            Job::PageIn {
+                file, offset, len, ..
+            } if waits && !grow => Some((file.clone(), *offset, *len)),
             _ => None,
         };
         queue.jobs.push_back((token, job));
@@ -485,6 +492,7 @@ mod tests {
                 file: file.clone(),
                 offset: 0,
                 len: 100 << 10,
+                send_to: None,
             },
         );
         let read_ahead = helpers.read_ahead.get().and_then(Option::as_ref);
@@ -521,6 +529,7 @@ mod tests {
                 file,
                 offset: 0,
                 len: 100 << 10,
+                send_to: None,
             },
         );
         assert_eq!(collect(&helpers, 1).len(), 1);

@@ -133,10 +133,19 @@ impl EventLoop {
                     let page_in = (!trusted && self.settings.pages_in_flight.reading(&key))
                         || !serve::range_resident(range.file, range.offset, len);
                     if page_in {
+                        // The helper sends what it reads (`job::send_or_touch`); a duplicate
+                        // of the socket, so that a close here (a timeout) while the job is out
+                        // cannot hand its number to another connection.
+                        let send_to = self
+                            .helpers
+                            .as_ref()
+                            .filter(|helpers| helpers.send_page_ins())
+                            .and_then(|_| slot.fd.try_clone().ok());
                         let job = Job::PageIn {
                             file: range.file.clone(),
                             offset: range.offset,
                             len,
+                            send_to,
                         };
                         self.settings.pages_in_flight.started(key);
                         self.submit(index, job);

@@ -435,8 +435,10 @@ impl EventLoop {
             let next = {
                 let slot = self.slots[index].as_mut().expect("slot_of checked it");
                 slot.job_out = false;
-                if let JobDone::PagedIn { key, end } = done {
+                if let JobDone::PagedIn { key, end, sent } = done {
                     slot.paged_in = Some((key, end));
+                    slot.conn.output.advance(sent);
+                    slot.clock.sent(sent);
                     self.drive(index);
                     continue;
                 }
