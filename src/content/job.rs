@@ -255,7 +255,7 @@ mod tests {
         std::fs::remove_file(path).unwrap();
     }
 
-    /// A non-blocking socket pair with small buffers, so that a few hundred KiB fill it.
+    /// A non-blocking socket pair: its buffers (a few hundred KiB) fill long before 8 MiB.
     fn small_socket_pair() -> (OwnedFd, std::os::unix::net::UnixStream) {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
         ours.set_nonblocking(true).unwrap();

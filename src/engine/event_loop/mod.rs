@@ -439,6 +439,9 @@ impl EventLoop {
                     slot.paged_in = Some((key, end));
                     slot.conn.output.advance(sent);
                     slot.clock.sent(sent);
+                    // The helper's bytes are progress: the send timeout starts again.
+                    slot.clock
+                        .note(slot.conn.phase(), sent > 0, &self.link.stats);
                     self.drive(index);
                     continue;
                 }
