@@ -261,6 +261,79 @@ fn helper_processes_do_the_disk_work_and_are_replaced() {
     assert!(!now.contains(&helpers[0]));
 }
 
+/// A helper process sends the ranges it reads (`job::send_or_touch`, over a socket passed
+/// with `SCM_RIGHTS`). Killed in the middle of one, it may have sent any part of it: the
+/// connection must end with what went out (a prefix of the body), never continue from a guess,
+/// and the server goes on serving.
+#[test]
+fn a_helper_process_killed_while_sending_ends_only_its_connection() {
+    use std::io::Read;
+    let root = TempRoot::new();
+    root.file("ok.txt", "ok");
+    let source = root.outside_dir().join("slow-source");
+    std::fs::create_dir_all(&source).unwrap();
+    let data = support::root::pattern_bytes(4 << 20, 31);
+    // slowfs delays files whose names start with "slow".
+    std::fs::write(source.join("slow-big.bin"), &data).unwrap();
+    let mountpoint = root.dir("fuse");
+    // Each 128 KiB read takes 0.3 s: the 4 MiB body takes seconds, the kill lands in it.
+    let Some(slowfs) = slowfs::mount_or_skip(&source, &mountpoint, "0.3") else {
+        return;
+    };
+    let server = Server::start(Options::new(root.path(), "amped").args([
+        "--helpers",
+        "1",
+        "--helpers-max",
+        "1",
+        "--helpers-mode",
+        "process",
+    ]));
+    let helpers = wait_for_children(server.pid(), 1);
+    let mut conn = Conn::open(server.addr());
+    conn.set_read_timeout(Duration::from_secs(30));
+    conn.send(support::http::build_request(
+        "GET",
+        "/fuse/slow-big.bin",
+        &[],
+    ));
+    // Wait for the head and some of the body: the helper is then sending.
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 16 << 10];
+    let body_start = loop {
+        let count = conn.stream().read(&mut chunk).expect("read");
+        assert!(count > 0, "closed before any body");
+        received.extend_from_slice(&chunk[..count]);
+        if let Some(end) = support::http::find(&received, b"\r\n\r\n") {
+            if received.len() > end + 4 {
+                break end + 4;
+            }
+        }
+    };
+    assert!(received.starts_with(b"HTTP/1.1 200"));
+    signal(helpers[0], "KILL");
+    received.extend(conn.read_to_end().expect("read to the close"));
+    let body = &received[body_start..];
+    assert!(
+        body.len() < data.len() && data.starts_with(body),
+        "the body must stop at what was sent: {} of {} bytes, a prefix: {}",
+        body.len(),
+        data.len(),
+        data.starts_with(body)
+    );
+    // Everyone else is served, disk work by a new helper process.
+    assert_eq!(get(server.addr(), "/ok.txt").body, b"ok");
+    let tail = request(
+        server.addr(),
+        "GET",
+        "/fuse/slow-big.bin",
+        &[("Range", "bytes=-100000")],
+    );
+    assert_eq!(tail.status, 206);
+    assert!(tail.body == data[data.len() - 100_000..]);
+    drop(server);
+    drop(slowfs);
+}
+
 #[test]
 fn tpc_cap_holds_new_connections_in_the_backlog() {
     let root = TempRoot::new();

@@ -111,13 +111,7 @@ pub fn run(job: Job) -> JobDone {
             len,
             send_to,
         } => {
-            let sent = match send_to {
-                Some(socket) => send_or_touch(&socket, &file.file, offset, len),
-                None => {
-                    touch(&file.file, offset, len);
-                    0
-                }
-            };
+            let sent = page_in(&file.file, offset, len, send_to.as_ref());
             JobDone::paged_in(&file, offset, len, sent)
         }
         Job::Verify {
@@ -174,6 +168,19 @@ pub fn touch(file: &File, offset: u64, len: u64) {
         match file.read_at(&mut scratch[..want], position) {
             Ok(0) | Err(_) => return,
             Ok(n) => position += n as u64,
+        }
+    }
+}
+
+/// A page-in job's work, in a helper thread or a helper process: send the range on the
+/// connection's socket when there is one (`send_or_touch`), else touch it. Returns the bytes
+/// sent.
+pub fn page_in(file: &File, offset: u64, len: u64, send_to: Option<&OwnedFd>) -> u64 {
+    match send_to {
+        Some(socket) => send_or_touch(socket, file, offset, len),
+        None => {
+            touch(file, offset, len);
+            0
         }
     }
 }

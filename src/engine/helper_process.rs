@@ -92,8 +92,9 @@ impl HelperProcess {
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed helper reply"))
     }
 
-    /// The answer a job gets when its helper failed: the request is answered `500` (resolve),
-    /// from the descriptor (load), or by a `sendfile` that may block (page-in).
+    /// The answer a job gets when its helper process could not take it: the request is
+    /// answered `500` (resolve), from the descriptor (load), or by the loop's `sendfile`, which
+    /// may block (page-in).
     #[must_use]
     pub fn failed(job: Job) -> JobDone {
         match job {
@@ -112,6 +113,24 @@ impl HelperProcess {
             // Never sent to a helper process (see `helpers::Runner::run`).
             Job::Verify { .. } => JobDone::Verified(false),
         }
+    }
+}
+
+impl HelperProcess {
+    /// The answer a job gets when its helper process died or garbled the answer while it had
+    /// the job: as `failed`, except that a page-in's connection ends. Some of its range may
+    /// have gone out, so the loop cannot know where the body stands; its write side is shut,
+    /// and the loop's next send fails and closes it.
+    #[must_use]
+    pub fn lost(job: Job) -> JobDone {
+        if let Job::PageIn {
+            send_to: Some(socket),
+            ..
+        } = &job
+        {
+            let _ = socket::shutdown_write(socket.as_fd());
+        }
+        HelperProcess::failed(job)
     }
 }
 
@@ -172,9 +191,15 @@ pub fn serve_parent() -> io::Result<()> {
                 let borrowed: Vec<BorrowedFd<'_>> = files.iter().map(|file| file.as_fd()).collect();
                 send_frame(socket, &reply, &borrowed)?;
             }
-            ReceivedJob::Read { file, offset, len } => {
-                job::touch(&file, offset, len);
+            ReceivedJob::Read {
+                file,
+                offset,
+                len,
+                send_to,
+            } => {
+                let sent = job::page_in(&file, offset, len, send_to.as_ref());
                 reply.push(REPLY_DONE);
+                Writer(&mut reply).u64(sent);
                 send_frame(socket, &reply, &[])?;
             }
         }
@@ -399,16 +424,23 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             writer.u8(JOB_READ);
             writer.u64(0);
             writer.u64(file.size());
+            writer.bool(false);
             vec![file.file.as_fd()]
         }
-        // A socket to send on stays here: the process pages in, the loop sends.
+        // The socket goes too: the process sends what it reads, as a helper thread does.
         Job::PageIn {
-            file, offset, len, ..
+            file,
+            offset,
+            len,
+            send_to,
         } => {
             writer.u8(JOB_READ);
             writer.u64(*offset);
             writer.u64(*len);
-            vec![file.file.as_fd()]
+            writer.bool(send_to.is_some());
+            std::iter::once(file.file.as_fd())
+                .chain(send_to.as_ref().map(AsFd::as_fd))
+                .collect()
         }
         // Answered by `HelperProcess::run` itself, never encoded.
         Job::Verify { .. } => Vec::new(),
@@ -426,6 +458,7 @@ enum ReceivedJob {
         file: std::fs::File,
         offset: u64,
         len: u64,
+        send_to: Option<OwnedFd>,
     },
 }
 
@@ -475,11 +508,19 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
                 basis,
             })
         }
-        JOB_READ => Some(ReceivedJob::Read {
-            offset: reader.u64()?,
-            len: reader.u64()?,
-            file: std::fs::File::from(fds.next()?),
-        }),
+        JOB_READ => {
+            let offset = reader.u64()?;
+            let len = reader.u64()?;
+            let sends = reader.bool()?;
+            let file = std::fs::File::from(fds.next()?);
+            let send_to = if sends { Some(fds.next()?) } else { None };
+            Some(ReceivedJob::Read {
+                file,
+                offset,
+                len,
+                send_to,
+            })
+        }
         _ => None,
     }
 }
@@ -552,7 +593,7 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
             Job::PageIn {
                 file, offset, len, ..
             },
-        ) => Some(JobDone::paged_in(file, *offset, *len, 0)),
+        ) => Some(JobDone::paged_in(file, *offset, *len, reader.u64()?)),
         (
             REPLY_UNCHANGED,
             Job::Resolve {

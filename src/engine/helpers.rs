@@ -162,13 +162,6 @@ impl Helpers {
         }
     }
 
-    /// Whether a page-in's helper can send on the connection's socket itself: a helper
-    /// thread shares the loop's descriptors, a helper process does not.
-    #[must_use]
-    pub fn send_page_ins(&self) -> bool {
-        matches!(self.mode, HelperMode::Threads)
-    }
-
     /// Helper threads alive now.
     #[must_use]
     pub fn count(&self) -> usize {
@@ -306,7 +299,7 @@ impl Runner {
             Err(error) => {
                 eprintln!("ampd: helper process failed ({error}); starting another");
                 *process = None;
-                HelperProcess::failed(job)
+                HelperProcess::lost(job)
             }
         }
     }

@@ -136,11 +136,7 @@ impl EventLoop {
                         // The helper sends what it reads (`job::send_or_touch`); a duplicate
                         // of the socket, so that a close here (a timeout) while the job is out
                         // cannot hand its number to another connection.
-                        let send_to = self
-                            .helpers
-                            .as_ref()
-                            .filter(|helpers| helpers.send_page_ins())
-                            .and_then(|_| slot.fd.try_clone().ok());
+                        let send_to = slot.fd.try_clone().ok();
                         let job = Job::PageIn {
                             file: range.file.clone(),
                             offset: range.offset,
