@@ -13,3 +13,4 @@ pub mod engine;
 pub mod log;
 pub mod ops;
 pub mod site;
+pub mod sync;

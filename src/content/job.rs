@@ -147,19 +147,11 @@ pub fn touch(file: &File, offset: u64, len: u64) {
     let end = offset.saturating_add(len);
     let mut position = offset;
     if let Some(null) = dev_null() {
-        while position < end {
-            let want = usize::try_from(end - position).unwrap_or(usize::MAX);
-            match sysio::sendfile(null.as_fd(), file.as_fd(), &mut position, want) {
-                Ok(0) => return,
-                Ok(_) => {}
-                // EINVAL: this pair of descriptors cannot splice.
-                Err(error) if error.kind() == io::ErrorKind::InvalidInput => break,
-                Err(_) => return,
-            }
+        match send_until(null.as_fd(), file, &mut position, end) {
+            // EINVAL: this pair of descriptors cannot splice; read instead.
+            Some(error) if error.kind() == io::ErrorKind::InvalidInput => {}
+            _ => return,
         }
-    }
-    if position >= end {
-        return;
     }
     let mut scratch = vec![0u8; 64 << 10];
     while position < end {
@@ -170,6 +162,25 @@ pub fn touch(file: &File, offset: u64, len: u64) {
             Ok(n) => position += n as u64,
         }
     }
+}
+
+/// `sendfile` from `file` to `out` from `*position` until `end`, the end of the file, or an
+/// error, which it returns; `*position` ends where the sending stopped.
+fn send_until(
+    out: std::os::fd::BorrowedFd<'_>,
+    file: &File,
+    position: &mut u64,
+    end: u64,
+) -> Option<io::Error> {
+    while *position < end {
+        let want = usize::try_from(end - *position).unwrap_or(usize::MAX);
+        match sysio::sendfile(out, file.as_fd(), position, want) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(error) => return Some(error),
+        }
+    }
+    None
 }
 
 /// A page-in job's work, in a helper thread or a helper process: send the range on the
@@ -200,16 +211,9 @@ pub fn page_in(file: &File, offset: u64, len: u64, send_to: Option<&OwnedFd>) ->
 pub fn send_or_touch(socket: &OwnedFd, file: &File, offset: u64, len: u64) -> u64 {
     let end = offset.saturating_add(len);
     let mut position = offset;
-    while position < end {
-        let want = usize::try_from(end - position).unwrap_or(usize::MAX);
-        match sysio::sendfile(socket.as_fd(), file.as_fd(), &mut position, want) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                touch(file, position, end - position);
-                break;
-            }
-            Err(_) => break,
+    if let Some(error) = send_until(socket.as_fd(), file, &mut position, end) {
+        if error.kind() == io::ErrorKind::WouldBlock {
+            touch(file, position, end - position);
         }
     }
     position - offset

@@ -6,7 +6,9 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::sync::lock;
 
 /// One shard on a cache line (two, for CPUs that prefetch pairs) of its own, so locking one
 /// shard does not bounce its neighbour's line between cores.
@@ -68,10 +70,6 @@ impl<T> Sharded<T> {
             .map(|shard| measure(&lock(&shard.0)))
             .sum()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

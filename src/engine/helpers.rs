@@ -27,6 +27,7 @@ use super::helper_process::HelperProcess;
 use super::read_ahead::ReadAhead;
 use crate::config::{Config, HelperMode};
 use crate::content::job::{self, Job, JobDone};
+use crate::sync::lock;
 
 /// Identifies the connection (slot and generation) a job belongs to.
 pub type Token = u64;
@@ -135,28 +136,20 @@ impl Helpers {
     fn spawn(&self, mut runner: Runner) -> io::Result<()> {
         let index = self.started.fetch_add(1, Ordering::Relaxed);
         let shared = self.shared.clone();
-        self.shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .helpers += 1;
+        lock(&self.shared.queue).helpers += 1;
         let spawned = std::thread::Builder::new()
             .name(format!("{}-helper-{index}", self.name))
             .spawn(move || work(&shared, &mut runner));
         match spawned {
             Ok(thread) => {
-                let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut threads = lock(&self.threads);
                 // Keep the list short: handles of helpers that retired are joined now.
                 threads.retain(|thread| !thread.is_finished());
                 threads.push(thread);
                 Ok(())
             }
             Err(error) => {
-                self.shared
-                    .queue
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .helpers -= 1;
+                lock(&self.shared.queue).helpers -= 1;
                 Err(error)
             }
         }
@@ -165,11 +158,7 @@ impl Helpers {
     /// Helper threads alive now.
     #[must_use]
     pub fn count(&self) -> usize {
-        self.shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .helpers
+        lock(&self.shared.queue).helpers
     }
 
     /// The descriptor that becomes readable when results are waiting.
@@ -182,11 +171,7 @@ impl Helpers {
     /// Queue a job; start another helper if every one is busy and the pool may grow. A helper
     /// that cannot be started (out of threads) is not an error: the job waits its turn.
     pub fn submit(&self, token: Token, job: Job) {
-        let mut queue = self
-            .shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut queue = lock(&self.shared.queue);
         let free = queue.helpers - queue.working;
         // Counting this job: whether it finds every helper busy.
         let waits = queue.jobs.len() >= free;
@@ -223,46 +208,28 @@ impl Helpers {
     /// Take every finished job.
     pub fn completed(&self, into: &mut Vec<(Token, JobDone)>) {
         self.shared.wake.drain();
-        let mut done = self
-            .shared
-            .done
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut done = lock(&self.shared.done);
         into.append(&mut done);
     }
 
     /// Helpers running a job now.
     #[must_use]
     pub fn busy(&self) -> usize {
-        self.shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .working
+        lock(&self.shared.queue).working
     }
 
     /// Jobs waiting for a helper.
     #[must_use]
     pub fn queued(&self) -> usize {
-        self.shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .jobs
-            .len()
+        lock(&self.shared.queue).jobs.len()
     }
 }
 
 impl Drop for Helpers {
     fn drop(&mut self) {
-        self.shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .stopping = true;
+        lock(&self.shared.queue).stopping = true;
         self.shared.ready.notify_all();
-        let threads =
-            std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+        let threads = std::mem::take(&mut *lock(&self.threads));
         for thread in threads {
             let _ = thread.join();
         }
@@ -308,7 +275,7 @@ impl Runner {
 fn work(shared: &Shared, runner: &mut Runner) {
     loop {
         let (token, job) = {
-            let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut queue = lock(&shared.queue);
             loop {
                 if queue.stopping {
                     queue.helpers -= 1;
@@ -331,12 +298,8 @@ fn work(shared: &Shared, runner: &mut Runner) {
             }
         };
         let done = runner.run(job);
-        shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .working -= 1;
-        let mut finished = shared.done.lock().unwrap_or_else(PoisonError::into_inner);
+        lock(&shared.queue).working -= 1;
+        let mut finished = lock(&shared.done);
         let was_empty = finished.is_empty();
         finished.push((token, done));
         drop(finished);

@@ -21,6 +21,7 @@ use std::thread::JoinHandle;
 use ampd_sys::file::{fadvise, Advice};
 
 use crate::content::file::OpenFile;
+use crate::sync::lock;
 
 /// Hints kept waiting at most.
 const MAX_HINTS: usize = 256;
@@ -65,11 +66,7 @@ impl ReadAhead {
 
     /// Start reading `len` bytes of `file` from `offset` soon.
     pub fn hint(&self, file: Arc<OpenFile>, offset: u64, len: u64) {
-        let mut hints = self
-            .shared
-            .hints
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut hints = lock(&self.shared.hints);
         if hints.ranges.len() == MAX_HINTS {
             hints.ranges.pop_front();
         }
@@ -81,22 +78,13 @@ impl ReadAhead {
     /// Hints not yet acted on.
     #[cfg(test)]
     fn pending(&self) -> usize {
-        self.shared
-            .hints
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .ranges
-            .len()
+        lock(&self.shared.hints).ranges.len()
     }
 }
 
 impl Drop for ReadAhead {
     fn drop(&mut self) {
-        self.shared
-            .hints
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .stopping = true;
+        lock(&self.shared.hints).stopping = true;
         self.shared.ready.notify_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -114,7 +102,7 @@ fn run(shared: &Shared) {
     let _ = ampd_sys::process::lower_thread_priority(READ_AHEAD_NICE);
     loop {
         let (file, offset, len) = {
-            let mut hints = shared.hints.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut hints = lock(&shared.hints);
             loop {
                 if hints.stopping {
                     return;

@@ -16,7 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ampd_sys::epoll::{Epoll, Events, Interest};
@@ -26,6 +26,7 @@ use super::blocking::{self, Accepted, Connection, OnWait, Served, Worker, TICK};
 use crate::config::Limits;
 use crate::conn::Phase;
 use crate::content::sharded::Sharded;
+use crate::sync::lock;
 
 const LISTENER: u64 = 0;
 const STOPPING: u64 = 1;
@@ -396,10 +397,6 @@ fn listener_interest(wake: ListenerWake) -> Interest {
         ListenerWake::OneShot => Interest::READABLE.oneshot(),
         ListenerWake::Exclusive => Interest::READABLE.exclusive(),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A worker's life: take the next connection with something to do, serve it until it is idle

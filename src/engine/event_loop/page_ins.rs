@@ -15,9 +15,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use crate::content::file::FileKey;
+use crate::sync::lock;
 
 #[derive(Debug, Default)]
 pub struct PagesInFlight {
@@ -28,13 +29,13 @@ pub struct PagesInFlight {
 
 impl PagesInFlight {
     pub fn started(&self, key: FileKey) {
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = lock(&self.counts);
         *counts.entry(key).or_insert(0) += 1;
         self.total.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn finished(&self, key: FileKey) {
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = lock(&self.counts);
         if let Some(count) = counts.get_mut(&key) {
             *count -= 1;
             if *count == 0 {
@@ -49,12 +50,7 @@ impl PagesInFlight {
     /// worst one `sendfile` waits for that read.
     #[must_use]
     pub fn reading(&self, key: &FileKey) -> bool {
-        self.total.load(Ordering::Relaxed) != 0
-            && self
-                .counts
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .contains_key(key)
+        self.total.load(Ordering::Relaxed) != 0 && lock(&self.counts).contains_key(key)
     }
 }
 
