@@ -3,12 +3,12 @@
 # architecture), a hot cached file served alongside disk-bound load, and the CPU cost per request
 # of the event-driven engines. docs/architectures.md shows and explains the results.
 #
-#   cargo build --release -p ampd -p ampd-bench
+#   cargo build --release -p ampd -p ampd-bench -p ampd-slowfs
 #   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh [PART...]   # sweep hot engines [all]
 #
 # Needs root, Linux with cgroup v1 `memory`, `blkio` (and, for CPU time, `cpuacct`) controllers
 # mounted under /sys/fs/cgroup, loop devices, mkfs.ext4; the latency device also needs /dev/fuse,
-# fusermount and python3-fusepy; nginx is measured when installed. When something the run needs
+# fusermount and ampd-slowfs (built above); nginx is measured when installed. When something the run needs
 # is missing, the script prints one line starting with "disk_bound.sh: SKIP:" naming it and
 # exits 0 without touching anything (a part that cannot run is skipped the same way while the
 # others run). Any other failure exits non-zero.
@@ -18,9 +18,10 @@
 #   throttle  an ext4 image on a loop device whose reads the server's blkio cgroup throttles to
 #             IOPS requests/s and BPS bytes/s: a bandwidth-bound disk, where concurrency cannot
 #             raise the disk-bound rate;
-#   latency   tests/fixtures/slowfs.py over FUSE (bench/slowfs_mount.py): every read of a slow*
-#             file sleeps DELAY seconds, and reads overlap: a latency-bound device with many
-#             requests in flight, where concurrent disk requests do raise the rate.
+#   latency   ampd-slowfs (crates/slowfs), a FUSE passthrough pinned to CLIENT_CPU: every read
+#             of a slow* file is answered DELAY seconds after it arrives, and any number wait at
+#             once (up to 256): a latency-bound device with many requests in flight, where
+#             concurrent disk requests do raise the rate.
 # The server runs in a memory cgroup of MEMORY bytes, which bounds its page cache (a cgroup's
 # page cache is charged to it); caches are dropped before every run. Only one server runs at a
 # time, pinned to SERVER_CPU; ampd-bench runs pinned to CLIENT_CPU.
@@ -58,6 +59,8 @@
 #   KEEP=1)   RESULTS [/tmp/ampd-bench-results/disk_bound-<timestamp>]   LOCK_WAIT [7200] s
 #   PRIO [1]: run in a session of our own whose autogroup gets nice -20 (0: ordinary priority)
 #   AMPD, BENCH [target/release/ampd, target/release/ampd-bench]: the binaries measured
+#   SLOWFS [target/release/ampd-slowfs]: the latency device; FUSE_COUNTS [unset]: a file it
+#     writes its operation counts to every half second (by type and calling thread, JSON)
 #   AMPD_OPTIONS ["--revalidate-after 60 --no-precompressed"]: given to every ampd server, so
 #     that it works as the nginx peers are configured (open_file_cache_valid 60s: a cached open
 #     is trusted for 60 s; no gzip_static: no .gz sibling looked for). AMPD_OPTIONS="" measures
@@ -79,6 +82,7 @@ die() { log "ERROR: $*"; exit 1; }
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AMPD=${AMPD:-$REPO/target/release/ampd}
 BENCH=${BENCH:-$REPO/target/release/ampd-bench}
+SLOWFS=${SLOWFS:-$REPO/target/release/ampd-slowfs}
 CG=/sys/fs/cgroup
 
 # --- what the machine must have: one line and exit 0 when it lacks it ----------------------
@@ -93,7 +97,7 @@ case " $PARTS " in *" sweep "* | *" hot "*) disk_parts=1 ;; esac
 for tool in taskset flock setsid curl python3; do
   command -v "$tool" >/dev/null 2>&1 || skip "needs $tool"
 done
-[ -x "$AMPD" ] && [ -x "$BENCH" ] || skip "build first: cargo build --release -p ampd -p ampd-bench"
+[ -x "$AMPD" ] && [ -x "$BENCH" ] || skip "build first: cargo build --release -p ampd -p ampd-bench -p ampd-slowfs"
 if [ "$disk_parts" = 1 ]; then
   [ -e $CG/memory/memory.limit_in_bytes ] \
     || skip "needs the cgroup v1 memory controller mounted at $CG/memory"
@@ -145,6 +149,7 @@ MEMORY=${MEMORY:-64M}
 IOPS=${IOPS:-200}
 BPS=${BPS:-20971520}
 DELAY=${DELAY:-0.01}
+FUSE_COUNTS=${FUSE_COUNTS:-}
 DURATION=${DURATION:-4}
 WARMUP=${WARMUP:-1}
 ENGINE_DURATION=${ENGINE_DURATION:-4}
@@ -170,7 +175,6 @@ FUSE_SOURCE=$WORK/fuse-source
 FUSE_ROOT=$WORK/fuse
 LOOP=""
 FUSE_PID=""
-FUSECTL_MOUNTED=0
 SERVER_PID=""
 CLIENT_PIDS=()
 HAVE_LATENCY=0
@@ -205,7 +209,6 @@ cleanup() {
     fusermount -u "$FUSE_ROOT" 2>/dev/null || umount -l "$FUSE_ROOT" 2>/dev/null
     kill_pid "$FUSE_PID"
   fi
-  [ "$FUSECTL_MOUNTED" = 1 ] && umount /sys/fs/fuse/connections 2>/dev/null
   if [ -n "$LOOP" ]; then
     if mountpoint -q "$EXT4_ROOT" 2>/dev/null; then
       umount "$EXT4_ROOT" 2>/dev/null || umount -l "$EXT4_ROOT"

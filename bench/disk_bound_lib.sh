@@ -3,22 +3,12 @@
 
 # --- devices --------------------------------------------------------------------------------
 
-fuse_python() { # the python3 that has fusepy (Debian's python3-fusepy is for /usr/bin/python3)
-  local python
-  for python in python3 /usr/bin/python3; do
-    if "$python" -c 'import fusepy' 2>/dev/null || "$python" -c 'import fuse; fuse.FUSE' 2>/dev/null; then
-      echo "$python"
-      return 0
-    fi
-  done
-  return 1
-}
-
 # latency_missing: prints what the latency device lacks (nothing when it can run).
 latency_missing() {
   [ -e /dev/fuse ] || { echo "/dev/fuse"; return; }
-  command -v fusermount >/dev/null 2>&1 || { echo "fusermount (fuse3 or fuse)"; return; }
-  fuse_python >/dev/null || { echo "python3-fusepy"; return; }
+  command -v fusermount >/dev/null 2>&1 || command -v fusermount3 >/dev/null 2>&1 ||
+    { echo "fusermount (fuse3 or fuse)"; return; }
+  [ -x "$SLOWFS" ] || { echo "$SLOWFS (cargo build --release -p ampd-slowfs)"; return; }
 }
 
 max_files() {
@@ -81,38 +71,22 @@ setup_devices() {
       if [ -n "$missing" ]; then
         echo "$SELF: SKIP: latency device: needs $missing" >&2
       else
-        log "latency device: FUSE, ${DELAY}s per read of a slow* file"
+        log "latency device: FUSE (ampd-slowfs), ${DELAY}s per read of a slow* file"
         mkdir -p "$FUSE_ROOT"
         make_files "$FUSE_SOURCE"
-        "$(fuse_python)" "$REPO/bench/slowfs_mount.py" "$FUSE_SOURCE" "$FUSE_ROOT" "$DELAY" \
+        # On the client's CPU: the device is not the server, and its little CPU (a pread and a
+        # reply per read; the wait is a timer) must not come out of the server's core.
+        taskset -c "$CLIENT_CPU" "$SLOWFS" "$FUSE_SOURCE" "$FUSE_ROOT" "$DELAY" ${FUSE_COUNTS:+"$FUSE_COUNTS"} \
           > "$WORK/run/fuse.log" 2>&1 9>&- &
         FUSE_PID=$!
         for _ in $(seq 100); do mountpoint -q "$FUSE_ROOT" && break; sleep 0.1; done
         mountpoint -q "$FUSE_ROOT" || die "the FUSE filesystem did not mount: $(tail -n 3 "$WORK/run/fuse.log")"
-        raise_fuse_background
         HAVE_LATENCY=1
       fi
       ;;
   esac
   [ "$HAVE_THROTTLE$HAVE_LATENCY" != 00 ] || skip "no slow device could be set up (DEVICES=$DEVICES)"
   write_nginx_configs
-}
-
-# The kernel lets 12 background (read-ahead) requests wait on a FUSE daemon at once by default;
-# a device with many requests in flight needs more. Settable through the fusectl filesystem.
-raise_fuse_background() {
-  local minor connection
-  minor=$(mountpoint -d "$FUSE_ROOT" | cut -d: -f2)
-  connection=/sys/fs/fuse/connections/$minor
-  if [ ! -d "$connection" ] && mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null; then
-    FUSECTL_MOUNTED=1
-  fi
-  if [ -w "$connection/max_background" ]; then
-    echo 256 > "$connection/max_background"
-    echo 192 > "$connection/congestion_threshold"
-  else
-    log "cannot raise FUSE max_background (no fusectl): at most 12 reads overlap"
-  fi
 }
 
 device_root() {
