@@ -1,17 +1,31 @@
-//! Read-ahead for page-ins that wait for a helper: one thread that asks the kernel to start
-//! reading their ranges (`posix_fadvise(WILLNEED)`), so the device works on them while every
-//! helper is busy.
+//! Read-ahead for page-ins that find every helper busy: the kernel is asked to start reading
+//! their ranges at once (`posix_fadvise(WILLNEED)`), and one thread then finishes those no
+//! helper has taken yet, in the order their reads were started, so reads in flight are not
+//! capped by helper threads.
 //!
 //! Why: on a device whose reads are slow rather than few (network storage, FUSE, a deep-queue
 //! SSD), the disk-bound rate is the number of reads in flight, and a helper keeps one in flight
-//! at a time. When the pool is at `helpers_max` and page-ins queue behind it, this thread starts
-//! the queued reads at once; the helper that takes the job later finds its pages arriving or
-//! there. `WILLNEED` only queues the reads (it may wait for a file's block map, which is why it
-//! runs here and not on the event loop).
+//! at a time. When the pool is at `helpers_max`, a page-in that waited for a helper used to
+//! hold that helper for most of its read even after read-ahead had started it: measured on
+//! the latency device at 375 MiB, a queued page-in waited 4.5-6.6 ms for a helper and then held
+//! it 5-7 ms (docs/architectures.md, "Sixth run"). `WILLNEED` only queues the reads, so one
+//! thread can start dozens; and as reads of one device complete in about the order they were
+//! started, one thread that waits for them in that order (the *finisher*) waits about as long
+//! as the first one and finds the others done, instead of a helper per read.
 //!
-//! Owns: the hint queue (bounded: the oldest hints are dropped when it is full, as a hint that
-//! old is served by its helper soon anyway) and its thread.
-//! Must not touch: the helpers' job queue or completions.
+//! Two threads, not one: `WILLNEED` may wait for a file's block map and its page allocations
+//! reclaim under a memory limit (100-200 µs per 100 KiB measured), and the finisher waits for
+//! whole reads; neither may delay the other.
+//!
+//! The page-in stays in the helpers' queue while its read is being started, and is claimed
+//! from there (`Lanes::claim`) only once it is: a helper that frees up first takes it as before,
+//! so a read-ahead thread that falls behind (it runs at a low priority) never holds a page-in
+//! back. With helper processes (`--helpers-mode process`) nothing is claimed: Flash ran disk
+//! work in other processes for portability, and the finisher is a thread of the server.
+//!
+//! Owns: the read-ahead queue (bounded: a hint that finds it full is dropped, and its page-in
+//! waits for a helper), the finish queue, and their two threads.
+//! Must not touch: connections, or the helpers' queue except through `Lanes::claim`.
 
 use std::collections::VecDeque;
 use std::os::fd::AsFd;
@@ -20,79 +34,134 @@ use std::thread::JoinHandle;
 
 use ampd_sys::file::{fadvise, Advice};
 
-use crate::content::file::OpenFile;
+use super::helpers::Token;
+use crate::content::file::{FileKey, OpenFile};
+use crate::content::job::{self, Job, JobDone};
 use crate::sync::lock;
 
-/// Hints kept waiting at most.
-const MAX_HINTS: usize = 256;
-/// How much lower this thread's priority is than the server's (see `run`).
+/// Page-ins read ahead and not yet finished, at most: as many reads in flight as a deep-queue
+/// device is worth (FUSE's `max_background` is set to 256 by ampd-slowfs; an NVMe queue is
+/// deeper, but 64 clients' worth already saturates the server's core in the benchmark).
+const MAX_AHEAD: usize = 256;
+/// How much lower the read-ahead thread's priority is than the server's (see `start_reads`).
 const READ_AHEAD_NICE: i32 = 10;
 
-struct Hints {
-    ranges: VecDeque<(Arc<OpenFile>, u64, u64)>,
+/// How this module reaches the helpers' queue and the loop.
+pub struct Lanes {
+    /// Take the page-in of `file` at `offset` for connection `token` out of the helpers' queue,
+    /// if no helper has taken it yet.
+    pub claim: Box<dyn Fn(Token, FileKey, u64) -> Option<Job> + Send + Sync>,
+    /// A finished page-in's result, for the loop.
+    pub completed: Box<dyn Fn(Token, JobDone) + Send + Sync>,
+    /// A claimed page-in whose pages are no longer all there or on their way (reclaimed under
+    /// a memory limit before the finisher reached it): back to the front of the helpers'
+    /// queue, so that the finisher never reads a range alone while the page-ins behind it wait.
+    pub give_back: Box<dyn Fn(Token, Job) + Send + Sync>,
+}
+
+struct Entry {
+    file: Arc<OpenFile>,
+    offset: u64,
+    len: u64,
+    /// The connection whose page-in the finisher may claim once the read is started.
+    claim: Option<Token>,
+}
+
+struct Queues {
+    to_start: VecDeque<Entry>,
+    to_finish: VecDeque<(Token, Job)>,
     stopping: bool,
 }
 
+impl Queues {
+    fn ahead(&self) -> usize {
+        self.to_start.len() + self.to_finish.len()
+    }
+}
+
 struct Shared {
-    hints: Mutex<Hints>,
-    ready: Condvar,
+    queues: Mutex<Queues>,
+    start_ready: Condvar,
+    finish_ready: Condvar,
+    lanes: Lanes,
 }
 
 pub struct ReadAhead {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl ReadAhead {
     /// # Errors
-    /// The thread cannot be started.
-    pub fn start(name: &str) -> std::io::Result<ReadAhead> {
+    /// A thread cannot be started.
+    pub fn start(name: &str, lanes: Lanes) -> std::io::Result<ReadAhead> {
         let shared = Arc::new(Shared {
-            hints: Mutex::new(Hints {
-                ranges: VecDeque::new(),
+            queues: Mutex::new(Queues {
+                to_start: VecDeque::new(),
+                to_finish: VecDeque::new(),
                 stopping: false,
             }),
-            ready: Condvar::new(),
+            start_ready: Condvar::new(),
+            finish_ready: Condvar::new(),
+            lanes,
         });
-        let worker = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("{name}-read-ahead"))
-            .spawn(move || run(&worker))?;
-        Ok(ReadAhead {
-            shared,
-            thread: Some(thread),
-        })
+        let mut read_ahead = ReadAhead {
+            shared: shared.clone(),
+            threads: Vec::with_capacity(2),
+        };
+        let starter = shared.clone();
+        read_ahead.threads.push(
+            std::thread::Builder::new()
+                .name(format!("{name}-read-ahead"))
+                .spawn(move || start_reads(&starter))?,
+        );
+        read_ahead.threads.push(
+            std::thread::Builder::new()
+                .name(format!("{name}-finisher"))
+                .spawn(move || finish(&shared))?,
+        );
+        Ok(read_ahead)
     }
 
-    /// Start reading `len` bytes of `file` from `offset` soon.
-    pub fn hint(&self, file: Arc<OpenFile>, offset: u64, len: u64) {
-        let mut hints = lock(&self.shared.hints);
-        if hints.ranges.len() == MAX_HINTS {
-            hints.ranges.pop_front();
+    /// Start reading `len` bytes of `file` from `offset` soon; with `claim`, the finisher then
+    /// takes connection `claim`'s page-in of that range from the helpers' queue if it is still
+    /// there. Dropped when `MAX_AHEAD` are on their way: such a hint would be acted on after a
+    /// helper had read the range anyway.
+    pub fn hint(&self, file: Arc<OpenFile>, offset: u64, len: u64, claim: Option<Token>) {
+        let mut queues = lock(&self.shared.queues);
+        if queues.ahead() >= MAX_AHEAD {
+            return;
         }
-        hints.ranges.push_back((file, offset, len));
-        drop(hints);
-        self.shared.ready.notify_one();
+        queues.to_start.push_back(Entry {
+            file,
+            offset,
+            len,
+            claim,
+        });
+        drop(queues);
+        self.shared.start_ready.notify_one();
     }
 
-    /// Hints not yet acted on.
+    /// Hints not acted on and page-ins claimed but not finished.
     #[cfg(test)]
     fn pending(&self) -> usize {
-        lock(&self.shared.hints).ranges.len()
+        lock(&self.shared.queues).ahead()
     }
 }
 
 impl Drop for ReadAhead {
     fn drop(&mut self) {
-        lock(&self.shared.hints).stopping = true;
-        self.shared.ready.notify_all();
-        if let Some(thread) = self.thread.take() {
+        lock(&self.shared.queues).stopping = true;
+        self.shared.start_ready.notify_all();
+        self.shared.finish_ready.notify_all();
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
     }
 }
 
-fn run(shared: &Shared) {
+/// The read-ahead thread: `WILLNEED` for every entry, in order.
+fn start_reads(shared: &Shared) {
     // Speculative work yields the CPU to the event loop. A hint's `WILLNEED` is not free: the
     // pages it adds are charged to the server's memory cgroup, and under a limit the charge
     // reclaims others on this thread. At the default priority this thread was runnable in 71 %
@@ -101,64 +170,252 @@ fn run(shared: &Shared) {
     // of the disk-bound rate (docs/architectures.md, "Read-ahead").
     let _ = ampd_sys::process::lower_thread_priority(READ_AHEAD_NICE);
     loop {
-        let (file, offset, len) = {
-            let mut hints = lock(&shared.hints);
+        let entry = {
+            let mut queues = lock(&shared.queues);
             loop {
-                if hints.stopping {
+                if queues.stopping {
                     return;
                 }
-                if let Some(next) = hints.ranges.pop_front() {
+                if let Some(next) = queues.to_start.pop_front() {
                     break next;
                 }
-                hints = shared
-                    .ready
-                    .wait(hints)
+                queues = shared
+                    .start_ready
+                    .wait(queues)
                     .unwrap_or_else(PoisonError::into_inner);
             }
         };
-        // A hint that fails (a pipe, a filesystem without read-ahead) costs nothing more: the
-        // helper reads the range as before.
-        let _ = fadvise(file.file.as_fd(), offset, len, Advice::WillNeed);
+        let started = fadvise(
+            entry.file.file.as_fd(),
+            entry.offset,
+            entry.len,
+            Advice::WillNeed,
+        )
+        .is_ok()
+            && read_started(&entry.file, entry.offset, entry.len);
+        let Some(token) = entry.claim.filter(|_| started) else {
+            continue;
+        };
+        if let Some(job) = (shared.lanes.claim)(token, entry.file.key, entry.offset) {
+            lock(&shared.queues).to_finish.push_back((token, job));
+            shared.finish_ready.notify_one();
+        }
+    }
+}
+
+/// Whether every page of the range is there or being read: the page cache counts a page from
+/// the moment its read starts (`cachestat`). A range that is not (a filesystem that ignores
+/// `WILLNEED`, FUSE skipping read-ahead while congested, pages reclaimed again) would have the
+/// finisher read it alone while the page-ins behind it wait: measured, a few page-ins then
+/// waited 300 ms and the rate fell to 0.55 of `mt`. Without `cachestat` (Linux < 6.5) the
+/// hint is trusted.
+fn read_started(file: &OpenFile, offset: u64, len: u64) -> bool {
+    let first = offset / PAGE;
+    let end = offset.saturating_add(len).div_ceil(PAGE);
+    match ampd_sys::file::cachestat(file.file.as_fd(), offset, len) {
+        Ok(stat) => stat.cached_pages >= end - first,
+        Err(_) => true,
+    }
+}
+
+/// The page size `cachestat` counts in (4 KiB on every architecture ampd builds for; a larger
+/// one only makes the test stricter).
+const PAGE: u64 = 4096;
+
+/// The finisher: each page-in in the order its read was started, sent (or paged in) as soon
+/// as its pages are there.
+fn finish(shared: &Shared) {
+    loop {
+        let (token, job) = {
+            let mut queues = lock(&shared.queues);
+            loop {
+                if queues.stopping {
+                    return;
+                }
+                if let Some(next) = queues.to_finish.pop_front() {
+                    break next;
+                }
+                queues = shared
+                    .finish_ready
+                    .wait(queues)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let whole = match &job {
+            Job::PageIn {
+                file, offset, len, ..
+            } => read_started(file, *offset, *len),
+            _ => true,
+        };
+        if whole {
+            (shared.lanes.completed)(token, job::run(job));
+        } else {
+            (shared.lanes.give_back)(token, job);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::content::file::FileKey;
+    use std::collections::HashMap;
     use std::io::Write;
+    use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
-    #[test]
-    fn every_hint_is_acted_on_and_the_thread_stops_on_drop() {
-        let path = std::env::temp_dir().join(format!("ampd-read-ahead-{}", std::process::id()));
+    const FILE_SIZE: u64 = 64 << 10;
+
+    fn test_file(name: &str) -> (std::path::PathBuf, Arc<OpenFile>) {
+        let path =
+            std::env::temp_dir().join(format!("ampd-read-ahead-{name}-{}", std::process::id()));
         let mut file = std::fs::File::create(&path).unwrap();
-        file.write_all(&vec![1u8; 64 << 10]).unwrap();
+        file.write_all(&vec![1u8; FILE_SIZE as usize]).unwrap();
         file.sync_all().unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let key = FileKey::of(&ampd_sys::file::fstat(file.as_fd()).unwrap());
-        let file = Arc::new(OpenFile { file, key });
-        let nice_here = ampd_sys::process::thread_nice().unwrap();
-        let read_ahead = ReadAhead::start("test").unwrap();
-        for offset in (0..16u64).map(|page| page * 4096) {
-            read_ahead.hint(file.clone(), offset, 4096);
+        (path, Arc::new(OpenFile { file, key }))
+    }
+
+    fn page_in(file: &Arc<OpenFile>, offset: u64, len: u64) -> Job {
+        Job::PageIn {
+            file: file.clone(),
+            offset,
+            len,
+            send_to: None,
         }
+    }
+
+    /// Lanes over a stand-in for the helpers' queue: what the finisher may claim, what it
+    /// reports and what it gives back.
+    struct Harness {
+        queued: Arc<Mutex<HashMap<Token, Job>>>,
+        completions: mpsc::Receiver<(Token, JobDone)>,
+        given_back: mpsc::Receiver<Token>,
+    }
+
+    fn lanes() -> (Lanes, Harness) {
+        let queued: Arc<Mutex<HashMap<Token, Job>>> = Arc::default();
+        let (completed, completions) = mpsc::channel();
+        let (gave_back, given_back) = mpsc::channel();
+        let (completed, gave_back) = (Mutex::new(completed), Mutex::new(gave_back));
+        let claimable = queued.clone();
+        let lanes = Lanes {
+            claim: Box::new(move |token, _, _| lock(&claimable).remove(&token)),
+            completed: Box::new(move |token, done| {
+                lock(&completed).send((token, done)).unwrap();
+            }),
+            give_back: Box::new(move |token, _| lock(&gave_back).send(token).unwrap()),
+        };
+        let harness = Harness {
+            queued,
+            completions,
+            given_back,
+        };
+        (lanes, harness)
+    }
+
+    fn settle(read_ahead: &ReadAhead) {
         let deadline = Instant::now() + Duration::from_secs(5);
         while read_ahead.pending() > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
         assert_eq!(read_ahead.pending(), 0);
+    }
+
+    #[test]
+    fn every_hint_is_acted_on_and_the_threads_stop_on_drop() {
+        let (path, file) = test_file("hints");
+        let nice_here = ampd_sys::process::thread_nice().unwrap();
+        let (lanes, harness) = lanes();
+        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        for offset in (0..16u64).map(|page| page * 4096) {
+            read_ahead.hint(file.clone(), offset, 4096, None);
+        }
+        settle(&read_ahead);
         drop(read_ahead);
+        assert!(harness.completions.try_recv().is_err(), "nothing claimed");
         assert_eq!(
             Arc::strong_count(&file),
             1,
-            "the thread let go of every file"
+            "the threads let go of every file"
         );
         assert_eq!(
             ampd_sys::process::thread_nice().unwrap(),
             nice_here,
             "only the read-ahead thread is lowered"
         );
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn claimed_page_ins_are_finished_in_the_order_their_reads_started() {
+        let (path, file) = test_file("claim");
+        let (lanes, harness) = lanes();
+        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        for token in 0..8u64 {
+            lock(&harness.queued).insert(token, page_in(&file, token * 8192, 8192));
+            read_ahead.hint(file.clone(), token * 8192, 8192, Some(token));
+        }
+        let tokens: Vec<Token> = (0..8)
+            .map(|_| {
+                let (token, done) = harness
+                    .completions
+                    .recv_timeout(Duration::from_secs(5))
+                    .unwrap();
+                let JobDone::PagedIn { key, end, sent } = done else {
+                    panic!("a page-in reports PagedIn, not {done:?}");
+                };
+                assert_eq!((key, end, sent), (file.key, (token + 1) * 8192, 0));
+                token
+            })
+            .collect();
+        assert_eq!(tokens, (0..8).collect::<Vec<_>>());
+        assert!(lock(&harness.queued).is_empty(), "every one was claimed");
+        assert!(harness.given_back.try_recv().is_err());
+        drop(read_ahead);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_page_in_already_taken_by_a_helper_is_left_alone() {
+        let (path, file) = test_file("taken");
+        let (lanes, harness) = lanes();
+        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        // Token 3 is not in the stand-in queue: a helper took it first.
+        read_ahead.hint(file.clone(), 0, 8192, Some(3));
+        settle(&read_ahead);
+        assert!(harness.completions.try_recv().is_err());
+        drop(read_ahead);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn pages_that_are_not_there_are_left_to_the_helpers() {
+        let (path, file) = test_file("absent");
+        if ampd_sys::file::cachestat(file.file.as_fd(), 0, 0).is_err() {
+            return; // before Linux 6.5 a hint is trusted; nothing to check here
+        }
+        let (lanes, harness) = lanes();
+        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        // A range past the end of the file is never in the page cache, like one whose
+        // read-ahead the filesystem skipped: the read-ahead thread does not claim it...
+        let beyond = FILE_SIZE + (1 << 20);
+        lock(&harness.queued).insert(1, page_in(&file, beyond, 8192));
+        read_ahead.hint(file.clone(), beyond, 8192, Some(1));
+        settle(&read_ahead);
+        assert!(lock(&harness.queued).contains_key(&1), "still the helpers'");
+        // ...and a claimed page-in whose own range is not there goes back, not read here.
+        lock(&harness.queued).insert(2, page_in(&file, beyond, 8192));
+        read_ahead.hint(file.clone(), 0, 8192, Some(2));
+        assert_eq!(
+            harness
+                .given_back
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap(),
+            2
+        );
+        assert!(harness.completions.try_recv().is_err());
+        drop(read_ahead);
         std::fs::remove_file(path).unwrap();
     }
 }
