@@ -160,6 +160,21 @@ impl Drop for ReadAhead {
     }
 }
 
+/// What `take` finds in the queues, waiting on `ready` until there is something; `None` once
+/// stopping.
+fn next<T>(shared: &Shared, ready: &Condvar, take: impl Fn(&mut Queues) -> Option<T>) -> Option<T> {
+    let mut queues = lock(&shared.queues);
+    loop {
+        if queues.stopping {
+            return None;
+        }
+        if let Some(found) = take(&mut queues) {
+            return Some(found);
+        }
+        queues = ready.wait(queues).unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
 /// The read-ahead thread: `WILLNEED` for every entry, in order.
 fn start_reads(shared: &Shared) {
     // Speculative work yields the CPU to the event loop. A hint's `WILLNEED` is not free: the
@@ -170,20 +185,10 @@ fn start_reads(shared: &Shared) {
     // of the disk-bound rate (docs/architectures.md, "Read-ahead").
     let _ = ampd_sys::process::lower_thread_priority(READ_AHEAD_NICE);
     loop {
-        let entry = {
-            let mut queues = lock(&shared.queues);
-            loop {
-                if queues.stopping {
-                    return;
-                }
-                if let Some(next) = queues.to_start.pop_front() {
-                    break next;
-                }
-                queues = shared
-                    .start_ready
-                    .wait(queues)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
+        let Some(entry) = next(shared, &shared.start_ready, |queues| {
+            queues.to_start.pop_front()
+        }) else {
+            return;
         };
         let started = fadvise(
             entry.file.file.as_fd(),
@@ -226,20 +231,10 @@ const PAGE: u64 = 4096;
 /// as its pages are there.
 fn finish(shared: &Shared) {
     loop {
-        let (token, job) = {
-            let mut queues = lock(&shared.queues);
-            loop {
-                if queues.stopping {
-                    return;
-                }
-                if let Some(next) = queues.to_finish.pop_front() {
-                    break next;
-                }
-                queues = shared
-                    .finish_ready
-                    .wait(queues)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
+        let Some((token, job)) = next(shared, &shared.finish_ready, |queues| {
+            queues.to_finish.pop_front()
+        }) else {
+            return;
         };
         let whole = match &job {
             Job::PageIn {
