@@ -499,6 +499,13 @@ mod tests {
         );
         let read_ahead = helpers.read_ahead.get().and_then(Option::as_ref);
         assert!(read_ahead.is_some(), "the read-ahead threads started");
+        if resident_pages(&file).is_none() {
+            // Without cachestat (Linux < 6.5) nothing is claimed: the helper takes it.
+            RELEASE_AHEAD.store(true, Ordering::Release);
+            assert_eq!(collect(&helpers, 2).len(), 2);
+            std::fs::remove_file(path).unwrap();
+            return;
+        }
         // The only helper is still held, so what reads the range and reports it is the
         // read-ahead thread and the finisher.
         let done = collect(&helpers, 1);
@@ -506,9 +513,7 @@ mod tests {
             matches!(done.as_slice(), [(1, JobDone::PagedIn { end, .. })] if *end == 100 << 10),
             "{done:?}"
         );
-        if let Some(resident) = resident_pages(&file) {
-            assert_eq!(resident, 25);
-        }
+        assert_eq!(resident_pages(&file), Some(25));
         assert_eq!(helpers.queued(), 0, "claimed from the helpers' queue");
         RELEASE_AHEAD.store(true, Ordering::Release);
         assert_eq!(collect(&helpers, 1).len(), 1);
