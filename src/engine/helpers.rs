@@ -228,11 +228,7 @@ impl Helpers {
                 .read_ahead
                 .get_or_init(|| ReadAhead::start(&self.name, self.lanes()).ok());
             if let Some(read_ahead) = read_ahead {
-                let claim = match self.mode {
-                    HelperMode::Threads => Some(token),
-                    HelperMode::Processes => None,
-                };
-                read_ahead.hint(file, offset, len, claim);
+                read_ahead.hint(file, offset, len, token);
             }
         }
         if grow {
@@ -246,16 +242,20 @@ impl Helpers {
         }
     }
 
-    /// How the read-ahead threads reach the queue and the loop.
-    fn lanes(&self) -> Lanes {
+    /// How the read-ahead threads reach the queue and the loop; none with helper processes,
+    /// whose page-ins are only read ahead (`read_ahead.rs`).
+    fn lanes(&self) -> Option<Lanes> {
+        if self.mode == HelperMode::Processes {
+            return None;
+        }
         let queue = self.shared.clone();
         let completions = self.shared.clone();
         let given_back = self.shared.clone();
-        Lanes {
+        Some(Lanes {
             claim: Box::new(move |token, key, offset| queue.claim(token, key, offset)),
             completed: Box::new(move |token, done| completions.complete(token, done)),
             give_back: Box::new(move |token, job| given_back.enqueue_first(token, job)),
-        }
+        })
     }
 
     /// Take every finished job.

@@ -20,8 +20,9 @@
 //! The page-in stays in the helpers' queue while its read is being started, and is claimed
 //! from there (`Lanes::claim`) only once it is: a helper that frees up first takes it as before,
 //! so a read-ahead thread that falls behind (it runs at a low priority) never holds a page-in
-//! back. With helper processes (`--helpers-mode process`) nothing is claimed: Flash ran disk
-//! work in other processes for portability, and the finisher is a thread of the server.
+//! back. With helper processes (`--helpers-mode process`) there are no `Lanes`, no finisher,
+//! and nothing is claimed: Flash ran disk work in other processes for portability, and the
+//! finisher would be a thread of the server.
 //!
 //! Owns: the read-ahead queue (bounded: a hint that finds it full is dropped, and its page-in
 //! waits for a helper), the finish queue, and their two threads.
@@ -64,7 +65,7 @@ struct Entry {
     offset: u64,
     len: u64,
     /// The connection whose page-in the finisher may claim once the read is started.
-    claim: Option<Token>,
+    token: Token,
 }
 
 struct Queues {
@@ -83,7 +84,8 @@ struct Shared {
     queues: Mutex<Queues>,
     start_ready: Condvar,
     finish_ready: Condvar,
-    lanes: Lanes,
+    /// `None`: hints only, no finisher (helper processes).
+    lanes: Option<Lanes>,
 }
 
 pub struct ReadAhead {
@@ -92,9 +94,11 @@ pub struct ReadAhead {
 }
 
 impl ReadAhead {
+    /// Start the read-ahead thread and, with `lanes`, the finisher.
+    ///
     /// # Errors
     /// A thread cannot be started.
-    pub fn start(name: &str, lanes: Lanes) -> std::io::Result<ReadAhead> {
+    pub fn start(name: &str, lanes: Option<Lanes>) -> std::io::Result<ReadAhead> {
         let shared = Arc::new(Shared {
             queues: Mutex::new(Queues {
                 to_start: VecDeque::new(),
@@ -115,6 +119,9 @@ impl ReadAhead {
                 .name(format!("{name}-read-ahead"))
                 .spawn(move || start_reads(&starter))?,
         );
+        if shared.lanes.is_none() {
+            return Ok(read_ahead);
+        }
         read_ahead.threads.push(
             std::thread::Builder::new()
                 .name(format!("{name}-finisher"))
@@ -123,11 +130,11 @@ impl ReadAhead {
         Ok(read_ahead)
     }
 
-    /// Start reading `len` bytes of `file` from `offset` soon; with `claim`, the finisher then
-    /// takes connection `claim`'s page-in of that range from the helpers' queue if it is still
+    /// Start reading `len` bytes of `file` from `offset` soon; with a finisher, it then takes
+    /// connection `token`'s page-in of that range from the helpers' queue if it is still
     /// there. Dropped when `MAX_AHEAD` are on their way: such a hint would be acted on after a
     /// helper had read the range anyway.
-    pub fn hint(&self, file: Arc<OpenFile>, offset: u64, len: u64, claim: Option<Token>) {
+    pub fn hint(&self, file: Arc<OpenFile>, offset: u64, len: u64, token: Token) {
         let mut queues = lock(&self.shared.queues);
         if queues.ahead() >= MAX_AHEAD {
             return;
@@ -136,7 +143,7 @@ impl ReadAhead {
             file,
             offset,
             len,
-            claim,
+            token,
         });
         drop(queues);
         self.shared.start_ready.notify_one();
@@ -190,19 +197,20 @@ fn start_reads(shared: &Shared) {
         }) else {
             return;
         };
-        let started = fadvise(
+        let hinted = fadvise(
             entry.file.file.as_fd(),
             entry.offset,
             entry.len,
             Advice::WillNeed,
-        )
-        .is_ok()
-            && read_started(&entry.file, entry.offset, entry.len);
-        let Some(token) = entry.claim.filter(|_| started) else {
+        );
+        let Some(lanes) = &shared.lanes else {
             continue;
         };
-        if let Some(job) = (shared.lanes.claim)(token, entry.file.key, entry.offset) {
-            lock(&shared.queues).to_finish.push_back((token, job));
+        if hinted.is_err() || !read_started(&entry.file, entry.offset, entry.len) {
+            continue;
+        }
+        if let Some(job) = (lanes.claim)(entry.token, entry.file.key, entry.offset) {
+            lock(&shared.queues).to_finish.push_back((entry.token, job));
             shared.finish_ready.notify_one();
         }
     }
@@ -229,6 +237,9 @@ const PAGE: u64 = 4096;
 /// The finisher: each page-in in the order its read was started, sent (or paged in) as soon
 /// as its pages are there.
 fn finish(shared: &Shared) {
+    let Some(lanes) = &shared.lanes else {
+        return;
+    };
     loop {
         let Some((token, job)) = next(shared, &shared.finish_ready, |queues| {
             queues.to_finish.pop_front()
@@ -242,9 +253,9 @@ fn finish(shared: &Shared) {
             _ => true,
         };
         if whole {
-            (shared.lanes.completed)(token, job::run(job));
+            (lanes.completed)(token, job::run(job));
         } else {
-            (shared.lanes.give_back)(token, job);
+            (lanes.give_back)(token, job);
         }
     }
 }
@@ -321,9 +332,10 @@ mod tests {
         let (path, file) = test_file("hints");
         let nice_here = ampd_sys::process::thread_nice().unwrap();
         let (lanes, harness) = lanes();
-        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        let read_ahead = ReadAhead::start("test", Some(lanes)).unwrap();
         for offset in (0..16u64).map(|page| page * 4096) {
-            read_ahead.hint(file.clone(), offset, 4096, None);
+            // Tokens the stand-in queue does not hold: nothing to claim.
+            read_ahead.hint(file.clone(), offset, 4096, 100 + offset);
         }
         settle(&read_ahead);
         drop(read_ahead);
@@ -354,10 +366,10 @@ mod tests {
             return;
         }
         let (lanes, harness) = lanes();
-        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        let read_ahead = ReadAhead::start("test", Some(lanes)).unwrap();
         for token in 0..8u64 {
             lock(&harness.queued).insert(token, page_in(&file, token * 8192, 8192));
-            read_ahead.hint(file.clone(), token * 8192, 8192, Some(token));
+            read_ahead.hint(file.clone(), token * 8192, 8192, token);
         }
         let tokens: Vec<Token> = (0..8)
             .map(|_| {
@@ -383,9 +395,9 @@ mod tests {
     fn a_page_in_already_taken_by_a_helper_is_left_alone() {
         let (path, file) = test_file("taken");
         let (lanes, harness) = lanes();
-        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        let read_ahead = ReadAhead::start("test", Some(lanes)).unwrap();
         // Token 3 is not in the stand-in queue: a helper took it first.
-        read_ahead.hint(file.clone(), 0, 8192, Some(3));
+        read_ahead.hint(file.clone(), 0, 8192, 3);
         settle(&read_ahead);
         assert!(harness.completions.try_recv().is_err());
         drop(read_ahead);
@@ -400,17 +412,17 @@ mod tests {
             return;
         }
         let (lanes, harness) = lanes();
-        let read_ahead = ReadAhead::start("test", lanes).unwrap();
+        let read_ahead = ReadAhead::start("test", Some(lanes)).unwrap();
         // A range past the end of the file is never in the page cache, like one whose
         // read-ahead the filesystem skipped: the read-ahead thread does not claim it...
         let beyond = FILE_SIZE + (1 << 20);
         lock(&harness.queued).insert(1, page_in(&file, beyond, 8192));
-        read_ahead.hint(file.clone(), beyond, 8192, Some(1));
+        read_ahead.hint(file.clone(), beyond, 8192, 1);
         settle(&read_ahead);
         assert!(lock(&harness.queued).contains_key(&1), "still the helpers'");
         // ...and a claimed page-in whose own range is not there goes back, not read here.
         lock(&harness.queued).insert(2, page_in(&file, beyond, 8192));
-        read_ahead.hint(file.clone(), 0, 8192, Some(2));
+        read_ahead.hint(file.clone(), 0, 8192, 2);
         assert_eq!(
             harness
                 .given_back

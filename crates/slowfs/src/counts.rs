@@ -9,8 +9,10 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::lock;
 
 #[derive(Clone, Default)]
 pub struct Counts {
@@ -21,13 +23,13 @@ impl Counts {
     /// Count one `operation` asked for by the thread `tid`.
     pub fn note(&self, operation: &str, tid: u32) {
         let caller = thread_name(tid);
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = lock(&self.counts);
         *counts.entry(operation.to_owned()).or_default() += 1;
         *counts.entry(format!("{operation}:{caller}")).or_default() += 1;
     }
 
     fn snapshot(&self) -> String {
-        let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let counts = lock(&self.counts);
         serde_json::to_string(&*counts).unwrap_or_default()
     }
 

@@ -8,11 +8,13 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use fuser::ReplyData;
+
+use crate::lock;
 
 struct Waiting {
     due: Instant,
@@ -61,10 +63,6 @@ pub struct DelayedReplies {
     thread: Option<JoinHandle<()>>,
 }
 
-fn lock(shared: &Shared) -> MutexGuard<'_, Queue> {
-    shared.queue.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl DelayedReplies {
     /// # Panics
     /// The timer thread cannot be started (the process is out of threads at start-up).
@@ -84,7 +82,7 @@ impl DelayedReplies {
 
     /// Send `data` as the answer to `reply` at `due` (at once if that has passed).
     pub fn reply_at(&self, due: Instant, reply: ReplyData, data: Vec<u8>) {
-        let mut queue = lock(&self.shared);
+        let mut queue = lock(&self.shared.queue);
         let sequence = queue.next_sequence;
         queue.next_sequence += 1;
         let earliest = queue.waiting.peek().is_none_or(|first| due < first.due);
@@ -104,7 +102,7 @@ impl DelayedReplies {
 
 impl Drop for DelayedReplies {
     fn drop(&mut self) {
-        lock(&self.shared).stopping = true;
+        lock(&self.shared.queue).stopping = true;
         self.shared.changed.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -113,7 +111,7 @@ impl Drop for DelayedReplies {
 }
 
 fn run(shared: &Shared) {
-    let mut queue = lock(shared);
+    let mut queue = lock(&shared.queue);
     loop {
         let now = Instant::now();
         let mut due = Vec::new();
@@ -125,7 +123,7 @@ fn run(shared: &Shared) {
             for waiting in due {
                 waiting.reply.data(&waiting.data);
             }
-            queue = lock(shared);
+            queue = lock(&shared.queue);
             continue;
         }
         if queue.stopping {

@@ -34,6 +34,14 @@ use std::time::Duration;
 
 use fuser::{Config, MountOption, SessionACL};
 
+/// A mutex's guard, poisoned or not: a panicking thread leaves counters and queues usable, and
+/// the device must go on answering the kernel.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 const USAGE: &str = "usage: ampd-slowfs SOURCE_DIR MOUNTPOINT DELAY_SECONDS [COUNTS_FILE]\n";
 
 /// Threads that take requests from the kernel. A read's wait is a timer, so these only block on

@@ -19,7 +19,7 @@ use std::fs::{File, Metadata};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use fuser::{
@@ -30,6 +30,7 @@ use fuser::{
 
 use crate::counts::Counts;
 use crate::delayed::DelayedReplies;
+use crate::lock;
 
 /// How long the kernel may trust an entry or attributes (libfuse's default).
 const TTL: Duration = Duration::from_secs(1);
@@ -83,10 +84,6 @@ pub struct SlowPassthrough {
     next_handle: AtomicU64,
     replies: DelayedReplies,
     counts: Option<Counts>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn errno(error: &std::io::Error) -> Errno {
