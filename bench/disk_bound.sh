@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # disk_bound.sh - Flash figures 9/10 on this machine (throughput against data-set size, every
-# architecture), a hot cached file served alongside disk-bound load, and the CPU cost per request
-# of the event-driven engines. docs/architectures.md shows and explains the results.
+# architecture), a hot cached file served alongside disk-bound load, Flash figure 12 (throughput
+# against concurrent clients on a disk-bound data set), and the CPU cost per request of the
+# event-driven engines. docs/architectures.md shows and explains the results.
 #
 #   cargo build --release -p ampd -p ampd-bench -p ampd-slowfs
-#   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh [PART...]   # sweep hot engines [all]
+#   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh [PART...]   # default: sweep hot engines
+#   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh clients     # figure 12
 #
 # Needs root, Linux with cgroup v1 `memory`, `blkio` (and, for CPU time, `cpuacct`) controllers
 # mounted under /sys/fs/cgroup, loop devices, mkfs.ext4; the latency device also needs /dev/fuse,
@@ -33,6 +35,10 @@
 #   hot      HOT_FILES files under LOADS clients (one run per client count), and HOT_CLIENTS
 #            clients requesting /hot.bin at the same time: the disk-bound rate, and the rate and
 #            latency of a cached file while the disk is busy.
+#   clients  CLIENTS_FILES files (a data set past the memory limit) under each of CLIENT_COUNTS
+#            clients: the disk-bound rate against concurrent connections (Flash figure 12). A
+#            pool with fewer threads than clients (mt's 64) caps the reads in flight; an event
+#            loop's do not depend on threads.
 #   engines  no disk: one cached 1 KiB file, keep-alive (CLIENTS_CACHED clients), pipelined
 #            (PIPELINE deep) and with MANY clients, for ENGINE_SERVERS: requests/s and server CPU
 #            time per request (cpuacct), e.g. reactor with 2 loops against one amped loop.
@@ -45,11 +51,12 @@
 # Knobs (environment, defaults in brackets):
 #   SERVERS ["sped amped amped-proc amped-32 reactor mt tpc mp uring nginx nginx-aio"]: amped-proc
 #     has helper processes, amped-N N helper threads from the start, amped-maxN helpers grown
-#     up to N, reactor and uring 2 loops or rings
+#     up to N, mt-N a pool of N threads (mt's default is 64), reactor and uring 2 loops or rings
 #   ENGINE_SERVERS ["amped reactor1 reactor2 uring1 uring2"] (also: reactor2-spread, two loops
 #     on both CPUs)
 #   DEVICES ["throttle latency"]   POINTS [320 640 960 1920 3840] files per data set
 #   FILE_SIZE [102400]   HOT_FILES [2000]   HOT_SIZE [1024]   LOADS [64]   HOT_CLIENTS [2]
+#   CLIENT_COUNTS ["64 128 256"]   CLIENTS_FILES [1920]
 #   CLIENTS [64]   CLIENTS_CACHED [50]   MANY [1000]   PIPELINE [16]
 #   MEMORY [64M]   IOPS [200]   BPS [20971520]   DELAY [0.01] seconds per read of a slow* file
 #   DURATION [4]   WARMUP [1]   ENGINE_DURATION [4]   REPEAT [3]   SERVER_CPU [0]   CLIENT_CPU [1]
@@ -88,10 +95,13 @@ CG=/sys/fs/cgroup
 # --- what the machine must have: one line and exit 0 when it lacks it ----------------------
 PARTS=${*:-sweep hot engines}
 for part in $PARTS; do
-  case $part in sweep | hot | engines) ;; *) echo "$SELF: unknown part '$part' (sweep, hot, engines)" >&2; exit 2 ;; esac
+  case $part in
+    sweep | hot | clients | engines) ;;
+    *) echo "$SELF: unknown part '$part' (sweep, hot, clients, engines)" >&2; exit 2 ;;
+  esac
 done
 disk_parts=0
-case " $PARTS " in *" sweep "* | *" hot "*) disk_parts=1 ;; esac
+case " $PARTS " in *" sweep "* | *" hot "* | *" clients "*) disk_parts=1 ;; esac
 [ "$(uname -s)" = Linux ] || skip "needs Linux"
 [ "$(id -u)" = 0 ] || skip "needs root (cgroups, loop devices, mounts, dropping caches)"
 for tool in taskset flock setsid curl python3; do
@@ -142,6 +152,8 @@ HOT_SIZE=${HOT_SIZE:-1024}
 LOADS=${LOADS:-64}
 HOT_CLIENTS=${HOT_CLIENTS:-2}
 CLIENTS=${CLIENTS:-64}
+CLIENT_COUNTS=${CLIENT_COUNTS:-"64 128 256"}
+CLIENTS_FILES=${CLIENTS_FILES:-1920}
 CLIENTS_CACHED=${CLIENTS_CACHED:-50}
 MANY=${MANY:-1000}
 PIPELINE=${PIPELINE:-16}
@@ -308,16 +320,16 @@ log "results: $RESULTS"
   echo "commit=$(git -c safe.directory='*' -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "nginx=$(nginx -v 2>&1 | sed 's/.*nginx\///' || true)"
   for knob in PARTS SERVERS ENGINE_SERVERS DEVICES POINTS FILE_SIZE HOT_FILES HOT_SIZE LOADS \
-    HOT_CLIENTS CLIENTS CLIENTS_CACHED MANY PIPELINE MEMORY IOPS BPS DELAY DURATION WARMUP \
+    HOT_CLIENTS CLIENT_COUNTS CLIENTS_FILES CLIENTS CLIENTS_CACHED MANY PIPELINE MEMORY IOPS BPS DELAY DURATION WARMUP \
     ENGINE_DURATION REPEAT SERVER_CPU CLIENT_CPU AMPD_OPTIONS; do
     echo "$knob=${!knob}"
   done
 } > "$RESULTS/settings.txt"
 
-case " $PARTS " in *" sweep "* | *" hot "*) setup_devices ;; esac
+[ "$disk_parts" = 1 ] && setup_devices
 for part in $PARTS; do
   case $part in
-    sweep | hot) part_disk "$part" ;;
+    sweep | hot | clients) part_disk "$part" ;;
     engines) part_engines ;;
   esac
 done

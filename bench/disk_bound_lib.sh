@@ -13,7 +13,7 @@ latency_missing() {
 
 max_files() {
   local most=$HOT_FILES point
-  for point in $POINTS; do [ "$point" -gt "$most" ] && most=$point; done
+  for point in $POINTS $CLIENTS_FILES; do [ "$point" -gt "$most" ] && most=$point; done
   echo "$most"
 }
 
@@ -34,7 +34,7 @@ setup_devices() {
   # Logs: every file once (to create them), and one log of uniform draws per data set.
   python3 "$REPO/bench/disk_bound_log.py" "$most" "$FILE_SIZE" 0 > "$WORK/logs/all.log"
   awk '{ sub(/^\/ds\//, "", $7); print $7 }' "$WORK/logs/all.log" > "$WORK/names"
-  for number in $POINTS $HOT_FILES; do
+  for number in $POINTS $HOT_FILES $CLIENTS_FILES; do
     [ -e "$WORK/logs/$number.log" ] ||
       python3 "$REPO/bench/disk_bound_log.py" "$number" "$FILE_SIZE" "$LOG_LINES" > "$WORK/logs/$number.log"
   done
@@ -154,6 +154,9 @@ server_command() {
     amped-[0-9]*) COMMAND=("${ampd[@]}" --arch amped --helpers "${name#amped-}") ;;
     # amped-maxN: helpers grown on demand up to N (the default cap is 32).
     amped-max[0-9]*) COMMAND=("${ampd[@]}" --arch amped --helpers-max "${name#amped-max}") ;;
+    # mt-N: a pool of N threads (the default is 64): as many as there are clients, so that no
+    # client waits for a thread.
+    mt-[0-9]*) COMMAND=("${ampd[@]}" --arch mt --threads "${name#mt-}") ;;
     # Two loops or rings: one per core of this machine, all on the server's CPU.
     reactor | reactor2) COMMAND=("${ampd[@]}" --arch reactor --threads 2) ;;
     uring | uring2) COMMAND=("${ampd[@]}" --arch uring --threads 2) ;;
@@ -324,23 +327,27 @@ print("; ".join(out) or "no results")
 EOF
 }
 
-# part_disk sweep|hot: every round, point and server on each slow device. A sweep point is a
-# data set of POINT files under CLIENTS clients; a hot point is LOAD clients on the HOT_FILES
-# data set, with the hot-file clients alongside.
+# part_disk sweep|hot|clients: every round, point and server on each slow device. A sweep point
+# is a data set of POINT files under CLIENTS clients; a hot point is LOAD clients on the
+# HOT_FILES data set, with the hot-file clients alongside; a clients point is that many clients
+# on the CLIENTS_FILES data set.
 part_disk() {
   local part=$1 servers device round point server values
   servers=$(drop_unavailable "$SERVERS")
-  values=$POINTS
-  [ "$part" = hot ] && values=$LOADS
+  case $part in
+    sweep) values=$POINTS ;;
+    hot) values=$LOADS ;;
+    clients) values=$CLIENT_COUNTS ;;
+  esac
   for device in $(available_devices); do
     for round in $(seq "$REPEAT"); do
       for point in $values; do
         for server in $servers; do
-          if [ "$part" = sweep ]; then
-            run_disk sweep "$device" "$point" "$server" "$round" "$point" "$CLIENTS" 0
-          else
-            run_disk hot "$device" "$point" "$server" "$round" "$HOT_FILES" "$point" 1
-          fi
+          case $part in
+            sweep) run_disk sweep "$device" "$point" "$server" "$round" "$point" "$CLIENTS" 0 ;;
+            hot) run_disk hot "$device" "$point" "$server" "$round" "$HOT_FILES" "$point" 1 ;;
+            clients) run_disk clients "$device" "$point" "$server" "$round" "$CLIENTS_FILES" "$point" 0 ;;
+          esac
         done
       done
     done

@@ -5,7 +5,7 @@
 
 Reads RESULTS_DIR/runs/PART/DEVICE/POINT/SERVER/ROUND/ (load.json and hot.json written by
 ampd-bench, stats.txt written by the script) and writes RESULTS_DIR/results.md, one ampd-bench
-JSON report per chart (sweep-DEVICE.json, hot-DEVICE-cN.json, ...) and the charts themselves with
+JSON report per chart (sweep-DEVICE.json, hot-DEVICE-cN.json, clients-DEVICE.json, ...) and the charts themselves with
 `ampd-bench plot`. Every figure in the tables is the median of the rounds, taken figure by figure
 (the median requests/s, the median p50 latency, ...); a chart's point is the run with the median
 requests/s, as ampd-bench reports a point itself.
@@ -178,6 +178,69 @@ def plot(bench, source, output, metric, title):
                    check=False)
 
 
+def clients_section(device, counts, knobs, servers_order, file_size, results, bench):
+    """Flash figure 12: one data set under a growing number of clients."""
+    files = int(knobs.get("CLIENTS_FILES", "1920"))
+    label = size_label(files * file_size)
+    count_names = sorted(counts, key=int)
+    servers = order({server for count in counts.values() for server in count}, servers_order)
+    out = [f"\n## Concurrent clients, {device} device: {label} ({files} files), requests/s "
+           "(Flash figure 12)\n",
+           "| clients | " + " | ".join(servers) + " |",
+           "|---|" + "---:|" * len(servers)]
+    entries, template = [], None
+    for count in count_names:
+        row = [count]
+        for server in servers:
+            cell = counts[count].get(server)
+            if cell is None or not cell.load:
+                row.append("-")
+                continue
+            template = template or cell.report
+            row.append(number(cell.load_figure(lambda s: s["requests_per_second"])))
+            if server in FLASH_CHART + ("tpc",) or server.startswith("mt-"):
+                entries.append({"target": server, "url": cell.report["points"][0]["url"],
+                                "x": float(count), "label": f"{count} clients",
+                                "median": cell.median_run(), "runs": cell.load})
+        out.append("| " + " | ".join(row) + " |")
+    peers = [server for server in servers if server != "amped"]
+    if "amped" in servers and peers:
+        out.append("\nRatios of amped to others (requests/s):\n")
+        out.append("| clients | " + " | ".join(f"amped/{peer}" for peer in peers) + " |")
+        out.append("|---|" + "---:|" * len(peers))
+        for count in count_names:
+            amped = counts[count].get("amped")
+            amped_rate = amped.load_figure(lambda s: s["requests_per_second"]) if amped else None
+            row = [count]
+            for peer in peers:
+                cell = counts[count].get(peer)
+                row.append(ratio(amped_rate, cell.load_figure(lambda s: s["requests_per_second"])
+                                 if cell else None))
+            out.append("| " + " | ".join(row) + " |")
+    out.append("\nLatency and server resources (end of each run; errors summed over rounds):\n")
+    out.append("| clients | server | p50 ms | p99 ms | threads | processes | anon MiB | "
+               "page cache MiB | CPU µs/request | errors |")
+    out.append("|---|---|" + "---:|" * 8)
+    for count in count_names:
+        for server in servers:
+            cell = counts[count].get(server)
+            if cell is None or not cell.load:
+                continue
+            out.append(f"| {count} | {server} | "
+                       f"{number(cell.load_figure(lambda s: s['latency_ms']['p50']), 2)} | "
+                       f"{number(cell.load_figure(lambda s: s['latency_ms']['p99']), 2)} | "
+                       f"{number(cell.stat('threads'))} | {number(cell.stat('processes'))} | "
+                       f"{mib(cell.stat('anon_bytes'))} | {mib(cell.stat('cache_bytes'))} | "
+                       f"{number(cell.cpu_us_per_request(), 1)} | "
+                       f"{sum(s['errors_total'] for s in cell.load)} |")
+    if template and entries:
+        json_path = os.path.join(results, f"clients-{device}.json")
+        write_report(json_path, template, "replay", "concurrent clients", entries)
+        plot(bench, json_path, os.path.join(results, f"clients-{device}.svg"), "mbit_per_second",
+             f"Concurrent clients, {label} data set, {device} device")
+    return out
+
+
 def main():
     if len(sys.argv) != 3:
         sys.stderr.write(__doc__)
@@ -302,6 +365,9 @@ def main():
                      "requests_per_second", f"Hot file beside {load} disk-bound clients, {device}")
                 plot(bench, json_path, os.path.join(results, f"hot-{device}-c{load}-p50.svg"),
                      "latency_p50_ms", f"Hot file latency beside {load} disk-bound clients, {device}")
+
+    for device, counts in sorted(cells.get("clients", {}).items()):
+        out += clients_section(device, counts, knobs, servers_order, file_size, results, bench)
 
     engines = cells.get("engines", {}).get("cached", {})
     if engines:
