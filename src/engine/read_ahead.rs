@@ -55,8 +55,9 @@ pub struct Lanes {
     /// A finished page-in's result, for the loop.
     pub completed: Box<dyn Fn(Token, JobDone) + Send + Sync>,
     /// A claimed page-in whose pages are no longer all there or on their way (reclaimed under
-    /// a memory limit before the finisher reached it): back to the front of the helpers'
-    /// queue, so that the finisher never reads a range alone while the page-ins behind it wait.
+    /// a memory limit before the finisher reached it): back to the helpers' queue, where it
+    /// arrived (ahead of later page-ins, behind earlier ones), so that the finisher never reads
+    /// a range alone while the page-ins behind it wait.
     pub give_back: Box<dyn Fn(Token, Job) + Send + Sync>,
 }
 
