@@ -66,8 +66,8 @@ struct Queue {
     /// The number the next job that arrives gets.
     next_arrival: u64,
     /// Where page-ins claimed by the finisher stood, so that one given back goes back to its
-    /// place (`Shared::enqueue_in_place`). One entry per connection at most (a connection has
-    /// one job out at a time), overwritten by its next claim.
+    /// place (`Shared::enqueue_in_place`); removed when it is given back or finished, so at
+    /// most one per page-in the finisher holds.
     claimed_arrivals: HashMap<Token, u64>,
     stopping: bool,
     /// Helper threads alive.
@@ -103,10 +103,11 @@ impl Shared {
     /// every job that arrived after it, not at the front: when many come back at once (read
     /// ahead reclaimed under a memory limit), page-ins that arrived before them would otherwise
     /// wait behind all of them. Measured at 512 clients on the latency device, with up to 2,900
-    /// given back a second: the slowest page-ins waited 0.9-2 s (docs/architectures.md,
-    /// "Findings").
+    /// given back a second: the slowest requests waited 0.6-2.1 s, in arrival order 0.2-0.34 s
+    /// (docs/architectures.md, "Eighth run").
     fn enqueue_in_place(&self, token: Token, job: Job) {
         let mut queue = lock(&self.queue);
+        // A page-in never claimed has no place: it goes first, as all given back once did.
         let arrival = queue.claimed_arrivals.remove(&token).unwrap_or(0);
         let index = queue
             .jobs
@@ -136,6 +137,11 @@ impl Shared {
         let claimed = queue.jobs.remove(index)?;
         queue.claimed_arrivals.insert(token, claimed.arrival);
         Some(claimed.job)
+    }
+
+    /// The finisher finished connection `token`'s claimed page-in: its place is not needed.
+    fn forget_claim(&self, token: Token) {
+        lock(&self.queue).claimed_arrivals.remove(&token);
     }
 
     fn complete(&self, token: Token, done: JobDone) {
@@ -300,7 +306,10 @@ impl Helpers {
         let given_back = self.shared.clone();
         Some(Lanes {
             claim: Box::new(move |token, key, offset| queue.claim(token, key, offset)),
-            completed: Box::new(move |token, done| completions.complete(token, done)),
+            completed: Box::new(move |token, done| {
+                completions.forget_claim(token);
+                completions.complete(token, done);
+            }),
             give_back: Box::new(move |token, job| given_back.enqueue_in_place(token, job)),
         })
     }
@@ -619,13 +628,19 @@ mod tests {
             .collect();
         // Behind the page-in that arrived before it, ahead of those that arrived after.
         assert_eq!(order, [1, 2, 3, 4]);
+        // A claimed page-in that is finished, not given back, leaves no place behind (tokens
+        // are never reused, so a place kept would be kept for the server's lifetime).
+        let claimed = helpers.shared.claim(3, file.key, 3 * 4096).unwrap();
+        let lanes = helpers.lanes().unwrap();
+        (lanes.completed)(3, job::run(claimed));
+        assert!(lock(&helpers.shared.queue).claimed_arrivals.is_empty());
         RELEASE_ORDER.store(true, Ordering::Release);
         let done = collect(&helpers, 5);
         let tokens: Vec<Token> = done.iter().map(|(token, _)| *token).collect();
         assert_eq!(
             tokens,
-            [0, 1, 2, 3, 4],
-            "one helper runs them in that order"
+            [3, 0, 1, 2, 4],
+            "the finished one first, then one helper runs the rest in order"
         );
         std::fs::remove_file(path).unwrap();
     }
