@@ -212,7 +212,12 @@ cgroup_leftovers() { # kills what is still in our own cgroups: only processes th
 
 cleanup() {
   local status=$? pid group _
-  trap - EXIT INT TERM HUP
+  # A second signal must not cut the cleanup short: `pkill -f disk_bound.sh` reaches this
+  # shell twice (directly, and forwarded by the outer one), and the second one, run as a trap
+  # in the middle of this function, left the server, the FUSE mount and the cgroups behind.
+  CLEANING=1
+  trap - EXIT
+  trap '' INT TERM HUP
   set +e
   for pid in "${CLIENT_PIDS[@]}"; do kill_pid "$pid"; done
   kill_pid "$SERVER_PID"
@@ -236,9 +241,10 @@ cleanup() {
   [ "$status" = 0 ] || log "stopped (status $status); cleaned up"
   exit "$status"
 }
+CLEANING=0
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
+trap '[ "$CLEANING" = 1 ] || exit 130' INT
+trap '[ "$CLEANING" = 1 ] || exit 143' TERM HUP
 
 # The benchmark lock, held (by our descriptor 9) until the script ends. Run as
 # `flock /tmp/ampd-bench.lock bash bench/disk_bound.sh`, the script inherits flock's descriptor,
