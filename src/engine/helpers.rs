@@ -14,7 +14,7 @@
 //! Owns: the helper threads, the job queue and the completion list of one event loop.
 //! Must not touch: connections (a completion names its connection by token only).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -53,6 +53,11 @@ impl PoolSize {
     }
 }
 
+/// Where a job arrived in a loop's helpers' queue: a page-in claimed by the finisher carries it,
+/// so that one given back returns there (`Shared::enqueue_in_place`).
+#[derive(Clone, Copy, Debug)]
+pub struct Place(pub(super) u64);
+
 /// A job waiting for a helper, with its place in the order jobs arrived in.
 struct Queued {
     token: Token,
@@ -65,10 +70,6 @@ struct Queue {
     jobs: VecDeque<Queued>,
     /// The number the next job that arrives gets.
     next_arrival: u64,
-    /// Where page-ins claimed by the finisher stood, so that one given back goes back to its
-    /// place (`Shared::enqueue_in_place`); removed when it is given back or finished, so at
-    /// most one per page-in the finisher holds.
-    claimed_arrivals: HashMap<Token, u64>,
     stopping: bool,
     /// Helper threads alive.
     helpers: usize,
@@ -105,10 +106,8 @@ impl Shared {
     /// wait behind all of them. Measured at 512 clients on the latency device, with up to 2,900
     /// given back a second: the slowest requests waited 0.6-2.1 s, in arrival order 0.2-0.34 s
     /// (docs/architectures.md, "Eighth run").
-    fn enqueue_in_place(&self, token: Token, job: Job) {
+    fn enqueue_in_place(&self, token: Token, job: Job, Place(arrival): Place) {
         let mut queue = lock(&self.queue);
-        // A page-in never claimed has no place: it goes first, as all given back once did.
-        let arrival = queue.claimed_arrivals.remove(&token).unwrap_or(0);
         let index = queue
             .jobs
             .iter()
@@ -127,21 +126,15 @@ impl Shared {
     }
 
     /// Take connection `token`'s page-in of `key` at `offset` out of the queue, if it is
-    /// still there.
-    fn claim(&self, token: Token, key: FileKey, offset: u64) -> Option<Job> {
+    /// still there, with its place in it.
+    fn claim(&self, token: Token, key: FileKey, offset: u64) -> Option<(Job, Place)> {
         let mut queue = lock(&self.queue);
         let index = queue.jobs.iter().position(|queued| {
             queued.token == token
                 && matches!(&queued.job, Job::PageIn { file, offset: at, .. } if file.key == key && *at == offset)
         })?;
         let claimed = queue.jobs.remove(index)?;
-        queue.claimed_arrivals.insert(token, claimed.arrival);
-        Some(claimed.job)
-    }
-
-    /// The finisher finished connection `token`'s claimed page-in: its place is not needed.
-    fn forget_claim(&self, token: Token) {
-        lock(&self.queue).claimed_arrivals.remove(&token);
+        Some((claimed.job, Place(claimed.arrival)))
     }
 
     fn complete(&self, token: Token, done: JobDone) {
@@ -188,7 +181,6 @@ impl Helpers {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 next_arrival: 0,
-                claimed_arrivals: HashMap::new(),
                 stopping: false,
                 helpers: 0,
                 working: 0,
@@ -306,11 +298,10 @@ impl Helpers {
         let given_back = self.shared.clone();
         Some(Lanes {
             claim: Box::new(move |token, key, offset| queue.claim(token, key, offset)),
-            completed: Box::new(move |token, done| {
-                completions.forget_claim(token);
-                completions.complete(token, done);
+            completed: Box::new(move |token, done| completions.complete(token, done)),
+            give_back: Box::new(move |token, job, place| {
+                given_back.enqueue_in_place(token, job, place);
             }),
-            give_back: Box::new(move |token, job| given_back.enqueue_in_place(token, job)),
         })
     }
 
@@ -614,13 +605,13 @@ mod tests {
         for token in 1..=3 {
             helpers.shared.enqueue(token, page_in(token * 4096));
         }
-        let claimed = helpers.shared.claim(2, file.key, 2 * 4096).unwrap();
+        let (claimed, place) = helpers.shared.claim(2, file.key, 2 * 4096).unwrap();
         assert!(
             helpers.shared.claim(2, file.key, 2 * 4096).is_none(),
             "claimed once"
         );
         helpers.shared.enqueue(4, page_in(4 * 4096));
-        helpers.shared.enqueue_in_place(2, claimed);
+        helpers.shared.enqueue_in_place(2, claimed, place);
         let order: Vec<Token> = lock(&helpers.shared.queue)
             .jobs
             .iter()
@@ -628,12 +619,10 @@ mod tests {
             .collect();
         // Behind the page-in that arrived before it, ahead of those that arrived after.
         assert_eq!(order, [1, 2, 3, 4]);
-        // A claimed page-in that is finished, not given back, leaves no place behind (tokens
-        // are never reused, so a place kept would be kept for the server's lifetime).
-        let claimed = helpers.shared.claim(3, file.key, 3 * 4096).unwrap();
+        // A claimed page-in that is finished, not given back, reports through the lanes.
+        let (claimed, _) = helpers.shared.claim(3, file.key, 3 * 4096).unwrap();
         let lanes = helpers.lanes().unwrap();
         (lanes.completed)(3, job::run(claimed));
-        assert!(lock(&helpers.shared.queue).claimed_arrivals.is_empty());
         RELEASE_ORDER.store(true, Ordering::Release);
         let done = collect(&helpers, 5);
         let tokens: Vec<Token> = done.iter().map(|(token, _)| *token).collect();

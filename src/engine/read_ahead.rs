@@ -35,7 +35,7 @@ use std::thread::JoinHandle;
 
 use ampd_sys::file::{fadvise, Advice};
 
-use super::helpers::Token;
+use super::helpers::{Place, Token};
 use crate::content::file::{FileKey, OpenFile};
 use crate::content::job::{self, Job, JobDone};
 use crate::sync::lock;
@@ -47,18 +47,21 @@ const MAX_AHEAD: usize = 256;
 /// How much lower the read-ahead thread's priority is than the server's (see `start_reads`).
 const READ_AHEAD_NICE: i32 = 10;
 
+/// Takes connection `token`'s page-in of a file (by key) at an offset out of the helpers' queue.
+pub type Claim = dyn Fn(Token, FileKey, u64) -> Option<(Job, Place)> + Send + Sync;
+
 /// How this module reaches the helpers' queue and the loop.
 pub struct Lanes {
     /// Take the page-in of `file` at `offset` for connection `token` out of the helpers' queue,
-    /// if no helper has taken it yet.
-    pub claim: Box<dyn Fn(Token, FileKey, u64) -> Option<Job> + Send + Sync>,
+    /// if no helper has taken it yet, with its place there.
+    pub claim: Box<Claim>,
     /// A finished page-in's result, for the loop.
     pub completed: Box<dyn Fn(Token, JobDone) + Send + Sync>,
     /// A claimed page-in whose pages are no longer all there or on their way (reclaimed under
     /// a memory limit before the finisher reached it): back to the helpers' queue, where it
     /// arrived (ahead of later page-ins, behind earlier ones), so that the finisher never reads
     /// a range alone while the page-ins behind it wait.
-    pub give_back: Box<dyn Fn(Token, Job) + Send + Sync>,
+    pub give_back: Box<dyn Fn(Token, Job, Place) + Send + Sync>,
 }
 
 struct Entry {
@@ -71,7 +74,7 @@ struct Entry {
 
 struct Queues {
     to_start: VecDeque<Entry>,
-    to_finish: VecDeque<(Token, Job)>,
+    to_finish: VecDeque<(Token, Job, Place)>,
     stopping: bool,
 }
 
@@ -210,8 +213,10 @@ fn start_reads(shared: &Shared) {
         if hinted.is_err() || !read_started(&entry.file, entry.offset, entry.len) {
             continue;
         }
-        if let Some(job) = (lanes.claim)(entry.token, entry.file.key, entry.offset) {
-            lock(&shared.queues).to_finish.push_back((entry.token, job));
+        if let Some((job, place)) = (lanes.claim)(entry.token, entry.file.key, entry.offset) {
+            lock(&shared.queues)
+                .to_finish
+                .push_back((entry.token, job, place));
             shared.finish_ready.notify_one();
         }
     }
@@ -242,7 +247,7 @@ fn finish(shared: &Shared) {
         return;
     };
     loop {
-        let Some((token, job)) = next(shared, &shared.finish_ready, |queues| {
+        let Some((token, job, place)) = next(shared, &shared.finish_ready, |queues| {
             queues.to_finish.pop_front()
         }) else {
             return;
@@ -256,7 +261,7 @@ fn finish(shared: &Shared) {
         if whole {
             (lanes.completed)(token, job::run(job));
         } else {
-            (lanes.give_back)(token, job);
+            (lanes.give_back)(token, job, place);
         }
     }
 }
@@ -306,11 +311,13 @@ mod tests {
         let (completed, gave_back) = (Mutex::new(completed), Mutex::new(gave_back));
         let claimable = queued.clone();
         let lanes = Lanes {
-            claim: Box::new(move |token, _, _| lock(&claimable).remove(&token)),
+            claim: Box::new(move |token, _, _| {
+                lock(&claimable).remove(&token).map(|job| (job, Place(0)))
+            }),
             completed: Box::new(move |token, done| {
                 lock(&completed).send((token, done)).unwrap();
             }),
-            give_back: Box::new(move |token, _| lock(&gave_back).send(token).unwrap()),
+            give_back: Box::new(move |token, _, _| lock(&gave_back).send(token).unwrap()),
         };
         let harness = Harness {
             queued,
