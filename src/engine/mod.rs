@@ -117,17 +117,58 @@ pub fn bind(config: &Config, mut activated: Vec<OwnedFd>) -> io::Result<Bound> {
         });
     }
     let reuse_port = matches!(arch, Arch::Reactor | Arch::Uring);
-    let first = listen(config.listen, reuse_port)?;
-    let local = socket::local_addr(first.as_fd())?;
-    let mut listeners = vec![first];
-    for _ in 1..count {
-        listeners.push(listen(local, true)?);
-    }
+    let listeners = bind_fresh(config.listen, count, reuse_port)?;
+    let local = socket::local_addr(listeners[0].as_fd())?;
     Ok(Bound {
         listeners,
         local,
         arch,
     })
+}
+
+/// How many times a port-0 group is bound afresh when another process takes the port between
+/// the probe and the group's bind (see `bind_fresh`).
+const PORT_ZERO_ATTEMPTS: usize = 3;
+
+/// Bind `count` new listeners on `addr`: one socket, or with `reuse_port` one `SO_REUSEPORT`
+/// socket per loop or ring, after checking that no other socket holds the address.
+///
+/// `SO_REUSEPORT` lets any process of the same user join a port's group, so without the check a
+/// second server would start on a port the first holds and the kernel would split connections
+/// between two different sites. The probe (`socket::probe_bind_tcp`) binds the address once
+/// WITHOUT `SO_REUSEPORT`, which fails with `EADDRINUSE` while any other socket listens there,
+/// as nginx's and Caddy's plain binds do. Sockets that arrive already bound (systemd's, or a
+/// predecessor's handed over in a binary upgrade) are ours by definition and must not be
+/// probed: this function is only for sockets this process creates.
+///
+/// Remaining race: the probe is closed before the group binds (a bound probe without
+/// `SO_REUSEPORT` would make the group's own binds fail), so a reuse-port listener of another
+/// process created in that window of a few microseconds still joins the group. Closing it needs
+/// a kernel-side exclusive group (none exists); two servers started in the same instant on one
+/// port is the only case left. A plain listener taking the port in that window makes the group's
+/// bind fail with `EADDRINUSE`, which is reported (or, for port 0, retried on a new port).
+fn bind_fresh(addr: SocketAddr, count: usize, reuse_port: bool) -> io::Result<Vec<OwnedFd>> {
+    if !reuse_port {
+        // A plain bind is its own check.
+        return Ok(vec![listen(addr, false)?]);
+    }
+    let mut attempt = 1;
+    loop {
+        let claimed = socket::probe_bind_tcp(addr)?;
+        match (0..count.max(1))
+            .map(|_| listen(claimed, true))
+            .collect::<io::Result<Vec<_>>>()
+        {
+            Err(error)
+                if addr.port() == 0
+                    && attempt < PORT_ZERO_ATTEMPTS
+                    && error.kind() == io::ErrorKind::AddrInUse =>
+            {
+                attempt += 1;
+            }
+            bound => return bound,
+        }
+    }
 }
 
 fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {

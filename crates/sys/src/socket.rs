@@ -194,6 +194,30 @@ pub fn listen_tcp(addr: SocketAddr, reuse_port: bool, backlog: i32) -> io::Resul
     Ok(socket)
 }
 
+/// Binds a TCP socket to `addr` WITHOUT `SO_REUSEPORT` (but with `SO_REUSEADDR`, so connections
+/// of an earlier run still in `TIME_WAIT` do not count), reads the address it got, and closes it.
+///
+/// This answers "does another socket hold this port?" for a server about to bind a
+/// `SO_REUSEPORT` group: a listener of another process, with or without `SO_REUSEPORT`, makes
+/// this bind fail with `EADDRINUSE`, where a second reuse-port listener would silently join its
+/// group and share its connections. For port 0 the address returned carries the port the kernel
+/// chose, which the group then binds.
+///
+/// # Errors
+/// `EADDRINUSE` (another socket listens there), `EACCES`, `EADDRNOTAVAIL`, descriptor exhaustion.
+pub fn probe_bind_tcp(addr: SocketAddr) -> io::Result<SocketAddr> {
+    let socket = new_tcp_socket(&addr)?;
+    let fd = socket.as_fd();
+    set_option(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, flag(true))?;
+    if addr.is_ipv6() {
+        set_option(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, flag(true))?;
+    }
+    let raw = RawAddr::from_std(addr);
+    // SAFETY: `raw` holds a valid sockaddr of `raw.len` bytes; the socket is open.
+    cvt(unsafe { libc::bind(fd.as_raw_fd(), raw.as_ptr(), raw.len) })?;
+    local_addr(fd)
+}
+
 /// The listening sockets systemd passed to this process (socket activation, `sd_listen_fds`):
 /// descriptors 3 .. 3 + `LISTEN_FDS` when `LISTEN_PID` names this process; none otherwise.
 /// Each is checked to be a listening socket and made non-blocking and close-on-exec. The
@@ -587,6 +611,22 @@ mod tests {
         assert_eq!(local_addr(second.as_fd()).unwrap(), addr);
         let clash = listen_tcp(addr, false, 4).unwrap_err();
         assert_eq!(clash.raw_os_error(), Some(libc::EADDRINUSE));
+    }
+
+    #[test]
+    fn probe_bind_sees_a_reuse_port_listener_and_takes_a_port_for_port_zero() {
+        let probed = probe_bind_tcp(loopback()).unwrap();
+        assert_ne!(probed.port(), 0, "port 0 gets a real port");
+        let group = listen_tcp(probed, true, 4).unwrap();
+        assert_eq!(local_addr(group.as_fd()).unwrap(), probed);
+        let clash = probe_bind_tcp(probed).unwrap_err();
+        assert_eq!(clash.raw_os_error(), Some(libc::EADDRINUSE));
+        drop(group);
+        assert_eq!(
+            probe_bind_tcp(probed).unwrap(),
+            probed,
+            "free again once closed"
+        );
     }
 
     #[test]
