@@ -7,6 +7,7 @@
 use crate::chunked::ChunkedDecoder;
 use crate::conditional::{evaluate, if_range_allows_partial, Validators};
 use crate::date::{format_http_date, parse_http_date, MAX_HTTP_DATE};
+use crate::proxy_protocol::{self, ProxyHeader, V1_MAX, V2_FIXED, V2_MAX_PAYLOAD};
 use crate::range::{parse_range, RangeOutcome};
 use crate::request::{BodyFraming, HeadParser, Limits, Parse, RequestHead};
 
@@ -68,6 +69,47 @@ fn piecewise(data: &[u8], limits: Limits) -> Result<Parse, crate::error::ParseEr
     parser.parse(data)
 }
 
+/// Feeds `data` to the PROXY protocol parser and checks:
+///
+/// * a complete header is at most `data.len()` bytes and within its version's bound;
+/// * parsing is prefix-consistent, as a connection's reads deliver it: every strict prefix of a
+///   complete header is `Partial`, the header alone parses to the same result, and a prefix
+///   refused means the whole input is refused (an error is final, never undone by more bytes).
+///
+/// # Panics
+/// Only when an invariant is violated.
+pub fn proxy_header(data: &[u8]) {
+    let whole = proxy_protocol::parse(data);
+    let step = 1 + data.first().map_or(0, |&b| usize::from(b % 5));
+    let mut end = 0;
+    while end < data.len() {
+        end = (end + step).min(data.len());
+        if proxy_protocol::parse(&data[..end]).is_err() {
+            assert!(
+                whole.is_err(),
+                "a refused prefix of {end} bytes, then {whole:?}"
+            );
+        }
+    }
+    let Ok(proxy_protocol::Parse::Complete { header, len }) = whole else {
+        return;
+    };
+    assert!(len <= data.len(), "len {len} out of bounds");
+    let bound = match header {
+        ProxyHeader { version: 1, .. } => V1_MAX,
+        _ => V2_FIXED + V2_MAX_PAYLOAD,
+    };
+    assert!(len <= bound, "a v{} header of {len} bytes", header.version);
+    assert_eq!(proxy_protocol::parse(&data[..len]), whole);
+    for prefix in 0..len {
+        assert_eq!(
+            proxy_protocol::parse(&data[..prefix]),
+            Ok(proxy_protocol::Parse::Partial),
+            "prefix of {prefix} bytes"
+        );
+    }
+}
+
 fn check_fields(head: &RequestHead) {
     const LEN: u64 = 10_000;
     if let Some(value) = head.header("range") {
@@ -111,7 +153,17 @@ fn check_chunked(body: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::request_head;
+    use super::{proxy_header, request_head};
+
+    #[test]
+    fn proxy_header_accepts_valid_and_invalid_input() {
+        proxy_header(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\nGET / HTTP/1.1\r\n\r\n");
+        proxy_header(
+            b"\r\n\r\n\0\r\nQUIT\n\x21\x11\x00\x0c\x0a\x01\x02\x03\x7f\x00\x00\x01\x9c\x40\x00\x50",
+        );
+        proxy_header(b"");
+        proxy_header(&[0xff; 300]);
+    }
 
     #[test]
     fn accepts_valid_and_invalid_input() {

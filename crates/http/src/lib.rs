@@ -13,6 +13,8 @@
 //! * [`conditional`]: entity tags and the RFC 9110 §13.2.2 precondition order.
 //! * [`coding`]: `Accept-Encoding` negotiation.
 //! * [`chunked`]: resumable chunked request-body decoder.
+//! * [`proxy_protocol`]: the PROXY protocol header (v1 text, v2 binary) a load balancer sends
+//!   first.
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
 #![forbid(unsafe_code)]
 
@@ -24,6 +26,7 @@ pub mod error;
 mod framing;
 pub mod fuzz;
 pub mod multipart;
+pub mod proxy_protocol;
 pub mod range;
 pub mod request;
 pub mod response;
