@@ -132,7 +132,10 @@ fn parse_v1(input: &[u8]) -> Result<Parse, ProxyError> {
         return Err(ProxyError::V1Malformed);
     }
     match window.get(end + 1) {
-        None if end + 1 < V1_MAX => return Ok(Parse::Partial),
+        None if end + 1 < V1_MAX => {
+            check_v1_prefix(&window[..end])?;
+            return Ok(Parse::Partial);
+        }
         Some(b'\n') => {}
         _ => return Err(ProxyError::V1Malformed),
     }
@@ -573,5 +576,59 @@ ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff 65535 65535\r\n";
             parse(&v2(COMMAND_PROXY, 0x21, &payload)),
             Err(ProxyError::V2Malformed)
         );
+    }
+
+    mod generated {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn v1_and_v2_carry_any_address(
+                source in any::<[u8; 16]>(),
+                destination in any::<[u8; 16]>(),
+                ports in any::<(u16, u16)>(),
+                six in any::<bool>(),
+            ) {
+                let (source, destination) = if six {
+                    (IpAddr::from(source), IpAddr::from(destination))
+                } else {
+                    let four = |b: [u8; 16]| IpAddr::from([b[0], b[1], b[2], b[3]]);
+                    (four(source), four(destination))
+                };
+                let expected = Origin::Forwarded {
+                    source: SocketAddr::new(source, ports.0),
+                    destination: SocketAddr::new(destination, ports.1),
+                };
+                let name = if six { "TCP6" } else { "TCP4" };
+                let text = format!("PROXY {name} {source} {destination} {} {}\r\n", ports.0, ports.1);
+                prop_assert_eq!(complete(text.as_bytes()), (ProxyHeader { version: 1, origin: expected }, text.len()));
+
+                let mut payload = Vec::new();
+                for ip in [source, destination] {
+                    match ip {
+                        IpAddr::V4(v4) => payload.extend_from_slice(&v4.octets()),
+                        IpAddr::V6(v6) => payload.extend_from_slice(&v6.octets()),
+                    }
+                }
+                payload.extend_from_slice(&ports.0.to_be_bytes());
+                payload.extend_from_slice(&ports.1.to_be_bytes());
+                let binary = v2(COMMAND_PROXY, if six { 0x21 } else { 0x11 }, &payload);
+                prop_assert_eq!(complete(&binary), (ProxyHeader { version: 2, origin: expected }, binary.len()));
+            }
+
+            #[test]
+            fn damaged_headers_keep_the_invariants(at in 0usize..64, byte in any::<u8>(), cut in 0usize..64) {
+                for mut header in [
+                    b"PROXY TCP4 192.168.0.1 192.168.0.11 56324 443\r\nGET".to_vec(),
+                    v2(COMMAND_PROXY, 0x11, &inet_payload()),
+                ] {
+                    let at = at % header.len();
+                    header[at] = byte;
+                    header.truncate(header.len() - cut.min(header.len()));
+                    crate::fuzz::proxy_header(&header);
+                }
+            }
+        }
     }
 }
