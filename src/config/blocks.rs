@@ -371,7 +371,11 @@ impl Loader<'_> {
         })
     }
 
-    fn addresses(&self, list: &Spanned<Vec<String>>, key: &str) -> Loaded<Vec<AddressRange>> {
+    pub(super) fn addresses(
+        &self,
+        list: &Spanned<Vec<String>>,
+        key: &str,
+    ) -> Loaded<Vec<AddressRange>> {
         let mut ranges = Vec::new();
         for text in list.get_ref() {
             if text == "all" {

@@ -213,6 +213,7 @@ impl Loader<'_> {
             })?;
         }
         self.process(&raw, &mut config)?;
+        self.proxy_protocol(&raw, &mut config)?;
         self.caches(raw.caches.unwrap_or_default(), &mut config)?;
         let send = raw.send.unwrap_or_default();
         if let Some(value) = &send.sendfile_threshold {

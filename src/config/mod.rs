@@ -10,6 +10,7 @@
 mod blocks;
 pub mod load;
 mod merge;
+mod proxy_protocol;
 mod raw;
 mod text;
 
@@ -331,6 +332,31 @@ impl AddressRange {
     }
 }
 
+/// The PROXY protocol (haproxy's v1 and v2) on `listen`: a load balancer in front says which
+/// client each connection carries, and that address stands for the client everywhere (access
+/// log, `allow`/`deny`, rate limits).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ProxyProtocol {
+    /// Connections are clients themselves.
+    #[default]
+    Off,
+    /// Every connection must begin with a header, and only these sources (the balancers) may
+    /// connect at all: anyone else could claim any address. Never empty.
+    Required { from: Vec<AddressRange> },
+}
+
+impl ProxyProtocol {
+    /// Whether a connection from `peer` may be served: always when off; when required, only
+    /// from a trusted balancer.
+    #[must_use]
+    pub fn admits(&self, peer: IpAddr) -> bool {
+        match self {
+            ProxyProtocol::Off => true,
+            ProxyProtocol::Required { from } => from.iter().any(|range| range.contains(peer)),
+        }
+    }
+}
+
 /// Who may see a location.
 #[derive(Clone, Debug, Default)]
 pub struct Access {
@@ -429,6 +455,8 @@ pub struct Config {
     pub send: SendOptions,
     pub limits: Limits,
     pub admission: Admission,
+    /// Whether connections on `listen` begin with a PROXY protocol header.
+    pub proxy_protocol: ProxyProtocol,
     pub logs: LogOptions,
     pub process: ProcessOptions,
     /// At least one; the first default site (or else the first site) answers unknown hosts.
@@ -527,6 +555,7 @@ impl Config {
                 burst: 100,
                 retry_after: Duration::from_secs(1),
             },
+            proxy_protocol: ProxyProtocol::Off,
             logs: LogOptions {
                 access: None,
                 format: LogFormat::Combined,

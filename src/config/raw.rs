@@ -59,6 +59,8 @@ pub(super) struct RawFile {
     pub(super) send: Option<RawSend>,
     pub(super) limits: Option<RawLimits>,
     pub(super) admission: Option<RawAdmission>,
+    pub(super) proxy_protocol: Field<bool>,
+    pub(super) proxy_protocol_from: Field<Vec<String>>,
     pub(super) log: Option<RawLog>,
     pub(super) site: Option<Vec<RawBlock>>,
 }

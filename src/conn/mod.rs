@@ -10,6 +10,7 @@
 //! engine passes what lifecycle and admission decided: `draining`, a refused connection).
 
 pub mod output;
+pub mod proxy_header;
 mod reply;
 mod route;
 
@@ -22,7 +23,7 @@ use ampd_http::request::{
     BodyFraming, HeadParser, Limits as ParseLimits, Parse, RequestHead, Version,
 };
 
-use crate::config::Config;
+use crate::config::{Config, ProxyProtocol};
 use crate::content::caches::Caches;
 use crate::content::file::Resolved;
 use crate::content::job::{Job, JobDone};
@@ -165,6 +166,9 @@ enum BodyLeft {
 
 #[derive(Debug)]
 enum State {
+    /// Waiting for (the rest of) the PROXY protocol header that must come before the first
+    /// request when `proxy_protocol` is on (`proxy_header.rs`).
+    ReadingProxyHeader,
     /// Waiting for (the rest of) a request head.
     ReadingHead,
     /// Discarding a request body the handler does not use (RFC 9112 §6.3: it must be read
@@ -220,8 +224,12 @@ impl Conn {
             max_head_bytes: config.limits.max_head_bytes,
             max_headers: config.limits.max_headers,
         };
+        let state = match config.proxy_protocol {
+            ProxyProtocol::Off => State::ReadingHead,
+            ProxyProtocol::Required { .. } => State::ReadingProxyHeader,
+        };
         Conn {
-            state: State::ReadingHead,
+            state,
             parser: HeadParser::new(limits),
             input: Vec::new(),
             consumed: 0,
@@ -242,6 +250,8 @@ impl Conn {
         }
     }
 
+    /// The client: the connection's peer, or once a PROXY protocol header has been read, the
+    /// client address it carried (what the log, access rules and rate limits use).
     #[must_use]
     pub fn peer(&self) -> IpAddr {
         self.peer
@@ -320,7 +330,9 @@ impl Conn {
     #[must_use]
     pub fn wants_input(&self) -> bool {
         match self.state {
-            State::ReadingHead | State::DiscardingBody { .. } => !self.peer_finished,
+            State::ReadingProxyHeader | State::ReadingHead | State::DiscardingBody { .. } => {
+                !self.peer_finished
+            }
             State::Waiting(_) | State::Authenticating(_) | State::Closing(_) => false,
         }
     }
@@ -330,6 +342,8 @@ impl Conn {
         match self.state {
             State::Closing(_) => Phase::Closing,
             _ if !self.output.is_empty() => Phase::Sending,
+            // The header is due at once: the header timeout runs from the accept.
+            State::ReadingProxyHeader => Phase::Head,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
             State::DiscardingBody { .. } | State::Waiting(_) | State::Authenticating(_) => {
@@ -346,6 +360,8 @@ impl Conn {
             State::DiscardingBody { exchange, .. } => {
                 self.reply_to(Some(&exchange), 408, Persistence::Close, &[], context);
             }
+            // No HTTP has been spoken yet: close without a response.
+            State::ReadingProxyHeader => self.proxy_header_timed_out(context.stats),
             _ if phase == Phase::Head => {
                 self.reply_to(None, 408, Persistence::Close, &[], context);
             }
@@ -369,6 +385,11 @@ impl Conn {
         loop {
             match &mut self.state {
                 State::Closing(ending) => return Need::Close(*ending),
+                State::ReadingProxyHeader => {
+                    if let Some(need) = self.read_proxy_header(context) {
+                        return need;
+                    }
+                }
                 State::Waiting(_) | State::Authenticating(_) => return Need::Wait,
                 State::DiscardingBody { left, .. } => {
                     match discard(

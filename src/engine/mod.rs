@@ -41,7 +41,7 @@ use crate::config::{Arch, Config, HelperMode};
 use crate::conn::Conn;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
-use crate::log::stats::LoopStats;
+use crate::log::stats::{LoopStats, ProxyRefusal};
 use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
@@ -322,7 +322,13 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
 
 /// What admission control says about a new connection from `peer`, counted on `stats`: its
 /// `Conn` (one that answers `503` if it came in over a cap) and its place in the counts, or
-/// `None` to close it at once (far over a cap).
+/// `None` to close it at once (far over a cap, or not a trusted balancer where the PROXY
+/// protocol is on: only `proxy_protocol_from` may say who the client is).
+///
+/// Under the PROXY protocol, `peer` is the balancer: the client's address is known only once
+/// the connection's header has been read, after admission, so the per-address connection cap
+/// counts connections per balancer (the access rules and request-rate limits, checked per
+/// request, use the client's).
 #[must_use]
 pub fn admit(
     control: &Control,
@@ -331,6 +337,15 @@ pub fn admit(
     peer: IpAddr,
 ) -> Option<(Conn, Ticket)> {
     let config = &generation.config;
+    if !config.proxy_protocol.admits(peer) {
+        crate::conn::proxy_header::refused(
+            stats,
+            ProxyRefusal::Untrusted,
+            peer,
+            "not in proxy_protocol_from",
+        );
+        return None;
+    }
     match control.admission.admit(peer, &config.admission) {
         Admit::Yes(ticket) => Some((Conn::new(config, peer), ticket)),
         Admit::Refuse(ticket, why) => {

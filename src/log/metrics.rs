@@ -179,6 +179,20 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     }
     family(
         &mut out,
+        "ampd_proxy_protocol_refused_total",
+        "counter",
+        "Connections closed before a PROXY protocol header was used: from an untrusted \
+         source, or with a header that was malformed or never came.",
+    );
+    for (index, reason) in ["untrusted", "invalid"].iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ampd_proxy_protocol_refused_total{{reason=\"{reason}\"}} {}",
+            sum(&|shard| shard.proxy_refused_total(index))
+        );
+    }
+    family(
+        &mut out,
         "ampd_reloads_total",
         "counter",
         "Configuration reloads, by result.",

@@ -33,6 +33,15 @@ pub enum Shed {
     Rate,
 }
 
+/// Why a connection was closed before its PROXY protocol header was used.
+#[derive(Clone, Copy, Debug)]
+pub enum ProxyRefusal {
+    /// It came from a source outside `proxy_protocol_from` (closed at accept).
+    Untrusted,
+    /// Its header was malformed or never came (closed without a response).
+    Invalid,
+}
+
 /// Cells of one slot (a power of two, 512 bytes: whole cache lines).
 const SLOT: usize = 64;
 // Where each counter sits in a slot.
@@ -49,6 +58,7 @@ const SHED: usize = 37; // 3 reasons
 /// The configuration generation the process owning this slot serves (`mp` workers: their
 /// master waits for it after passing a reload on).
 const INSTALLED: usize = 40;
+const PROXY_REFUSED: usize = 56; // 2 reasons
 /// Cells before the slots: whole-server values.
 const HEADER: usize = SLOT;
 const RELOADS: usize = 0;
@@ -105,6 +115,10 @@ impl LoopStats {
 
     pub fn shed(&self, why: Shed) {
         self.bump(SHED + why as usize, 1);
+    }
+
+    pub fn proxy_refused(&self, why: ProxyRefusal) {
+        self.bump(PROXY_REFUSED + why as usize, 1);
     }
 
     /// What a cache holds and has counted (`cache` in the order of `CACHES`); its owner copies
@@ -175,6 +189,12 @@ impl LoopStats {
     #[must_use]
     pub fn shed_total(&self, index: usize) -> u64 {
         self.read(SHED + index)
+    }
+
+    /// Connections closed for PROXY protocol reason `index` (a `ProxyRefusal` as usize).
+    #[must_use]
+    pub fn proxy_refused_total(&self, index: usize) -> u64 {
+        self.read(PROXY_REFUSED + index)
     }
 
     /// A process that takes over this slot (a replaced `mp` worker) starts with no open
