@@ -306,3 +306,93 @@ fn the_keys_errors_name_file_line_and_key() {
         "{line}"
     );
 }
+
+/// haproxy (the Debian package) listening on a free loopback port in front of `backend`,
+/// sending PROXY v2 to it and on its health checks; killed on drop.
+struct Haproxy {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Haproxy {
+    fn start(dir: &Path, backend: SocketAddr) -> Haproxy {
+        // haproxy cannot say which port it bound, so pick a free one and retry if another
+        // process takes it first.
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free port")
+                .port();
+            let config = dir.join("haproxy.cfg");
+            std::fs::write(
+                &config,
+                format!(
+                    "global\n  maxconn 100\n\
+                     defaults\n  mode http\n  timeout connect 2s\n  timeout client 10s\n  timeout server 10s\n\
+                     frontend fe\n  bind 127.0.0.1:{port}\n  default_backend be\n\
+                     backend be\n  option httpchk GET /a.txt?health\n  http-check expect status 200\n\
+                     \x20 server ampd {backend} send-proxy-v2 check-send-proxy check inter 200ms\n"
+                ),
+            )
+            .unwrap();
+            let mut child = std::process::Command::new("haproxy")
+                .args(["-db", "-f"])
+                .arg(&config)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("haproxy must be installed (apt-get install haproxy)");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // the port was taken: try another
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Haproxy { child, port };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("haproxy did not start");
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn haproxy_send_proxy_v2_carries_the_client_address() {
+    let root = TempRoot::new();
+    let config = proxied_config(&root, "reactor", "[\"127.0.0.1\"]");
+    let server = Server::start(Options::config_file(&config));
+    let haproxy = Haproxy::start(root.outside_dir(), server.addr());
+    let log = root.outside_dir().join("access.log");
+    // The client connects from 127.0.0.2 (all of 127/8 is loopback); haproxy, from 127.0.0.1.
+    let url = format!("http://127.0.0.1:{}/a.txt?via-haproxy", haproxy.port);
+    let output = curl([
+        "-sS",
+        "--interface",
+        "127.0.0.2",
+        "-o",
+        "-",
+        "-w",
+        " %{http_code}",
+        &url,
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "a\n 200",
+        "curl: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    logged_line(&log, "127.0.0.2", "GET /a.txt?via-haproxy ");
+    // Its health checks (v2 LOCAL) are served as the balancer's own requests.
+    logged_line(&log, "127.0.0.1", "GET /a.txt?health ");
+}
