@@ -142,10 +142,11 @@ const PORT_ZERO_ATTEMPTS: usize = 3;
 /// probed: this function is only for sockets this process creates.
 ///
 /// Remaining race: the probe is closed before the group binds (a bound probe without
-/// `SO_REUSEPORT` would make the group's own binds fail), so a reuse-port listener of another
-/// process created in that window of a few microseconds still joins the group. Closing it needs
-/// a kernel-side exclusive group (none exists); two servers started in the same instant on one
-/// port is the only case left. A plain listener taking the port in that window makes the group's
+/// `SO_REUSEPORT` would make the group's own binds fail), so a reuse-port listener that another
+/// process of the same user (the kernel keeps a group to one user) binds in that window of a
+/// few microseconds still shares the port with this group. Closing it would need an exclusive
+/// group, which the kernel does not offer; two servers started in the same instant on one port
+/// is the only case left. A plain listener taking the port in that window makes the group's
 /// bind fail with `EADDRINUSE`, which is reported (or, for port 0, retried on a new port).
 fn bind_fresh(addr: SocketAddr, count: usize, reuse_port: bool) -> io::Result<Vec<OwnedFd>> {
     if !reuse_port {
