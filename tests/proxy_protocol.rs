@@ -2,7 +2,9 @@
 //! client address a header carries is what the access log and `allow`/`deny` see; v2 `LOCAL`
 //! (a balancer's health check) stands for itself; a source outside `proxy_protocol_from` is
 //! closed at once; a bad or missing header closes its connection, silently, and the server
-//! keeps serving; a header split over several writes works. Also the two keys' errors.
+//! keeps serving; a header split over several writes works; rate limits count per carried
+//! client. Real clients too: curl's `--haproxy-protocol` (v1) and haproxy's `send-proxy-v2`.
+//! Also the two keys' errors.
 
 mod support;
 
@@ -173,7 +175,7 @@ for_each_arch!(fn a_header_split_over_writes_is_read_whole(arch) {
 
 for_each_arch!(fn an_untrusted_source_is_closed_at_once(arch) {
     let root = TempRoot::new();
-    let server = Server::start(Options::config_file(&proxied_config(&root, arch, "[\"10.0.0.0/8\", \"192.0.2.7\"]")));
+    let server = Server::start(Options::config_file(&proxied_config(&root, arch, "[\"10.0.0.0/8\", \"127.0.0.2\"]")));
     let addr = server.addr();
     // 127.0.0.1 is not a trusted balancer: even a well-formed header is not believed.
     for header in [v1("10.1.2.3", "192.0.2.1"), Vec::new()] {
@@ -187,6 +189,16 @@ for_each_arch!(fn an_untrusted_source_is_closed_at_once(arch) {
         server.wait_for_stderr("PROXY protocol: connection from 127.0.0.1 closed: not in proxy_protocol_from", Duration::from_secs(5)),
         "logged: {}",
         server.stderr()
+    );
+    // The trusted balancer here is 127.0.0.2 (curl bound to it, sending a v1 header): it is
+    // served, and the status location counts the two refusals.
+    let url = format!("http://{addr}/status");
+    let output = curl(["-sS", "--interface", "127.0.0.2", "--haproxy-protocol", &url]);
+    let status = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        status.contains("ampd_proxy_protocol_refused_total{reason=\"untrusted\"} 2\n"),
+        "{status} {}",
+        String::from_utf8_lossy(&output.stderr)
     );
 });
 
