@@ -1,12 +1,13 @@
-//! Reading text values and placing errors: sizes (`"64KiB"`), durations (`"30s"`), the line,
-//! column and dotted key at a byte offset, and the nearest known key for a typo.
+//! Reading text values and placing errors: sizes (`"64KiB"`), durations (`"30s"`) and header
+//! names (shared with the command line, `src/cli/`), the line, column and dotted key at a byte
+//! offset, and the nearest known key for a typo.
 //!
 //! Owns: these pure functions. Must not touch: the schema or `Config`.
 
 use std::time::Duration;
 
 /// `"64KiB"`, `"1MiB"`, `"512"`, `"2G"`: binary units, as nginx reads `k` and `m`.
-pub(super) fn parse_size(text: &str) -> Option<u64> {
+pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -24,7 +25,7 @@ pub(super) fn parse_size(text: &str) -> Option<u64> {
 }
 
 /// `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`, or a bare number of seconds.
-pub(super) fn parse_duration(text: &str) -> Option<Duration> {
+pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -118,6 +119,12 @@ pub(super) fn edit_distance(left: &str, right: &str) -> usize {
         }
     }
     row[right.len()]
+}
+
+/// RFC 9110 §5.6.2 `tchar`: what a header name is made of.
+#[must_use]
+pub fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 pub(super) fn plain(error: &std::io::Error) -> String {
