@@ -11,4 +11,5 @@ pub mod build_info;
 pub mod clock;
 pub mod error;
 pub mod metrics;
+pub mod process;
 pub mod stats;
