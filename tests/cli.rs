@@ -307,15 +307,19 @@ fn durations_and_sizes_take_the_config_files_units() {
     );
     conn.send("GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n\r\n");
     assert_eq!(conn.read_response("GET").status, 413);
-    // 1500ms to send a whole head: a head that stops half-way is answered 408 after it.
+    // 1500ms to send a whole head: a head that stops half-way is cut after it (a 408 then a
+    // close, or a plain close, as tests/timeouts.rs allows).
     let started = Instant::now();
     let mut slow = Conn::open(server.addr());
     slow.send("GET /a.txt HTTP/1.1\r\nHost:");
-    let response = slow.read_response("GET");
-    assert_eq!(response.status, 408);
+    slow.set_read_timeout(Duration::from_secs(8));
+    let bytes = slow.read_to_end().expect("read until close");
     let waited = started.elapsed();
+    if !bytes.is_empty() {
+        assert_eq!(support::http::parse_all(&bytes, "GET")[0].status, 408);
+    }
     assert!(
-        waited >= Duration::from_millis(1400) && waited < Duration::from_secs(10),
+        waited >= Duration::from_millis(1400) && waited < Duration::from_secs(8),
         "{waited:?}"
     );
 }
@@ -553,4 +557,31 @@ fn serve_help_lists_every_engine_on_one_line_each() {
     assert!(text.contains("--helpers-mode"), "{text}");
     assert!(text.contains("--helpers-max"), "{text}");
     assert!(text.contains("--revalidate-after"), "{text}");
+}
+
+#[test]
+fn config_file_listen_takes_the_same_address_forms() {
+    let root = TempRoot::new();
+    root.file("hello.txt", "hello");
+    for listen in ["localhost:0", "0"] {
+        let file = root.outside_file(
+            "forms.toml",
+            format!("listen = \"{listen}\"\narch = \"amped\"\n[[site]]\nroot = \"www\"\n"),
+        );
+        let server = Server::start(Options::config_file(&file));
+        assert!(
+            server.addr().ip().is_loopback() && server.addr().is_ipv4(),
+            "{listen}"
+        );
+        assert_eq!(
+            get(server.addr(), "/hello.txt").body_text(),
+            "hello",
+            "{listen}"
+        );
+    }
+    let bad = root.outside_file(
+        "bad.toml",
+        "listen = \"localhost\"\n[[site]]\nroot = \"www\"\n",
+    );
+    assert_one_line_failure(&["check", &bad.display().to_string()]);
 }

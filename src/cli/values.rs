@@ -1,55 +1,19 @@
 //! Reading one command-line value: addresses, sizes and durations (with the configuration
-//! file's units, `config::parse_size` and `config::parse_duration`), counts, engine and log
+//! file's parsers, `config::parse_listen`, `parse_size`, `parse_duration`), counts, engine and log
 //! names, header lines and location paths. Each returns the value or a message that clap
 //! prints after "invalid value 'X' for '--flag'".
 //!
 //! Owns: these pure functions. Must not touch: `Config` (that is `serve.rs`'s).
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use ampd::config::{self, Arch, HelperMode, Level, LogFormat};
 
-/// The host a bare port listens on: the default's (loopback), so `--listen 9000` exposes
-/// nothing more than `ampd serve` does.
-const DEFAULT_HOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-
-/// `127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` (127.0.0.1), `:8080` and `*:8080` (every
-/// IPv4 interface, as Go and Caddy read `:8080` and nginx `*:8080`), `8080` (127.0.0.1), or
-/// `name:8080` (the name's first IPv4 address, else its first address).
+/// An address to listen on, in every form the configuration file's `listen` takes.
 pub fn listen(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(address) = text.parse::<SocketAddr>() {
-        return Ok(address);
-    }
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::new(DEFAULT_HOST, port));
-    }
-    let example = "an address like 127.0.0.1:8080, [::1]:8080, localhost:8080, :8080 or 8080";
-    let Some((host, port)) = text.rsplit_once(':') else {
-        return Err(format!("no port: {example}"));
-    };
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("'{port}' is not a port: {example}"))?;
-    match host {
-        "" | "*" => Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)),
-        // Not the resolver's answer: /etc/hosts may put ::1 first, and `localhost` should mean
-        // the same loopback everywhere.
-        "localhost" => Ok(SocketAddr::new(DEFAULT_HOST, port)),
-        name if !name.contains(':') && !name.is_empty() => {
-            let addresses: Vec<SocketAddr> = (name, port)
-                .to_socket_addrs()
-                .map_err(|error| format!("cannot resolve '{name}': {error}"))?
-                .collect();
-            addresses
-                .iter()
-                .find(|address| address.is_ipv4())
-                .or_else(|| addresses.first())
-                .copied()
-                .ok_or_else(|| format!("'{name}' has no address"))
-        }
-        _ => Err(example.to_owned()),
-    }
+    config::parse_listen(text)
+        .map_err(|reason| format!("{reason}; write it like {}", config::LISTEN_FORMS))
 }
 
 /// Bytes: `65536`, `64KiB`, `1MiB`, `2G` (as in the configuration file).
@@ -148,28 +112,6 @@ pub fn location_path(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn addresses() {
-        let parse = |text: &str| listen(text).map(|address| address.to_string());
-        assert_eq!(parse("127.0.0.1:8080"), Ok("127.0.0.1:8080".to_owned()));
-        assert_eq!(parse("[::1]:8080"), Ok("[::1]:8080".to_owned()));
-        assert_eq!(parse("localhost:8080"), Ok("127.0.0.1:8080".to_owned()));
-        assert_eq!(parse(":8080"), Ok("0.0.0.0:8080".to_owned()));
-        assert_eq!(parse("*:8080"), Ok("0.0.0.0:8080".to_owned()));
-        assert_eq!(parse("8080"), Ok("127.0.0.1:8080".to_owned()));
-        assert_eq!(parse("[::]:80"), Ok("[::]:80".to_owned()));
-        for bad in [
-            "",
-            "127.0.0.1",
-            "localhost:http",
-            ":99999",
-            "not-an-address",
-            "::1:80",
-        ] {
-            assert!(listen(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn sizes_and_durations_take_the_files_units() {

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use load::{check_file, load_file, ConfigError};
-pub use text::{is_token_byte, parse_duration, parse_size};
+pub use text::{is_token_byte, parse_duration, parse_listen, parse_size, LISTEN_FORMS};
 
 /// Which concurrency architecture serves connections (Flash §3, JAWS §3). Every variant runs the
 /// same `conn` and `content` code; only who owns threads, processes and caches differs.
