@@ -1,74 +1,44 @@
-//! The command line: `serve DIR` (flags fill a `Config`), `run -c FILE` and `check FILE` (the
-//! file fills the same `Config`); then the start-up sequence: logs, document roots, bind, pid
-//! file, drop privileges, signals, ready, serve, drain, exit.
+//! The program: read the command line (`cli`), then the start-up sequence: logs, document
+//! roots, bind, pid file, drop privileges, signals, ready, serve, drain, exit.
 //!
-//! Owns: argument parsing, the start-up order, and how failures are reported (one `ampd: `
-//! line, exit status 1).
-//! Must not touch: serving itself (that is `engine`'s), signals' meaning (`ops`).
+//! Owns: the start-up order, and how failures are reported (a usage mistake: clap's message,
+//! exit status 2; anything else: one `ampd: ` line, exit status 1).
+//! Must not touch: the grammar of the command line (`cli`), serving itself (`engine`),
+//! signals' meaning (`ops`).
+
+mod cli;
 
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
-use ampd::config::{self, Arch, Config, HelperMode, Level};
+use ampd::config::{self, Config, Level};
 use ampd::engine::{self, Start};
 use ampd::log::access::LogFile;
+use ampd::log::build_info::VERSION;
 use ampd::log::error;
 use ampd::ops::{self, notify::notify, Shared};
 use ampd::site::Generation;
 
-const VERSION: &str = env!("CARGO_PKG_VERSION");
+use cli::{Request, ServeArgs};
 
-fn usage() -> String {
-    let mut arches = String::new();
-    for arch in Arch::ALL {
-        arches.push_str(&format!("      {:<9} {}\n", arch.name(), arch.describe()));
-    }
-    format!(
-        "ampd {VERSION}: a web server built on Flash's AMPED architecture
+/// A start-up failure, reported as one line.
+struct Failure(String);
 
-USAGE:
-    ampd serve [DIR] [OPTIONS]    serve DIR (default: the current directory)
-    ampd run -c FILE              serve as configured in FILE (TOML; see docs/config.md)
-    ampd check FILE               check FILE and exit: 0 if ampd run would accept it
-    ampd --help | --version
-
-SIGNALS (ampd run and ampd serve):
-    HUP reload FILE, USR1 reopen logs, TERM/INT graceful stop, QUIT exit at once
-
-OPTIONS:
-    --listen ADDR              address to listen on [default: 127.0.0.1:8080]
-    --arch ARCH                concurrency architecture [default: reactor]
-{arches}    --threads N                loops (reactor, uring: one per core), pool threads (mt: 64),
-                               most connection threads (tpc: 2048), processes (mp: 8)
-    --helpers N                helpers per loop for disk work, started at once [default: 4]
-    --helpers-max N            most helpers per loop when disk work waits [default: 32]
-    --helpers-mode MODE        'threads', or 'process' for helper processes as in Flash
-                               [default: threads]
-    --autoindex                list directories that have no index.html
-    --dotfiles                 serve files whose names start with '.'
-    --follow-symlinks          follow symlinks that lead out of DIR
-    --userdir PATTERN          serve /~user/ from PATTERN: relative to the user's home
-                               (public_html), or absolute with * for the user name
-    --no-precompressed         do not serve .br/.gz siblings
-    --no-path-cache            switch off the path translation cache
-    --no-header-cache          switch off the response header cache
-    --no-file-cache            switch off the file data cache
-    --revalidate-after SECS    age at which a cached translation is checked with stat, for
-                               changes inotify cannot report (network, FUSE) [default: 1]
-    --sendfile-threshold BYTES files larger than this go by sendfile [default: 65536]
-    --max-body BYTES           largest request body read and discarded [default: 1048576]
-    --header-timeout SECS      time to receive a request head [default: 20]
-    --keepalive-timeout SECS   idle time on a persistent connection [default: 75]
-    --send-timeout SECS        time a response may make no progress [default: 60]
-"
-    )
+/// How `main` ends.
+enum Stop {
+    /// Exit 1 with one `ampd: ` line.
+    Failed(Failure),
+    /// A usage mistake: clap's message, exit 2.
+    Usage(clap::Error),
 }
 
-/// A command-line mistake or start-up failure, reported as one line.
-struct Failure(String);
+impl From<Failure> for Stop {
+    fn from(failure: Failure) -> Stop {
+        Stop::Failed(failure)
+    }
+}
 
 fn main() -> ExitCode {
     // Before any thread exists, so that every thread inherits the mask and only the signal
@@ -85,130 +55,56 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match start(std::env::args().skip(1).collect(), activated) {
+    let request = match cli::parse(std::env::args_os()) {
+        Ok(request) => request,
+        Err(usage) => return usage_exit(&usage),
+    };
+    match start(request, activated) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure(message)) => {
+        Err(Stop::Failed(Failure(message))) => {
             eprintln!("ampd: {message}");
             ExitCode::from(1)
         }
+        Err(Stop::Usage(usage)) => usage_exit(&usage),
     }
 }
 
-fn start(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
-    let mut args = args.into_iter();
-    match args.next().as_deref() {
-        None | Some("--help" | "-h" | "help") => {
-            print!("{}", usage());
-            Ok(())
-        }
-        Some("--version" | "-V") => {
-            println!("ampd {VERSION}");
-            Ok(())
-        }
-        Some("serve") => serve(args.collect(), activated),
-        Some("run") => run(args.collect(), activated),
-        Some("check") => check(args.collect()),
-        // Not in --help: how the server starts its own helper processes (--helpers-mode process).
-        Some(engine::helper_process::SUBCOMMAND) => engine::helper_process::serve_parent()
-            .map_err(|error| Failure(format!("helper process: {}", plain(&error)))),
-        Some(other) => Err(Failure(format!(
-            "unknown command '{other}' (try 'ampd --help')"
-        ))),
-    }
+/// Print clap's message (help and version to stdout, mistakes to stderr) and exit with its
+/// code: 0 for help, 2 for a mistake.
+fn usage_exit(usage: &clap::Error) -> ExitCode {
+    let _ = usage.print();
+    ExitCode::from(u8::try_from(usage.exit_code()).unwrap_or(2))
 }
 
-fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
-    let mut dir: Option<PathBuf> = None;
-    let mut config = Config::new(PathBuf::new());
-    let mut helpers_max = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .ok_or_else(|| Failure(format!("{name} needs a value")))
-        };
-        match arg.as_str() {
-            "--help" | "-h" => {
-                print!("{}", usage());
-                return Ok(());
-            }
-            "--listen" => {
-                let text = value("--listen")?;
-                config.listen = text.parse().map_err(|_| {
-                    Failure(format!(
-                        "--listen: '{text}' is not an address like 127.0.0.1:8080"
-                    ))
-                })?;
-            }
-            "--arch" => {
-                let text = value("--arch")?;
-                config.arch = Arch::from_name(&text).ok_or_else(|| {
-                    let names: Vec<&str> = Arch::ALL.iter().map(|arch| arch.name()).collect();
-                    Failure(format!(
-                        "--arch: unknown architecture '{text}' (one of: {})",
-                        names.join(", ")
-                    ))
-                })?;
-            }
-            "--threads" => {
-                config.threads = Some(positive("--threads", &value("--threads")?)?);
-            }
-            "--helpers" => config.helpers = positive("--helpers", &value("--helpers")?)?,
-            "--helpers-max" => {
-                helpers_max = Some(positive("--helpers-max", &value("--helpers-max")?)?);
-            }
-            "--helpers-mode" => {
-                let text = value("--helpers-mode")?;
-                config.helper_mode = HelperMode::from_name(&text).ok_or_else(|| {
-                    Failure(format!(
-                        "--helpers-mode: unknown mode '{text}' (one of: threads, process)"
-                    ))
-                })?;
-            }
-            "--autoindex" => config.serve_location().static_files.autoindex = true,
-            "--dotfiles" => config.serve_location().static_files.dotfiles = true,
-            "--follow-symlinks" => config.serve_location().static_files.follow_symlinks = true,
-            "--userdir" => config.serve_location().static_files.userdir = Some(value("--userdir")?),
-            "--no-precompressed" => config.serve_location().static_files.precompressed = false,
-            "--no-path-cache" => config.caches.path_cache = false,
-            "--no-header-cache" => config.caches.header_cache = false,
-            "--no-file-cache" => config.caches.file_cache = false,
-            "--revalidate-after" => {
-                config.caches.revalidate_after =
-                    seconds("--revalidate-after", &value("--revalidate-after")?)?;
-            }
-            "--sendfile-threshold" => {
-                config.send.sendfile_threshold =
-                    number("--sendfile-threshold", &value("--sendfile-threshold")?)?;
-            }
-            "--max-body" => config.limits.max_body = number("--max-body", &value("--max-body")?)?,
-            "--header-timeout" => {
-                config.limits.header_timeout =
-                    seconds("--header-timeout", &value("--header-timeout")?)?
-            }
-            "--keepalive-timeout" => {
-                config.limits.keepalive_timeout =
-                    seconds("--keepalive-timeout", &value("--keepalive-timeout")?)?;
-            }
-            "--send-timeout" => {
-                config.limits.send_timeout = seconds("--send-timeout", &value("--send-timeout")?)?
-            }
-            flag if flag.starts_with('-') => {
-                return Err(Failure(format!(
-                    "unknown option '{flag}' (try 'ampd serve --help')"
-                )));
-            }
-            path if dir.is_none() => dir = Some(PathBuf::from(path)),
-            extra => {
-                return Err(Failure(format!(
-                    "unexpected argument '{extra}': serve takes one directory"
-                )))
-            }
-        }
+fn start(request: Request, activated: Vec<OwnedFd>) -> Result<(), Stop> {
+    match request {
+        Request::Help => print!("{}", cli::help()),
+        Request::ShortVersion => println!("{}", cli::short_version()),
+        Request::LongVersion => println!("{}", cli::long_version()),
+        Request::Serve(args) => serve(*args, activated)?,
+        Request::Run(file) => run(&file, activated)?,
+        Request::Check(file) => check(&file)?,
+        Request::Helper => engine::helper_process::serve_parent()
+            .map_err(|error| Failure(format!("helper process: {}", plain(&error))))?,
     }
+    Ok(())
+}
 
-    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-    let root = std::fs::canonicalize(&dir).map_err(|error| {
+fn serve(mut args: ServeArgs, activated: Vec<OwnedFd>) -> Result<(), Stop> {
+    let dir = args.dir.take().unwrap_or_else(|| PathBuf::from("."));
+    let root = document_root(&dir)?;
+    let config = cli::serve_config(args, root.clone()).map_err(Stop::Usage)?;
+    Ok(launch(
+        config,
+        None,
+        &root.display().to_string(),
+        activated,
+    )?)
+}
+
+/// `dir` made absolute, if it is a directory ampd can list.
+fn document_root(dir: &Path) -> Result<PathBuf, Failure> {
+    let root = std::fs::canonicalize(dir).map_err(|error| {
         Failure(format!(
             "document root {}: {}",
             dir.display(),
@@ -228,44 +124,12 @@ fn serve(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
             plain(&error)
         ))
     })?;
-    match helpers_max {
-        Some(max) if max < config.helpers => {
-            return Err(Failure(format!(
-                "--helpers-max {max} is less than --helpers {}",
-                config.helpers
-            )));
-        }
-        Some(max) => config.helpers_max = max,
-        None => config.helpers_max = config.helpers_max.max(config.helpers),
-    }
-    config.serve_location().static_files.root = root.clone();
-    launch(config, None, &root.display().to_string(), activated)
+    Ok(root)
 }
 
-/// `ampd run -c FILE` (also `--config FILE`).
-fn run(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
-    let mut file = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-c" | "--config" => {
-                file = Some(PathBuf::from(args.next().ok_or_else(|| {
-                    Failure(format!("{arg} needs a configuration file"))
-                })?));
-            }
-            "--help" | "-h" => {
-                print!("{}", usage());
-                return Ok(());
-            }
-            other => {
-                return Err(Failure(format!(
-                    "unexpected argument '{other}' (ampd run -c FILE)"
-                )))
-            }
-        }
-    }
-    let file = file.ok_or_else(|| Failure("run needs -c FILE".to_owned()))?;
-    let file = absolute(&file);
+/// `ampd run FILE` (also `run -c FILE`, `-c FILE`).
+fn run(file: &Path, activated: Vec<OwnedFd>) -> Result<(), Failure> {
+    let file = absolute(file);
     let config = config::load_file(&file).map_err(|error| Failure(error.to_string()))?;
     launch(
         config,
@@ -275,12 +139,9 @@ fn run(args: Vec<String>, activated: Vec<OwnedFd>) -> Result<(), Failure> {
     )
 }
 
-/// `ampd check FILE`: everything `run` checks before it binds.
-fn check(args: Vec<String>) -> Result<(), Failure> {
-    let [file] = args.as_slice() else {
-        return Err(Failure("check takes one configuration file".to_owned()));
-    };
-    let path = Path::new(file);
+/// `ampd check FILE` (also `check -c FILE`, `-t -c FILE`): everything `run` checks before it
+/// binds.
+fn check(path: &Path) -> Result<(), Failure> {
     let config = config::check_file(path).map_err(|error| Failure(error.to_string()))?;
     let sites = config.sites.len();
     let locations: usize = config.sites.iter().map(|site| site.locations.len()).sum();
@@ -390,28 +251,4 @@ fn plain(error: &std::io::Error) -> String {
         Some(at) => text[..at].to_owned(),
         None => text,
     }
-}
-
-fn number(name: &str, text: &str) -> Result<u64, Failure> {
-    text.parse()
-        .map_err(|_| Failure(format!("{name}: '{text}' is not a whole number")))
-}
-
-fn positive(name: &str, text: &str) -> Result<usize, Failure> {
-    match text.parse::<usize>() {
-        Ok(value) if value > 0 => Ok(value),
-        _ => Err(Failure(format!(
-            "{name}: '{text}' is not a positive whole number"
-        ))),
-    }
-}
-
-fn seconds(name: &str, text: &str) -> Result<Duration, Failure> {
-    let value: f64 = text
-        .parse()
-        .map_err(|_| Failure(format!("{name}: '{text}' is not a number of seconds")))?;
-    if !(value > 0.0 && value.is_finite()) {
-        return Err(Failure(format!("{name}: '{text}' must be more than zero")));
-    }
-    Ok(Duration::from_secs_f64(value))
 }

@@ -1,5 +1,7 @@
-//! The command line: `--version`, `--help`, and start-up failures, each of which must print one
-//! `ampd: ` line on stderr and exit 1 without a panic.
+//! The command line: every spelling of `serve`, `run` and `check` (short flags, `--flag=value`,
+//! nginx's `-t -c FILE`), address forms and unit suffixes, `--version` and per-subcommand
+//! `--help`; usage mistakes exit 2 with clap's message, start-up failures print one `ampd: `
+//! line on stderr and exit 1, never a panic.
 
 mod support;
 
@@ -24,12 +26,40 @@ fn assert_one_line_failure(args: &[&str]) {
 }
 
 #[test]
-fn version_prints_name_and_version() {
-    let (code, stdout, _) = run_to_exit(&["--version"]);
+fn short_version_prints_name_and_version() {
+    let (code, stdout, _) = run_to_exit(&["-V"]);
     assert_eq!(code, Some(0));
     assert_eq!(stdout.trim(), "ampd 0.1.0");
 }
 
+#[test]
+fn long_version_names_the_build() {
+    let (code, stdout, stderr) = run_to_exit(&["--version"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("ampd 0.1.0"), "{stdout}");
+    let field = |name: &str| {
+        stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no '{name}: ' line in {stdout}"))
+            .to_owned()
+    };
+    let commit = field("commit");
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{commit}"
+    );
+    assert!(field("rustc").starts_with("rustc 1."), "{stdout}");
+    assert!(field("target").contains("linux"), "{stdout}");
+    let engines = field("engines");
+    for arch in ["sped", "amped", "mt", "tpc", "mp", "uring", "reactor"] {
+        assert!(engines.contains(arch), "{engines}");
+    }
+    assert!(
+        field("io_uring").starts_with("available") || field("io_uring").starts_with("unavailable")
+    );
+}
 #[test]
 fn help_mentions_serve_and_flags() {
     let (code, stdout, _) = run_to_exit(&["--help"]);
@@ -80,51 +110,392 @@ fn unreadable_dir_fails_cleanly() {
     ]);
 }
 
+/// A usage mistake: exit 2 and clap's message (what is wrong, and where help is).
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let (code, stdout, stderr) = run_to_exit(args);
+    assert_eq!(code, Some(2), "{args:?}: exit code; stderr {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{args:?}: {stderr:?}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {needle:?} not in {stderr:?}"
+    );
+    assert!(stderr.contains("try '--help'"), "{args:?}: {stderr:?}");
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains("panicked"), "{args:?}: {text}");
+    }
+}
+
 #[test]
-fn bad_flags_fail_cleanly() {
+fn usage_errors_exit_2_with_the_usage() {
     let root = TempRoot::new();
     let dir = root.path().display().to_string();
-    assert_one_line_failure(&["serve", &dir, "--no-such-flag"]);
-    assert_one_line_failure(&["serve", &dir, "--listen", "127.0.0.1:0", "--arch", "bogus"]);
-    assert_one_line_failure(&["serve", &dir, "--listen", "not-an-address"]);
-    assert_one_line_failure(&[
-        "serve",
-        &dir,
-        "--listen",
-        "127.0.0.1:0",
-        "--threads",
-        "zero",
-    ]);
-    assert_one_line_failure(&["serve", &dir, "--listen"]);
-    assert_one_line_failure(&[
-        "serve",
-        &dir,
-        "--listen",
-        "127.0.0.1:0",
-        "--helpers-mode",
-        "goblins",
-    ]);
-    assert_one_line_failure(&[
-        "serve",
-        &dir,
-        "--listen",
-        "127.0.0.1:0",
-        "--helpers",
-        "8",
+    let dir = dir.as_str();
+    assert_usage_error(&["serve", dir, "--no-such-flag"], "--no-such-flag");
+    assert_usage_error(&["serve", dir, "--arch", "bogus"], "bogus");
+    assert_usage_error(
+        &["serve", dir, "--listen", "not-an-address"],
+        "not-an-address",
+    );
+    assert_usage_error(&["serve", dir, "--threads", "zero"], "zero");
+    assert_usage_error(&["serve", dir, "--threads", "0"], "--threads");
+    assert_usage_error(&["serve", dir, "--listen"], "--listen");
+    assert_usage_error(&["serve", dir, "--helpers-mode", "goblins"], "goblins");
+    assert_usage_error(
+        &["serve", dir, "--helpers", "8", "--helpers-max", "2"],
         "--helpers-max",
-        "2",
-    ]);
+    );
     for bad in ["0", "-1", "soon"] {
-        assert_one_line_failure(&[
+        assert_usage_error(
+            &["serve", dir, "--revalidate-after", bad],
+            &format!("'{bad}'"),
+        );
+    }
+    assert_usage_error(&["serve", dir, "--max-body", "1 parsec"], "parsec");
+    assert_usage_error(&["serve", dir, "--header", "NoColon"], "NoColon");
+    assert_usage_error(&["serve", dir, "--header", "Bad Name: x"], "Bad Name");
+    assert_usage_error(&["serve", dir, "--status", "no-slash"], "no-slash");
+    assert_usage_error(&["serve", dir, "--log-level", "chatty"], "chatty");
+    assert_usage_error(&["serve", dir, "extra-dir"], "extra-dir");
+    assert_usage_error(&["frobnicate"], "frobnicate");
+    assert_usage_error(&["check"], "FILE");
+    assert_usage_error(&["check", "a.toml", "b.toml"], "b.toml");
+    assert_usage_error(&["run"], "FILE");
+    assert_usage_error(&["-t"], "FILE");
+}
+
+/// A valid configuration listening on port 0, with one site serving `hello.txt`.
+fn valid_config(root: &TempRoot) -> String {
+    root.file("hello.txt", "hello");
+    write_config(root, "amped", "[[site]]\nroot = \"www\"\n")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn check_accepts_every_spelling() {
+    let root = TempRoot::new();
+    let file = valid_config(&root);
+    let with_equals = format!("--config={file}");
+    for args in [
+        vec!["check", &file],
+        vec!["check", "-c", &file],
+        vec!["check", "--config", &file],
+        vec!["check", &with_equals],
+        vec!["-t", "-c", &file],
+        vec!["-tc", &file],
+        vec!["-t", &with_equals],
+    ] {
+        let (code, stdout, stderr) = run_to_exit(&args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(stdout.contains("configuration OK"), "{args:?}: {stdout}");
+    }
+    // A bad file is still one `ampd: ` line and exit 1 under every spelling.
+    let bad = root
+        .outside_file("bad.toml", "listn = 1\n")
+        .display()
+        .to_string();
+    assert_one_line_failure(&["check", "-c", &bad]);
+    assert_one_line_failure(&["-t", "-c", &bad]);
+}
+
+#[test]
+fn run_accepts_every_spelling() {
+    let root = TempRoot::new();
+    let file = valid_config(&root);
+    let with_equals = format!("--config={file}");
+    for args in [
+        vec!["run", "-c", &file],
+        vec!["run", &file],
+        vec!["run", &with_equals],
+        vec!["-c", &file],
+    ] {
+        let server = Server::start(Options::exact(args.iter().copied()));
+        assert_eq!(
+            get(server.addr(), "/hello.txt").body_text(),
+            "hello",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn short_flags_and_equals_forms() {
+    let root = TempRoot::new();
+    root.file("hello.txt", "hello");
+    let dir = root.path().display().to_string();
+    for args in [
+        vec!["serve", &dir, "-l", "127.0.0.1:0", "-a", "amped"],
+        vec!["serve", &dir, "--listen=127.0.0.1:0", "--arch=amped"],
+        vec!["serve", "-l127.0.0.1:0", "-aamped", &dir],
+    ] {
+        let server = Server::start(Options::exact(args.iter().copied()));
+        assert!(
+            server.ready_line().contains("arch amped"),
+            "{args:?}: {}",
+            server.ready_line()
+        );
+        assert_eq!(
+            get(server.addr(), "/hello.txt").body_text(),
+            "hello",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn address_forms() {
+    let root = TempRoot::new();
+    root.file("hello.txt", "hello");
+    let dir = root.path().display().to_string();
+    // `localhost` is the IPv4 loopback; a bare port keeps the default host, 127.0.0.1.
+    for listen in ["localhost:0", "0", "127.0.0.1:0"] {
+        let server = Server::start(Options::exact(["serve", &dir, "--listen", listen]));
+        assert!(
+            server.addr().ip().is_loopback() && server.addr().is_ipv4(),
+            "{listen}: {}",
+            server.ready_line()
+        );
+        assert_eq!(
+            get(server.addr(), "/hello.txt").body_text(),
+            "hello",
+            "{listen}"
+        );
+    }
+    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+        let server = Server::start(Options::exact(["serve", &dir, "--listen", "[::1]:0"]));
+        assert_eq!(
+            server.addr().ip(),
+            "::1".parse::<std::net::IpAddr>().unwrap()
+        );
+        assert_eq!(get(server.addr(), "/hello.txt").body_text(), "hello");
+    } else {
+        println!("skipped [::1]: no IPv6 loopback here");
+    }
+}
+
+#[test]
+fn durations_and_sizes_take_the_config_files_units() {
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let dir = root.path().display().to_string();
+    let server = Server::start(Options::exact([
+        "serve",
+        &dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--arch",
+        "amped",
+        "--header-timeout",
+        "1500ms",
+        "--keepalive-timeout=1m",
+        "--send-timeout",
+        "60s",
+        "--revalidate-after",
+        "0.5",
+        "--sendfile-threshold",
+        "64KiB",
+        "--max-body",
+        "1KiB",
+    ]));
+    let mut conn = Conn::open(server.addr());
+    conn.send("GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1024\r\n\r\n");
+    conn.send(vec![b'x'; 1024]);
+    assert_eq!(
+        conn.read_response("GET").status,
+        200,
+        "exactly 1KiB is allowed"
+    );
+    conn.send("GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n\r\n");
+    assert_eq!(conn.read_response("GET").status, 413);
+    // 1500ms to send a whole head: a head that stops half-way is cut after it (a 408 then a
+    // close, or a plain close, as tests/timeouts.rs allows).
+    let started = Instant::now();
+    let mut slow = Conn::open(server.addr());
+    slow.send("GET /a.txt HTTP/1.1\r\nHost:");
+    slow.set_read_timeout(Duration::from_secs(8));
+    let bytes = slow.read_to_end().expect("read until close");
+    let waited = started.elapsed();
+    if !bytes.is_empty() {
+        assert_eq!(support::http::parse_all(&bytes, "GET")[0].status, 408);
+    }
+    assert!(
+        waited >= Duration::from_millis(1400) && waited < Duration::from_secs(8),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn serve_takes_logs_status_health_and_headers() {
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let dir = root.path().display().to_string();
+    let access = root.outside_dir().join("access.log");
+    let errors = root.outside_dir().join("error.log");
+    let mut server = Server::start(Options::exact([
+        "serve",
+        &dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--arch",
+        "amped",
+        "--access-log",
+        &access.display().to_string(),
+        "--log-format",
+        "common",
+        "--error-log",
+        &errors.display().to_string(),
+        "--log-level",
+        "info",
+        "--status",
+        "/metrics",
+        "--health",
+        "/healthz",
+        "-H",
+        "X-Frame-Options: DENY",
+        "--header=Cache-Tag:  ampd ",
+    ]));
+    let file = get(server.addr(), "/a.txt");
+    assert_eq!(file.body_text(), "alpha");
+    assert_eq!(file.header("x-frame-options"), Some("DENY"));
+    assert_eq!(file.header("cache-tag"), Some("ampd"));
+    let status = get(server.addr(), "/metrics");
+    assert_eq!(status.status, 200);
+    assert!(
+        status.body_text().contains("ampd_requests_total"),
+        "{}",
+        status.body_text()
+    );
+    assert_eq!(
+        status.header("x-frame-options"),
+        Some("DENY"),
+        "every response"
+    );
+    let health = get(server.addr(), "/healthz");
+    assert_eq!((health.status, health.body_text().as_str()), (200, "ok\n"));
+    // The status and health paths are exact: below them is the document root.
+    assert_eq!(get(server.addr(), "/metrics/x").status, 404);
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0));
+    let log = std::fs::read_to_string(&access).expect("the access log was written");
+    assert!(log.contains("\"GET /a.txt HTTP/1.1\" 200 5"), "{log}");
+    let error_log = std::fs::read_to_string(&errors).expect("the error log was written");
+    assert!(error_log.contains("stopped"), "{error_log}");
+    assert!(
+        !server.stderr().contains("stopped"),
+        "went to the file: {}",
+        server.stderr()
+    );
+
+    // `--log-level warn` leaves out info lines such as "stopped"; `--access-log -` is stdout.
+    let errors = root.outside_dir().join("quiet.log");
+    let mut server = Server::start(Options::exact([
+        "serve",
+        &dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--arch",
+        "amped",
+        "--error-log",
+        &errors.display().to_string(),
+        "--log-level",
+        "warn",
+    ]));
+    get(server.addr(), "/a.txt");
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0));
+    let error_log = std::fs::read_to_string(&errors).unwrap_or_default();
+    assert!(!error_log.contains("stopped"), "{error_log}");
+}
+
+#[test]
+fn access_log_dash_is_standard_output() {
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let dir = root.path().display().to_string();
+    let mut child = Command::new(support::server::binary())
+        .args([
             "serve",
             &dir,
             "--listen",
             "127.0.0.1:0",
-            "--revalidate-after",
-            bad,
-        ]);
+            "--arch",
+            "amped",
+            "--access-log",
+            "-",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn ampd");
+    let (lines, receive) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let ready = receive
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a ready line");
+    let addr = support::server::parse_ready_line(&ready).expect(&ready);
+    assert_eq!(get(addr, "/a.txt").status, 200);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut logged = false;
+    while !logged && Instant::now() < deadline {
+        if let Ok(line) = receive.recv_timeout(Duration::from_millis(100)) {
+            logged = line.contains("\"GET /a.txt HTTP/1.1\" 200");
+        }
     }
-    assert_one_line_failure(&["frobnicate"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(logged, "no access log line on stdout within 5 s");
+}
+
+#[test]
+fn each_subcommand_has_its_own_help() {
+    for (args, usage, absent) in [
+        (
+            vec!["serve", "--help"],
+            "Usage: ampd serve",
+            "Usage: ampd check",
+        ),
+        (
+            vec!["help", "serve"],
+            "Usage: ampd serve",
+            "Usage: ampd check",
+        ),
+        (vec!["run", "--help"], "Usage: ampd run", "--autoindex"),
+        (vec!["check", "-h"], "Usage: ampd check", "--autoindex"),
+    ] {
+        let (code, stdout, _) = run_to_exit(&args);
+        assert_eq!(code, Some(0), "{args:?}");
+        assert!(stdout.contains(usage), "{args:?}: {stdout}");
+        assert!(!stdout.contains(absent), "{args:?}: {stdout}");
+    }
+    let (_, serve, _) = run_to_exit(&["serve", "--help"]);
+    for flag in [
+        "-l, --listen",
+        "-a, --arch",
+        "-H, --header",
+        "--access-log",
+        "--status",
+        "--health",
+        "--error-log",
+        "--log-level",
+        "64KiB",
+        "500ms",
+    ] {
+        assert!(serve.contains(flag), "serve --help lacks {flag}: {serve}");
+    }
+    let (_, top, _) = run_to_exit(&["--help"]);
+    for needle in ["serve", "run", "check", "-t", "-c, --config"] {
+        assert!(top.contains(needle), "--help lacks {needle}: {top}");
+    }
 }
 
 #[test]
@@ -186,4 +557,31 @@ fn serve_help_lists_every_engine_on_one_line_each() {
     assert!(text.contains("--helpers-mode"), "{text}");
     assert!(text.contains("--helpers-max"), "{text}");
     assert!(text.contains("--revalidate-after"), "{text}");
+}
+
+#[test]
+fn config_file_listen_takes_the_same_address_forms() {
+    let root = TempRoot::new();
+    root.file("hello.txt", "hello");
+    for listen in ["localhost:0", "0"] {
+        let file = root.outside_file(
+            "forms.toml",
+            format!("listen = \"{listen}\"\narch = \"amped\"\n[[site]]\nroot = \"www\"\n"),
+        );
+        let server = Server::start(Options::config_file(&file));
+        assert!(
+            server.addr().ip().is_loopback() && server.addr().is_ipv4(),
+            "{listen}"
+        );
+        assert_eq!(
+            get(server.addr(), "/hello.txt").body_text(),
+            "hello",
+            "{listen}"
+        );
+    }
+    let bad = root.outside_file(
+        "bad.toml",
+        "listen = \"localhost\"\n[[site]]\nroot = \"www\"\n",
+    );
+    assert_one_line_failure(&["check", &bad.display().to_string()]);
 }

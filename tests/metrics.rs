@@ -203,3 +203,78 @@ for_each_arch!(fn cache_and_reload_counters(arch) {
         Some(0)
     );
 });
+
+/// The process figures of one scrape are plausible for a server started moments ago.
+fn assert_process_figures(arch: &str, metrics: &HashMap<String, f64>, text: &str) {
+    let value = |name: &str| {
+        *metrics
+            .get(name)
+            .unwrap_or_else(|| panic!("{arch}: no {name} in\n{text}"))
+    };
+    let open = value("process_open_fds");
+    let max = value("process_max_fds");
+    assert!(open >= 3.0 && open <= max, "{arch}: {open} open of {max}");
+    assert!(
+        value("process_resident_memory_bytes") > f64::from(1 << 20),
+        "{arch}"
+    );
+    let cpu = value("process_cpu_seconds_total");
+    assert!((0.0..600.0).contains(&cpu), "{arch}: {cpu}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = value("process_start_time_seconds");
+    assert!(
+        started > now - 300.0 && started <= now + 1.0,
+        "{arch}: {started} vs {now}"
+    );
+    // The whole server: the master and its workers under mp, the server and its helper
+    // processes with `--helpers-mode process`, one process otherwise.
+    let processes = value("ampd_processes");
+    let expected = if arch.starts_with("mp") || arch.contains("process") {
+        5.0
+    } else {
+        1.0
+    };
+    assert!(
+        processes >= expected && (expected > 1.0 || processes == 1.0),
+        "{arch}: {processes} processes"
+    );
+    let info = metrics
+        .keys()
+        .find(|series| series.starts_with("ampd_build_info{"))
+        .unwrap_or_else(|| panic!("{arch}: no ampd_build_info in\n{text}"));
+    assert_eq!(metrics[info], 1.0);
+    for label in ["version=\"0.1.0\"", "commit=\"", "rustc=\"1."] {
+        assert!(info.contains(label), "{arch}: {label} not in {info}");
+    }
+}
+
+for_each_arch!(fn process_figures_and_build_info(arch) {
+    // Config mode: a `handler = "status"` location.
+    let root = TempRoot::new();
+    let config = write_config(
+        &root,
+        arch,
+        "[[site]]\nroot = \"www\"\n\n  [[site.location]]\n  path = \"/status\"\n  exact = true\n  handler = \"status\"\n",
+    );
+    let server = Server::start(Options::config_file(&config));
+    let text = get(server.addr(), "/status").body_text();
+    assert_process_figures(arch, &scrape(&server), &text);
+    assert_eq!(
+        official_parser_samples(text.as_bytes()),
+        parse(&text).len(),
+        "the Prometheus parser reads every sample"
+    );
+    drop(server);
+    // Serve mode: `--status PATH`.
+    let mut options = Options::new(root.path(), arch).args(["--status", "/status"]);
+    options = match arch.split_whitespace().next() {
+        Some("mp") => options.args(["--threads", "4"]),
+        _ => options,
+    };
+    let server = Server::start(options);
+    let text = get(server.addr(), "/status").body_text();
+    assert_process_figures(arch, &scrape(&server), &text);
+});

@@ -13,7 +13,7 @@ use toml::Spanned;
 use super::load::{ConfigError, Loaded, Loader};
 use super::merge::{self, Partial};
 use super::raw::{RawAuth, RawBlock};
-use super::text::plain;
+use super::text::{is_token_byte, plain};
 use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site};
 
 impl Loader<'_> {
@@ -470,9 +470,4 @@ fn first_span(block: &RawBlock) -> Range<usize> {
         .or_else(|| block.handler.as_ref().map(Spanned::span))
         .or_else(|| block.alias.as_ref().map(Spanned::span))
         .unwrap_or(0..0)
-}
-
-/// RFC 9110 §5.6.2 `tchar`: what a header name is made of.
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }

@@ -16,7 +16,10 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::raw::{Quantity, RawAdmission, RawCaches, RawFile, RawLimits, RawLog};
-use super::text::{key_at, parse_duration, parse_size, plain, position, unknown_field_hint};
+use super::text::{
+    key_at, parse_duration, parse_listen, parse_size, plain, position, unknown_field_hint,
+    LISTEN_FORMS,
+};
 use super::{Arch, Config, HelperMode, Level, LogFormat};
 
 /// A configuration that cannot be used: where, which key, what is wrong, and maybe a hint.
@@ -159,12 +162,12 @@ impl Loader<'_> {
     fn build(&self, raw: RawFile) -> Loaded<Config> {
         let mut config = Config::new(PathBuf::new());
         if let Some(listen) = &raw.listen {
-            config.listen = listen.get_ref().parse().map_err(|_| {
+            config.listen = parse_listen(listen.get_ref()).map_err(|reason| {
                 self.hinted(
                     listen.span(),
                     "listen",
-                    format!("'{}' is not an address", listen.get_ref()),
-                    "write it like \"127.0.0.1:8080\" or \"[::]:80\"",
+                    format!("'{}' is not an address ({reason})", listen.get_ref()),
+                    format!("write it like {LISTEN_FORMS}"),
                 )
             })?;
         }

@@ -1,8 +1,8 @@
 //! The server's settings: one typed struct that every engine reads.
 //!
 //! Owns: `Config` and its defaults. Two things fill it: the command line (`ampd serve DIR`,
-//! `main.rs`) and the TOML file (`ampd run -c FILE`, `load.rs`, with site → location inheritance
-//! in `merge.rs`). Nothing downstream knows which one did.
+//! `src/cli/serve.rs`) and the TOML file (`ampd run -c FILE`, `load.rs`, with site → location
+//! inheritance in `merge.rs`). Nothing downstream knows which one did.
 //! Must not touch: sockets, threads, the network. (`load` reads the file and checks that roots
 //! exist; nothing else here touches the disk.)
 //! Sources: Abyss §3 (per-server and per-directory sections); nginx `merge_loc_conf`.
@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use load::{check_file, load_file, ConfigError};
+pub use text::{is_token_byte, parse_duration, parse_listen, parse_size, LISTEN_FORMS};
 
 /// Which concurrency architecture serves connections (Flash §3, JAWS §3). Every variant runs the
 /// same `conn` and `content` code; only who owns threads, processes and caches differs.

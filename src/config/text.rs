@@ -1,12 +1,47 @@
-//! Reading text values and placing errors: sizes (`"64KiB"`), durations (`"30s"`), the line,
-//! column and dotted key at a byte offset, and the nearest known key for a typo.
+//! Reading text values and placing errors: listen addresses, sizes (`"64KiB"`), durations
+//! (`"30s"`) and header names (shared with the command line, `src/cli/`), the line, column and
+//! dotted key at a byte offset, and the nearest known key for a typo.
 //!
 //! Owns: these pure functions. Must not touch: the schema or `Config`.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+/// The host a bare port listens on: the default's (loopback), so `--listen 9000` exposes
+/// nothing more than `ampd serve` does.
+const DEFAULT_HOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// `127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` (127.0.0.1), `:8080` and `*:8080` (every
+/// IPv4 interface, as Go and Caddy read `:8080` and nginx `*:8080`), or `8080` (127.0.0.1).
+/// Other host names are refused rather than looked up: which address a name gives can change
+/// under the server, and a lookup would make loading a file touch the network.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::new(DEFAULT_HOST, port));
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err("no port".to_owned());
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("'{port}' is not a port"))?;
+    match host {
+        "" | "*" => Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)),
+        // Not the resolver's answer: /etc/hosts may put ::1 first, and `localhost` should mean
+        // the same loopback everywhere.
+        "localhost" => Ok(SocketAddr::new(DEFAULT_HOST, port)),
+        _ => Err(format!("'{host}' is not an IP address or localhost")),
+    }
+}
+
+/// What `parse_listen` takes, for hints.
+pub const LISTEN_FORMS: &str = "127.0.0.1:8080, [::1]:8080, localhost:8080, :8080 or 8080";
+
 /// `"64KiB"`, `"1MiB"`, `"512"`, `"2G"`: binary units, as nginx reads `k` and `m`.
-pub(super) fn parse_size(text: &str) -> Option<u64> {
+pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -24,7 +59,7 @@ pub(super) fn parse_size(text: &str) -> Option<u64> {
 }
 
 /// `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`, or a bare number of seconds.
-pub(super) fn parse_duration(text: &str) -> Option<Duration> {
+pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -120,6 +155,12 @@ pub(super) fn edit_distance(left: &str, right: &str) -> usize {
     row[right.len()]
 }
 
+/// RFC 9110 §5.6.2 `tchar`: what a header name is made of.
+#[must_use]
+pub fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
 pub(super) fn plain(error: &std::io::Error) -> String {
     let text = error.to_string();
     match text.find(" (os error") {
@@ -142,6 +183,28 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("soon"), None);
+    }
+
+    #[test]
+    fn addresses() {
+        let parse = |text: &str| parse_listen(text).map(|address| address.to_string());
+        assert_eq!(parse("127.0.0.1:8080"), Ok("127.0.0.1:8080".to_owned()));
+        assert_eq!(parse("[::1]:8080"), Ok("[::1]:8080".to_owned()));
+        assert_eq!(parse("localhost:8080"), Ok("127.0.0.1:8080".to_owned()));
+        assert_eq!(parse(":8080"), Ok("0.0.0.0:8080".to_owned()));
+        assert_eq!(parse("*:8080"), Ok("0.0.0.0:8080".to_owned()));
+        assert_eq!(parse("8080"), Ok("127.0.0.1:8080".to_owned()));
+        assert_eq!(parse("[::]:80"), Ok("[::]:80".to_owned()));
+        for bad in [
+            "",
+            "127.0.0.1",
+            "localhost:http",
+            ":99999",
+            "not-an-address",
+            "::1:80",
+        ] {
+            assert!(parse_listen(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

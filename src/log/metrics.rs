@@ -1,9 +1,12 @@
 //! The scoreboard as Prometheus text (exposition format 0.0.4), for the `status` handler.
 //!
-//! Owns: metric names and their rendering. Must not touch: the counters' updates (`stats`).
+//! Owns: metric names and their rendering. Must not touch: the counters' updates (`stats`),
+//! reading `/proc` (`process`).
 //! Lives beside `stats` rather than in `ops` because `conn` answers the status location and
 //! may only import modules to its left.
 
+use super::build_info;
+use super::process;
 use super::stats::{LoopStats, Stats, CACHES, LATENCY_BOUNDS, STATES};
 use std::fmt::Write;
 
@@ -16,9 +19,6 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     let loops = stats.loops();
     let sum = |read: &dyn Fn(&LoopStats) -> u64| -> u64 { loops.iter().map(read).sum() };
     let mut out = String::with_capacity(4096);
-    let family = |out: &mut String, name: &str, kind: &str, help: &str| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
 
     family(
         &mut out,
@@ -232,5 +232,77 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         "ampd_uptime_seconds {:.3}",
         stats.started.elapsed().as_secs_f64()
     );
+    render_process(&mut out, stats.server_pid);
+    render_build_info(&mut out);
     out
+}
+
+/// `# HELP` and `# TYPE` of a metric family.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// The Prometheus client libraries' `process_*` families, summed over the server's processes
+/// (`process.rs` says which), and how many processes that is.
+fn render_process(out: &mut String, server_pid: u32) {
+    let figures = process::read(server_pid);
+    let rows: [(&str, &str, &str, String); 6] = [
+        (
+            "process_cpu_seconds_total",
+            "counter",
+            "User and system CPU time of the server's processes, in seconds.",
+            figures.cpu_seconds.to_string(),
+        ),
+        (
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory of the server's processes, summed, in bytes.",
+            figures.resident_bytes.to_string(),
+        ),
+        (
+            "process_open_fds",
+            "gauge",
+            "Open file descriptors of the server's processes, summed.",
+            figures.open_fds.to_string(),
+        ),
+        (
+            "process_max_fds",
+            "gauge",
+            "The descriptor limit of each process (RLIMIT_NOFILE, soft).",
+            figures.max_fds.to_string(),
+        ),
+        (
+            "process_start_time_seconds",
+            "gauge",
+            "Start time of the server's first process, in seconds since the Unix epoch.",
+            format!("{:.2}", figures.start_time_seconds),
+        ),
+        (
+            "ampd_processes",
+            "gauge",
+            "Processes the process_* figures cover (mp workers, helper processes).",
+            figures.processes.to_string(),
+        ),
+    ];
+    for (name, kind, help, value) in rows {
+        family(out, name, kind, help);
+        let _ = writeln!(out, "{name} {value}");
+    }
+}
+
+/// `ampd_build_info{version,commit,rustc} 1`: the build as labels, joinable to other series.
+fn render_build_info(out: &mut String) {
+    family(
+        out,
+        "ampd_build_info",
+        "gauge",
+        "Always 1; the labels say which build is running.",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_build_info{{version=\"{}\",commit=\"{}\",rustc=\"{}\"}} 1",
+        build_info::VERSION,
+        build_info::COMMIT,
+        build_info::rustc_version(),
+    );
 }

@@ -7,7 +7,9 @@
 //! Prometheus text exposition format 0.0.4.
 
 pub mod access;
+pub mod build_info;
 pub mod clock;
 pub mod error;
 pub mod metrics;
+pub mod process;
 pub mod stats;

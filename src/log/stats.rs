@@ -224,6 +224,10 @@ pub struct Stats {
     header: &'static [AtomicU64],
     slots: Vec<LoopStats>,
     pub started: Instant,
+    /// The process that made the board: under `mp` the master, whose workers inherit the
+    /// board (and this value) when forked. The `process_*` metrics cover it and every process
+    /// below it.
+    pub server_pid: u32,
 }
 
 impl Stats {
@@ -245,6 +249,7 @@ impl Stats {
             header,
             slots,
             started: Instant::now(),
+            server_pid: std::process::id(),
         };
         stats.set_generation(1);
         Ok(stats)

@@ -281,7 +281,14 @@ impl Conn {
 
     fn read_more(&mut self) -> io::Result<usize> {
         let mut chunk = vec![0u8; 256 * 1024];
-        let n = self.stream.read(&mut chunk)?;
+        // A read with a timeout can end in EINTR when the test process is stopped and
+        // continued (a loaded shared machine's freezer); that is not the server's answer.
+        let n = loop {
+            match self.stream.read(&mut chunk) {
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                other => break other?,
+            }
+        };
         self.buffer.extend_from_slice(&chunk[..n]);
         Ok(n)
     }

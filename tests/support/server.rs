@@ -33,6 +33,8 @@ pub struct Options {
     /// A program that execs ampd (with its arguments appended), e.g. a socket-activation
     /// wrapper.
     wrapper: Vec<String>,
+    /// `ampd ARGS…` exactly as given, instead of `serve` or `run` (command-line spellings).
+    exact: Option<Vec<String>>,
 }
 
 impl Options {
@@ -47,6 +49,19 @@ impl Options {
             config: None,
             env: Vec::new(),
             wrapper: Vec::new(),
+            exact: None,
+        }
+    }
+
+    /// `ampd ARGS…` exactly as given (the arguments must make it listen on port 0).
+    pub fn exact<I, S>(args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Options {
+            exact: Some(args.into_iter().map(Into::into).collect()),
+            ..Options::new(Path::new("/"), "")
         }
     }
 
@@ -90,6 +105,9 @@ impl Options {
     }
 
     fn command_line(&self) -> Vec<String> {
+        if let Some(exact) = &self.exact {
+            return exact.clone();
+        }
         if let Some(file) = &self.config {
             let mut line = vec![
                 "run".to_string(),

@@ -61,6 +61,19 @@ pub fn nofile_limit() -> io::Result<(u64, u64)> {
     Ok((limit.rlim_cur, limit.rlim_max))
 }
 
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`): the unit of the CPU times and the start
+/// time in `/proc/PID/stat`.
+#[must_use]
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf takes no pointers.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    // 100 is what Linux reports on every architecture it runs on (USER_HZ).
+    u64::try_from(ticks)
+        .ok()
+        .filter(|&ticks| ticks > 0)
+        .unwrap_or(100)
+}
+
 /// Pins the calling thread to one CPU (benchmarks pin server and load generator apart).
 ///
 /// # Errors
@@ -306,6 +319,11 @@ pub fn thread_cpu_time() -> io::Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clock_ticks_are_user_hz() {
+        assert!((1..=10_000).contains(&clock_ticks_per_second()));
+    }
 
     #[test]
     fn a_thread_lowers_its_own_priority_only() {
