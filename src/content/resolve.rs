@@ -383,6 +383,9 @@ fn directory(
     }
 }
 
+/// ENOMEM, ENFILE, EMFILE: errors of the moment, not of the entry.
+const OUT_OF_RESOURCES: [i32; 3] = [12, 23, 24];
+
 /// Read a directory through its open descriptor (`/proc/self/fd/N`), so the listing is of the
 /// directory that passed the `RESOLVE_BENEATH` check, not of whatever the path names now.
 ///
@@ -413,8 +416,19 @@ fn list(
         } else {
             format!("{relative}/{name}")
         };
-        let Ok(fd) = file::open_beneath(base, Path::new(&below), flags) else {
-            continue;
+        let fd = match file::open_beneath(base, Path::new(&below), flags) {
+            Ok(fd) => fd,
+            // Out of descriptors or memory: the listing would silently miss entries, so the
+            // request fails instead (and can be retried).
+            Err(err)
+                if err
+                    .raw_os_error()
+                    .is_some_and(|errno| OUT_OF_RESOURCES.contains(&errno)) =>
+            {
+                return Err(err)
+            }
+            // Missing since read, refused, escaping, a socket: not fetchable, not listed.
+            Err(_) => continue,
         };
         let Ok(stat) = file::fstat(fd.as_fd()) else {
             continue;
