@@ -5,13 +5,13 @@
 #    ampd-bench --clients 50, both keep-alive and both pinned to CPU 1, take turns (REPS
 #    interleaved runs of DUR seconds, each tool warmed up for a second first). nginx is the
 #    bottleneck, so both tools should report the same requests/s.
-# 2. Capacity: the same against howl (../shared/bench/howl.c: a pre-built answer, the fastest
+# 2. Capacity: the same against howl (bench/howl.c: a pre-built answer, the fastest
 #    server this machine has), where the load generator's own core becomes the limit: the tool
 #    that reaches more requests/s can drive more load from one core.
 # For each run: requests/s, the ratio ampd-bench/wrk, and each client's CPU time per request
 # (user + system time of the client process / requests it completed).
 #
-#   bash ../shared/bench/setup.sh && cargo build --release -p ampd-bench
+#   sudo bash bench/setup.sh && cargo build --release -p ampd-bench
 #   bash bench/agree_wrk.sh          # about 2 minutes with the defaults
 #
 # REPS [5] DUR [5] CONNS [50] FILE [/f1k.bin], and BASE_PORT/SERVER_CPU/CLIENT_CPU/PRIO of
@@ -27,7 +27,7 @@ REPS=${REPS:-5}
 DUR=${DUR:-5}
 CONNS=${CONNS:-50}
 FILE=${FILE:-/f1k.bin}
-command -v wrk >/dev/null || die "wrk is not installed: run ../shared/bench/setup.sh"
+command -v wrk >/dev/null || die "wrk is not installed: run bench/setup.sh"
 prepare
 start_all
 
@@ -88,6 +88,6 @@ case " $LIVE " in
     awk -v w="$MEDIAN_WRK" -v b="$MEDIAN_BENCH" 'BEGIN {
       printf "\nCapacity on howl: ampd-bench drives %.0f requests/s from one core, wrk %.0f (%s)\n", b, w, (b >= w) ? "ampd-bench at least as many" : "FEWER than wrk" }'
     ;;
-  *) log "howl is not built (run ../shared/bench/setup.sh): capacity check skipped" ;;
+  *) log "howl is not built (run bench/setup.sh): capacity check skipped" ;;
 esac
 log "raw output: $RESULTS"

@@ -123,7 +123,7 @@ elif [ ! -e $CG/cpuacct/cpuacct.usage ]; then
 fi
 
 # --- a session of our own at high priority, and the benchmark lock -------------------------
-# As ../shared/bench/peers.sh: Linux shares CPU between sessions (autogroups) before nice
+# As bench/peers_lib.sh: Linux shares CPU between sessions (autogroups) before nice
 # values, so only a session of our own with autogroup nice -20 keeps compilations elsewhere on
 # the machine from taking the cores. The parent forwards Ctrl-C (the terminal sends it to the
 # parent only) so that the child cleans up.

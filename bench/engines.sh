@@ -2,7 +2,7 @@
 # engines.sh - every engine on the same cached workload (Flash §6: one code base, only the
 # architecture differs): one 1 KiB file, keep-alive, wrk -t1 -c$CONNS.
 #
-#   bash ../shared/bench/setup.sh      # once: wrk and the /tmp/bench/www files
+#   sudo bash bench/setup.sh      # once: wrk and the /tmp/bench/www files
 #   cargo build --release
 #   flock /tmp/ampd-bench.lock bash bench/engines.sh
 #
@@ -14,7 +14,7 @@
 # WRK_EXTRA adds wrk arguments (e.g. a pipelining script). 127.0.0.1 only; bounded by timeout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Like ../shared/bench/peers.sh: a session of our own whose autogroup gets nice -20, so busy
+# As bench/peers_lib.sh: a session of our own whose autogroup gets nice -20, so busy
 # processes elsewhere on the machine do not distort the figures (PRIO=0 to skip).
 if [ "${PRIO:-1}" = 1 ] && [ -z "${_ENGINES_SETSID:-}" ]; then
   export _ENGINES_SETSID=1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # idle_memory.sh - memory per idle keep-alive connection, ampd against nginx, in one run.
 #
-#   bash ../shared/bench/setup.sh          # once: nginx and the /tmp/bench/www docroot
+#   sudo bash bench/setup.sh          # once: nginx and the /tmp/bench/www docroot
 #   cargo build --release
 #   bash bench/idle_memory.sh              # CONNS=10000 by default
 #

@@ -2,7 +2,7 @@
 # logging_cost.sh - what the access log costs: the 1 KiB keep-alive benchmark (peers.sh row a)
 # against nginx, each with its access log off and on, interleaved in one run.
 #
-#   bash ../shared/bench/setup.sh      # once: nginx, wrk, /tmp/bench/www
+#   sudo bash bench/setup.sh      # once: nginx, wrk, /tmp/bench/www
 #   cargo build --release
 #   flock /tmp/ampd-bench.lock bash bench/logging_cost.sh
 #

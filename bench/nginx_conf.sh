@@ -1,6 +1,6 @@
 # nginx_conf.sh - the nginx configuration the bench scripts measure ampd against (sourced, not
-# run): one worker, sendfile, an open-file cache and unlimited keep-alive, as
-# ../shared/bench configures its peers.
+# run): one worker, sendfile, an open-file cache and unlimited keep-alive, as every peer in
+# bench/peers_lib.sh is configured.
 #
 # nginx_conf RUNDIR PORT ROOT HTTP_EXTRA [SERVER_EXTRA]: print the configuration. RUNDIR holds
 # the pid file, the error log and nginx/ (temporary directories, writable by www-data);

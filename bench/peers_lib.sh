@@ -1,27 +1,28 @@
 # peers_lib.sh - shared by the ampd-bench scripts in bench/ (sourced, not run).
 #
-# Starts ampd and the Debian peers (nginx, lighttpd, Apache with the event MPM), each serving
+# Starts ampd and the Debian peers (nginx, lighttpd, Apache with the event MPM, h2o), each serving
 # $WWW on its own 127.0.0.1 port and pinned to CPU $SERVER_CPU, then measures them all in ONE
 # ampd-bench invocation pinned to CPU $CLIENT_CPU, so the runs interleave A B C D A B C D.
 # Only the processes started here are ever signalled (by pid). Every ampd-bench run holds
 # /tmp/ampd-bench.lock, so two benchmarks on this machine never overlap.
 #
-# The peer configurations follow the approach of ../shared/bench/peers.sh (one worker process,
-# no access log, sendfile, unlimited keep-alive) but are written here, under $RUN.
+# Every peer is configured alike (one worker process or thread, no access log, sendfile where the
+# server has it, unlimited keep-alive); the configurations are written under $RUN. bench/setup.sh
+# installs the peers and makes $WWW.
 #
 # Knobs (environment, defaults in brackets):
 #   SERVERS ["ampd nginx lighttpd apache2"]   BASE_PORT [28581]: +0 ampd, +1 nginx, +2 lighttpd,
-#   +3 apache2, +4 howl (only bench/agree_wrk.sh uses it)   SERVER_CPU [0]   CLIENT_CPU [1]   WWW [/tmp/bench/www]
+#   +3 apache2, +4 howl, +5 h2o   SERVER_CPU [0]   CLIENT_CPU [1]   WWW [/tmp/bench/www]
 #   RESULTS [/tmp/ampd-bench-results/<script>-<timestamp>]   AMPD_ARCH [amped]
 #   CLIENTS [50]   DURATION [5s]   WARMUP [1s]   REPEAT [3]   EXTRA [] more ampd-bench options
 #   PRIO [1]: run in a session of our own with autogroup nice -20 (0: ordinary priority)
 
 set -euo pipefail
 
-# Run in a session of our own whose autogroup gets nice -20 (PRIO=1, the default), as
-# ../shared/bench/peers.sh does: Linux shares CPU between sessions (autogroups) before it looks
-# at nice values, so on a shared machine this is what keeps other busy processes from taking
-# the two cores during a measurement. PRIO=0 runs at ordinary priority.
+# Run in a session of our own whose autogroup gets nice -20 (PRIO=1, the default): Linux shares
+# CPU between sessions (autogroups) before it looks at nice values, so on a shared machine this is
+# what keeps other busy processes from taking the two cores during a measurement. PRIO=0 runs at
+# ordinary priority.
 if [ "${PRIO:-1}" = 1 ] && [ -z "${_AMPD_BENCH_SESSION:-}" ]; then
   export _AMPD_BENCH_SESSION=1
   exec setsid -w bash "$0" "$@"
@@ -50,7 +51,7 @@ AMPD=$REPO/target/release/ampd
 BENCH=$REPO/target/release/ampd-bench
 
 declare -A PORT=([ampd]=$BASE_PORT [nginx]=$((BASE_PORT + 1)) [lighttpd]=$((BASE_PORT + 2))
-                 [apache2]=$((BASE_PORT + 3)) [howl]=$((BASE_PORT + 4)))
+                 [apache2]=$((BASE_PORT + 3)) [howl]=$((BASE_PORT + 4)) [h2o]=$((BASE_PORT + 5)))
 declare -A PID=()
 
 log() { printf '[%s %s] %s\n' "$SCRIPT" "$(date +%H:%M:%S)" "$*" >&2; }
@@ -59,14 +60,14 @@ die() { log "ERROR: $*"; exit 1; }
 port_busy() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 
 prepare() {
-  [ -d "$WWW" ] || die "no document root $WWW: run ../shared/bench/setup.sh first"
+  [ -d "$WWW" ] || die "no document root $WWW: run bench/setup.sh first"
   if [ ! -x "$AMPD" ] || [ ! -x "$BENCH" ]; then
     log "building ampd and ampd-bench (cargo build --release)"
     (cd "$REPO" && cargo build --release -p ampd -p ampd-bench >&2)
   fi
   mkdir -p "$RUN" "$RESULTS"
-  for dir in nginx lighttpd apache2; do mkdir -p "$RUN/$dir"; done
-  chown www-data:www-data "$RUN/nginx" "$RUN/lighttpd" 2>/dev/null || true
+  for dir in nginx lighttpd apache2 h2o; do mkdir -p "$RUN/$dir"; done
+  chown www-data:www-data "$RUN/nginx" "$RUN/lighttpd" "$RUN/h2o" 2>/dev/null || true
   write_configs
   trap stop_all EXIT
   trap 'exit 130' INT TERM
@@ -139,6 +140,22 @@ DocumentRoot $WWW
 </Directory>
 DirectoryIndex index.html
 EOF
+  # h2o: one event-loop thread, no access log (h2o sends files without sendfile).
+  cat > "$RUN/h2o.conf" <<EOF
+user: www-data
+pid-file: $RUN/h2o/h2o.pid
+error-log: $RUN/h2o/h2o.err
+num-threads: 1
+max-connections: 16384
+listen:
+  host: 127.0.0.1
+  port: ${PORT[h2o]}
+hosts:
+  "default":
+    paths:
+      /:
+        file.dir: $WWW
+EOF
 }
 
 server_cmd() {
@@ -147,8 +164,10 @@ server_cmd() {
     nginx)    echo "nginx -c $RUN/nginx.conf -e $RUN/nginx.err" ;;
     lighttpd) echo "lighttpd -D -f $RUN/lighttpd.conf" ;;
     apache2)  echo "apache2 -f $RUN/apache2.conf -DFOREGROUND" ;;
-    # The AFPA paper's 'Howl': a pre-built 1 KiB answer to every request, built by setup.sh.
-    howl)     echo "/tmp/bench/bin/howl ${PORT[howl]} 1024 127.0.0.1" ;;
+    h2o)      echo "h2o -c $RUN/h2o.conf" ;;
+    # The AFPA paper's 'Howl': a pre-built 1 KiB answer to every request (bench/howl.c, built
+    # by bench/setup.sh).
+    howl)     echo "${BENCH_ROOT:-/tmp/bench}/bin/howl ${PORT[howl]} 1024 127.0.0.1" ;;
     *)        die "unknown server $1" ;;
   esac
 }

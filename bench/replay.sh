@@ -3,7 +3,7 @@
 # loop, optionally truncated to a data-set size; ampd and the Debian peers side by side
 # (servers on CPU 0, ampd-bench on CPU 1).
 #
-#   bash ../shared/bench/setup.sh && cargo build --release
+#   sudo bash bench/setup.sh && cargo build --release
 #   bash bench/replay.sh              # about 1.5 minutes with the defaults
 #
 # LOG [bench/sample-access.log] (Common or Combined Log Format; the files it names are created

@@ -3,7 +3,7 @@
 # and 100-900 KB requested 35/50/14/1 %, over DIRS directories of /specweb/, for ampd and the
 # Debian peers side by side (servers on CPU 0, ampd-bench on CPU 1).
 #
-#   bash ../shared/bench/setup.sh && cargo build --release
+#   sudo bash bench/setup.sh && cargo build --release
 #   bash bench/specweb96.sh           # about 1.5 minutes with the defaults
 #
 # DIRS [10] (the file set is created if missing), and the knobs of bench/peers_lib.sh.

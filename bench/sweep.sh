@@ -3,7 +3,7 @@
 # requests the same cached file over and over, one run per file size from 64 B to 10 MB, for
 # ampd and the Debian peers side by side (servers on CPU 0, ampd-bench on CPU 1).
 #
-#   bash ../shared/bench/setup.sh     # once: peers, wrk, /tmp/bench/www
+#   sudo bash bench/setup.sh     # once: peers, wrk, /tmp/bench/www
 #   cargo build --release
 #   bash bench/sweep.sh               # about 8 minutes with the defaults
 #

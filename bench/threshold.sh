@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # threshold.sh - where the writev/sendfile threshold belongs on this machine (JAWS §4.3).
 #
-#   bash ../shared/bench/setup.sh      # once: wrk and the /tmp/bench/www files
+#   sudo bash bench/setup.sh      # once: wrk and the /tmp/bench/www files
 #   cargo build --release
 #   bash bench/threshold.sh
 #

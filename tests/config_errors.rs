@@ -120,9 +120,37 @@ fn conflicts() {
     let line = error_for(&format!("helpers = 8\nhelpers_max = 4\n{SITE}"));
     assert_place(&line, "2:15", "helpers_max");
     assert!(line.contains("less than helpers (8)"), "{line}");
+    // A second location with the same path and the same kind would silently drop the first's
+    // rules (here a deny), so it is refused where the second one names its path.
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/a/\"\n[[site.location]]\npath = \"/a/\"\ndeny = [\"all\"]\n"
+    ));
+    assert_place(&line, "6:8", "site.location.path");
+    assert!(
+        line.contains("'/a/' is already a location of this site (line 4)"),
+        "{line}"
+    );
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/x\"\nexact = true\n[[site.location]]\npath = \"/x\"\nexact = true\n"
+    ));
+    assert_place(&line, "7:8", "site.location.path");
     let line = error_for("[[site]]\nroot = \"/tmp\"\npath = \"/x/\"\n");
     assert_place(&line, "3:8", "site.path");
     assert!(line.contains("only valid in a [[site.location]]"), "{line}");
+}
+
+#[test]
+fn an_exact_and_a_prefix_location_of_one_path_are_accepted() {
+    let root = TempRoot::new();
+    let file = root.outside_dir().join("both.toml");
+    std::fs::write(
+        &file,
+        format!("{SITE}[[site.location]]\npath = \"/a/\"\n[[site.location]]\npath = \"/a/\"\nexact = true\ndeny = [\"all\"]\n[[site]]\nroot = \"/tmp\"\nserver_names = [\"b.test\"]\n[[site.location]]\npath = \"/a/\"\n"),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run_to_exit(&["check", &file.display().to_string()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("configuration OK"), "{stdout}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use toml::Spanned;
 use super::load::{ConfigError, Loaded, Loader};
 use super::merge::{self, Partial};
 use super::raw::{RawAuth, RawBlock};
-use super::text::{is_token_byte, plain};
+use super::text::{is_token_byte, plain, position};
 use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site};
 
 impl Loader<'_> {
@@ -71,7 +71,9 @@ impl Loader<'_> {
             }
             let site_settings = self.settings(&block, "site")?;
             let mut locations = Vec::new();
+            let mut seen_paths: Vec<(&str, bool, usize)> = Vec::new();
             for location in block.location.as_deref().unwrap_or_default() {
+                self.not_a_second_location(location, &mut seen_paths)?;
                 locations.push(self.location(location, &site_settings)?);
             }
             if !locations
@@ -152,6 +154,39 @@ impl Loader<'_> {
             exact: block.exact.as_ref().is_some_and(|exact| *exact.get_ref()),
             settings,
         })
+    }
+
+    /// A second location with the same path and kind (prefix or exact) as an earlier one in the
+    /// same site would replace it in the routing table and silently drop its rules (a `deny`,
+    /// a `basic_auth`): refused, pointing at the second and naming the first's line. An exact and
+    /// a prefix location of one path are different locations and may coexist.
+    fn not_a_second_location<'b>(
+        &self,
+        block: &'b RawBlock,
+        seen: &mut Vec<(&'b str, bool, usize)>,
+    ) -> Loaded<()> {
+        let Some(path) = &block.path else {
+            return Ok(());
+        };
+        let exact = block.exact.as_ref().is_some_and(|exact| *exact.get_ref());
+        if let Some((_, _, first)) = seen
+            .iter()
+            .find(|(seen_path, seen_exact, _)| *seen_path == path.get_ref() && *seen_exact == exact)
+        {
+            let (line, _) = position(self.text(), *first);
+            let kind = if exact { "an exact" } else { "a prefix" };
+            return Err(self.hinted(
+                path.span(),
+                "site.location.path",
+                format!(
+                    "'{}' is already a location of this site (line {line})",
+                    path.get_ref()
+                ),
+                format!("{kind} location appears once per site: merge the two blocks"),
+            ));
+        }
+        seen.push((path.get_ref(), exact, path.span().start));
+        Ok(())
     }
 
     fn no_root(&self, block: &RawBlock, missing: merge::MissingRoot) -> ConfigError {

@@ -150,6 +150,11 @@ impl Loader<'_> {
         }
     }
 
+    /// The configuration's source text (to place a second mention against a first).
+    pub(super) fn text(&self) -> &str {
+        self.text
+    }
+
     pub(super) fn path(&self, value: &str) -> PathBuf {
         let path = Path::new(value);
         if path.is_absolute() {

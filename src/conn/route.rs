@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ampd_http::request::{split_target, Method};
-use ampd_http::response::write_content_length;
 
 use super::reply::response_context;
 use super::{
     Authenticating, Conn, Context, Exchange, Job, Outcome, Pending, RedirectBase, State, ALLOW,
 };
 use crate::config::{Handler, Level};
+use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::content::path_cache::Lookup;
@@ -361,17 +361,21 @@ impl Conn {
                 );
                 301
             }
-            Resolution::Listing(html) => {
-                let bytes = out.bytes();
-                ampd_http::response::write_status_line(bytes, 200);
-                serve::common_headers(bytes, &response);
-                bytes.extend_from_slice(b"Content-Type: text/html; charset=utf-8\r\n");
-                write_content_length(bytes, html.len() as u64);
-                bytes.extend_from_slice(b"\r\n");
-                if !head_only {
-                    out.shared(html.clone(), 0, html.len());
+            Resolution::Listing(listing) => {
+                match autoindex::View::from_query(pending.redirect.query.as_deref()) {
+                    Ok(view) => {
+                        // Titled and linked by the path the client asked for (an alias or a
+                        // rewrite looks up another one below the root).
+                        let directory = path::normalize(&pending.redirect.path, &ROUTING)
+                            .unwrap_or_else(|_| pending.path.clone());
+                        let page = autoindex::render(&directory, listing, &view);
+                        autoindex::respond(&exchange.head, &page, &response, &error_response, out)
+                    }
+                    Err(_) => {
+                        status_page::write(out.bytes(), 400, &error_response, &[], !head_only);
+                        400
+                    }
                 }
-                200
             }
             Resolution::DirectoryForbidden | Resolution::Forbidden => {
                 status_page::write(out.bytes(), 403, &error_response, &[], !head_only);

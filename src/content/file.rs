@@ -134,9 +134,10 @@ pub enum Resolution {
     File(Arc<StaticFile>),
     /// A directory named without its trailing slash: `301` to the same path plus `/`.
     AddSlash,
-    /// A directory without an index file, listed (autoindex on). Never cached: it is cheap to
-    /// rebuild and a listing that lags the directory would confuse.
-    Listing(Arc<[u8]>),
+    /// A directory without an index file, listed (autoindex on): its entries, rendered per
+    /// request (the query chooses order and format). Never cached: it is cheap to rebuild and a
+    /// listing that lags the directory would confuse.
+    Listing(Arc<super::autoindex::Listing>),
     /// A directory without an index file, autoindex off.
     DirectoryForbidden,
     NotFound,

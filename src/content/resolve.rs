@@ -10,7 +10,6 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -19,7 +18,7 @@ use ampd_http::coding::Coding;
 use ampd_sys::file::{self, FileKind, ResolveFlags};
 use ampd_sys::inotify::{self, Inotify};
 
-use super::autoindex::{self, DirEntry};
+use super::autoindex::{self, DirEntry, Listing};
 use super::file::{FileKey, OpenFile, Representation, Resolution, Resolved, StaticFile};
 use super::mime;
 use super::path::{self, CleanPath};
@@ -92,7 +91,7 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
             options,
         ),
         FileKind::Directory if !clean.ends_with_slash() && relative != "." => Resolution::AddSlash,
-        FileKind::Directory => directory(base_fd, relative, fd, clean, options),
+        FileKind::Directory => directory(base_fd, relative, fd, options),
         _ => Resolution::Forbidden,
     };
     finish(resolution, watch)
@@ -362,7 +361,6 @@ fn directory(
     base: std::os::fd::BorrowedFd<'_>,
     relative: &str,
     dir: OwnedFd,
-    clean: &CleanPath,
     options: &StaticOptions,
 ) -> Resolution {
     for index in &options.index {
@@ -379,44 +377,72 @@ fn directory(
     if !options.autoindex {
         return Resolution::DirectoryForbidden;
     }
-    match list(&dir, options.dotfiles) {
-        Ok(mut entries) => {
-            let html = autoindex::render(clean.as_str(), &mut entries, options.dotfiles);
-            Resolution::Listing(Arc::from(html.into_bytes()))
-        }
+    match list(base, relative, &dir, options) {
+        Ok(entries) => Resolution::Listing(Arc::new(Listing { entries })),
         Err(err) => open_error(&err),
     }
 }
 
+/// ENOMEM, ENFILE, EMFILE: errors of the moment, not of the entry.
+const OUT_OF_RESOURCES: [i32; 3] = [12, 23, 24];
+
 /// Read a directory through its open descriptor (`/proc/self/fd/N`), so the listing is of the
 /// directory that passed the `RESOLVE_BENEATH` check, not of whatever the path names now.
-fn list(dir: &OwnedFd, show_hidden: bool) -> io::Result<Vec<DirEntry>> {
+///
+/// Only what a link can fetch is listed: names the path rules would refuse (`autoindex::
+/// is_listable_name`) are left out, and each entry is opened the way a request for it would be
+/// (beneath `base`, with the location's symlink rule) and kept only if that gives a regular
+/// file or a directory; a FIFO, a dangling symlink or one leading out of the root is not shown.
+fn list(
+    base: std::os::fd::BorrowedFd<'_>,
+    relative: &str,
+    dir: &OwnedFd,
+    options: &StaticOptions,
+) -> io::Result<Vec<DirEntry>> {
     use std::os::fd::AsRawFd;
     let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    let flags = resolve_flags(options);
     let mut entries = Vec::new();
     for entry in std::fs::read_dir(&path)? {
         let entry = entry?;
-        let name = entry.file_name();
-        if !show_hidden && name.as_bytes().first() == Some(&b'.') {
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if !autoindex::is_listable_name(&name, options.dotfiles) {
             continue;
         }
-        let Some(name) = name.to_str().map(str::to_owned) else {
+        let below = if relative == "." {
+            name.clone()
+        } else {
+            format!("{relative}/{name}")
+        };
+        let fd = match file::open_beneath(base, Path::new(&below), flags) {
+            Ok(fd) => fd,
+            // Out of descriptors or memory: the listing would silently miss entries, so the
+            // request fails instead (and can be retried).
+            Err(err)
+                if err
+                    .raw_os_error()
+                    .is_some_and(|errno| OUT_OF_RESOURCES.contains(&errno)) =>
+            {
+                return Err(err)
+            }
+            // Missing since read, refused, escaping, a socket: not fetchable, not listed.
+            Err(_) => continue,
+        };
+        let Ok(stat) = file::fstat(fd.as_fd()) else {
             continue;
         };
-        // A dangling symlink still gets listed, with its own metadata.
-        let meta = match std::fs::metadata(entry.path()) {
-            Ok(meta) => meta,
-            Err(_) => match entry.metadata() {
-                Ok(meta) => meta,
-                Err(_) => continue,
-            },
+        let is_dir = match stat.kind {
+            FileKind::Regular => false,
+            FileKind::Directory => true,
+            _ => continue,
         };
-        use std::os::unix::fs::MetadataExt;
         entries.push(DirEntry {
             name,
-            is_dir: meta.is_dir(),
-            size: meta.len(),
-            mtime_secs: meta.mtime(),
+            is_dir,
+            size: stat.size,
+            mtime_secs: stat.mtime_secs,
         });
     }
     Ok(entries)

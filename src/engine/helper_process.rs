@@ -565,9 +565,11 @@ fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std
             }
         }
         Resolution::AddSlash => writer.u8(1),
-        Resolution::Listing(html) => {
+        Resolution::Listing(listing) => {
             writer.u8(2);
-            writer.bytes(html);
+            let mut bytes = Vec::new();
+            listing.encode(&mut bytes);
+            writer.bytes(&bytes);
         }
         Resolution::DirectoryForbidden => writer.u8(3),
         Resolution::NotFound => writer.u8(4),
@@ -629,7 +631,9 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                     }))
                 }
                 1 => Resolution::AddSlash,
-                2 => Resolution::Listing(Arc::from(reader.bytes()?)),
+                2 => Resolution::Listing(Arc::new(crate::content::autoindex::Listing::decode(
+                    reader.bytes()?,
+                )?)),
                 3 => Resolution::DirectoryForbidden,
                 4 => Resolution::NotFound,
                 5 => Resolution::Forbidden,

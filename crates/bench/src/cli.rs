@@ -11,7 +11,7 @@ use crate::workload::parse_size;
 
 pub const USAGE: &str = "\
 usage: ampd-bench WORKLOAD [options] --target [NAME=]http://HOST:PORT[/PATH] ...
-       ampd-bench plot FILE.json... [-o OUT.svg] [--metric M] [--title T]
+       ampd-bench plot FILE.json... [-o OUT.svg|OUT.png] [--metric M] [--title T]
        ampd-bench compare FILE.json... --base NAME [--metric M]
 
 workloads:
@@ -100,8 +100,38 @@ pub struct RunOptions {
 pub struct PlotOptions {
     pub inputs: Vec<PathBuf>,
     pub output: PathBuf,
+    /// What `output`'s extension asks for.
+    pub format: ChartFormat,
     pub metric: String,
     pub title: Option<String>,
+}
+
+/// The file format of a chart, from the output's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChartFormat {
+    Svg,
+    Png,
+}
+
+impl ChartFormat {
+    /// The format `path`'s extension names (any case).
+    ///
+    /// # Errors
+    /// Another extension or none, with the ones there are.
+    pub fn of(path: &std::path::Path) -> Result<ChartFormat, String> {
+        let extension = path
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .map(str::to_ascii_lowercase);
+        match extension.as_deref() {
+            Some("svg") => Ok(ChartFormat::Svg),
+            Some("png") => Ok(ChartFormat::Png),
+            _ => Err(format!(
+                "plot: cannot tell the format of '{}' (supported: .svg, .png)",
+                path.display()
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -330,6 +360,7 @@ fn parse_plot(rest: &[String]) -> Result<Command, String> {
     let mut options = PlotOptions {
         inputs: Vec::new(),
         output: "ampd-bench.svg".into(),
+        format: ChartFormat::Svg,
         metric: "requests_per_second".into(),
         title: None,
     };
@@ -348,6 +379,7 @@ fn parse_plot(rest: &[String]) -> Result<Command, String> {
     if options.inputs.is_empty() {
         return Err("plot: no JSON result files given".into());
     }
+    options.format = ChartFormat::of(&options.output)?;
     Ok(Command::Plot(options))
 }
 

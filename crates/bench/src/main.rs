@@ -16,6 +16,7 @@
 //! stats.rs     histograms, errors by kind, the summary of a run
 //! report.rs    JSON schema, terminal table, CSV, compare
 //! plot.rs      SVG charts
+//! raster.rs    the same charts as PNG (resvg)
 //! target.rs    --target parsing and reachability
 //! rng.rs       the seeded generator behind every draw
 //! ```
@@ -25,6 +26,7 @@
 mod cli;
 mod client;
 mod plot;
+mod raster;
 mod report;
 mod response;
 mod rng;
@@ -78,7 +80,11 @@ fn execute(command: Command) -> Result<(), String> {
         Command::Plot(options) => {
             let reports = read_all(&options.inputs)?;
             let svg = plot::render(&reports, &options.metric, options.title.as_deref())?;
-            std::fs::write(&options.output, svg)
+            let bytes = match options.format {
+                cli::ChartFormat::Svg => svg.into_bytes(),
+                cli::ChartFormat::Png => raster::png(&svg)?,
+            };
+            std::fs::write(&options.output, bytes)
                 .map_err(|error| format!("cannot write {}: {error}", options.output.display()))
         }
         Command::Compare(options) => {

@@ -1,0 +1,95 @@
+//! The examples show their features: `ampd serve examples/www --autoindex` lists a directory
+//! that has no index file, and `examples/ampd.toml` (run as it is, only its port changed to 0)
+//! lists `/downloads/` and serves `/private/` to its example user and to no one else.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use support::*;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+/// `admin:example`, the example configuration's user, as Basic credentials (RFC 7617).
+const EXAMPLE_USER: &str = "Basic YWRtaW46ZXhhbXBsZQ==";
+
+#[test]
+fn serve_autoindex_lists_the_downloads_directory() {
+    let server = Server::start(Options::new(&examples().join("www"), "reactor").arg("--autoindex"));
+    let home = get(server.addr(), "/");
+    assert_eq!(home.status, 200);
+    let html = home.body_text();
+    for link in ["/docs/", "/downloads/", "/private/", "/hello.txt"] {
+        assert!(
+            html.contains(&format!("href=\"{link}\"")),
+            "{link} in {html}"
+        );
+    }
+    let listing = get(server.addr(), "/downloads/");
+    assert_eq!(listing.status, 200, "{listing:?}");
+    let page = listing.body_text();
+    assert!(page.contains("Index of /downloads/"), "{page}");
+    assert!(page.contains(">images/</a>"), "{page}");
+    assert!(page.contains(">release-notes.txt</a>"), "{page}");
+    // Without --autoindex the same directory is refused, as documented.
+    drop(server);
+    let server = Server::start(Options::new(&examples().join("www"), "reactor"));
+    assert_eq!(get(server.addr(), "/downloads/").status, 403);
+}
+
+/// The example configuration with its `listen` on port 0 and its relative paths made absolute
+/// (the copy lives in a temporary directory); every other line as shipped.
+fn example_config(dir: &TempRoot) -> PathBuf {
+    let text = std::fs::read_to_string(examples().join("ampd.toml")).unwrap();
+    let www = examples().join("www").display().to_string();
+    let mut changed = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("listen = ") {
+                changed += 1;
+                return "listen = \"127.0.0.1:0\"".to_owned();
+            }
+            line.replace("= \"www", &format!("= \"{www}"))
+        })
+        .collect();
+    assert_eq!(changed, 1, "one listen line");
+    let file = dir.outside_dir().join("example.toml");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    file
+}
+
+#[test]
+fn the_example_configuration_shows_a_listing_and_a_private_page() {
+    let dir = TempRoot::new();
+    let server = Server::start(Options::config_file(&example_config(&dir)));
+    let addr = server.addr();
+    let listing = get(addr, "/downloads/");
+    assert_eq!(listing.status, 200, "{listing:?}");
+    assert!(listing.body_text().contains(">release-notes.txt</a>"));
+    let json = get(addr, "/downloads/?format=json");
+    assert_eq!(
+        json.header("content-type"),
+        Some("application/json; charset=utf-8")
+    );
+
+    let anonymous = get(addr, "/private/");
+    assert_eq!(anonymous.status, 401, "{anonymous:?}");
+    assert!(anonymous.header("www-authenticate").is_some());
+    let wrong = request(
+        addr,
+        "GET",
+        "/private/",
+        &[("Authorization", "Basic YWRtaW46bm9wZQ==")],
+    );
+    assert_eq!(wrong.status, 401);
+    let page = request(addr, "GET", "/private/", &[("Authorization", EXAMPLE_USER)]);
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(
+        page.body_text().contains("signed in"),
+        "{}",
+        page.body_text()
+    );
+    assert_eq!(get(addr, "/hello.txt").status, 200);
+}
