@@ -189,6 +189,8 @@ pub struct Worker {
     clock: Clock,
     scratch: Box<[u8]>,
     last_flush: Instant,
+    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
+    announcing: bool,
 }
 
 impl Worker {
@@ -204,6 +206,7 @@ impl Worker {
             clock: Clock::default(),
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             last_flush: Instant::now(),
+            announcing: false,
             control,
         }
     }
@@ -232,6 +235,11 @@ impl Worker {
         }
         match self.control.run_state() {
             RunState::Running => Ok(false),
+            // Still accepting: idle connections stay, responses say the stop is coming.
+            RunState::Announcing { .. } => {
+                self.announcing = true;
+                Ok(false)
+            }
             RunState::Draining { deadline } if Instant::now() < deadline => Ok(true),
             _ => Err(Reset),
         }
@@ -307,7 +315,7 @@ impl Worker {
                 // A request that arrived after a change on disk must see it (docs/architecture.md).
                 self.caches.caches.on_change();
             }
-            let need = self.advance(connection, draining);
+            let need = self.advance(connection, draining || self.announcing);
             connection
                 .clock
                 .note(connection.conn.phase(), read_any, &connection.stats);

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `HUP` | `Reload` the configuration file (`reload.rs`) |
 //! | `USR1` | `Reopen` the access and error logs (after logrotate moved them) |
-//! | `TERM`, `INT` | `Drain`: stop accepting, finish in-flight requests within `grace_period`; a second one is `Stop` |
+//! | `TERM`, `INT` | `Drain`: health answers `503` while still accepting for `drain_delay`, then stop accepting and finish in-flight requests within `grace_period`; a second one is `Stop` |
 //! | `QUIT` | `Quit` at once (what the access-log thread already holds is written first) |
 //!
 //! A threaded process reads the signals from a signalfd on its signal thread (`spawn`). The
@@ -138,7 +138,7 @@ pub fn spawn_commands(control: Arc<Control>, pipe: OwnedFd) -> io::Result<()> {
 }
 
 /// Carry out `command` in this process.
-pub fn apply(control: &Control, command: Command) {
+pub fn apply(control: &Arc<Control>, command: Command) {
     match command {
         Command::Reload => match &control.config_path {
             Some(path) => reload::reload(control, path),
@@ -159,13 +159,27 @@ pub fn apply(control: &Control, command: Command) {
                 return;
             }
             // Drain first: whoever reads the log line may rely on the stop having begun.
-            control.drain();
+            if let Err(failure) = control.drain() {
+                error::log(
+                    Level::Error,
+                    format_args!("graceful stop: cannot time the drain delay ({failure}); draining now"),
+                );
+                control.drain_now();
+            }
             if matches!(control.role, Role::Server) {
                 notify("STOPPING=1");
-                error::log(
-                    Level::Info,
-                    format_args!("graceful stop: draining connections"),
-                );
+                let delay = control.current().config.process.drain_delay;
+                if delay.is_zero() {
+                    error::log(Level::Info, format_args!("graceful stop: draining connections"));
+                } else {
+                    error::log(
+                        Level::Info,
+                        format_args!(
+                            "graceful stop: health answers 503, listening {:?} more (drain_delay), then draining connections",
+                            delay
+                        ),
+                    );
+                }
             }
         }
         Command::Stop => {

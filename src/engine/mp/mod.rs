@@ -115,6 +115,14 @@ pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
         master.reap();
         match master.state {
             RunState::Running => master.start_owed(),
+            // Each worker times the announcement itself; the master follows the same clock.
+            RunState::Announcing { until } => {
+                if Instant::now() >= until {
+                    master.state = RunState::Draining {
+                        deadline: until + master.generation.config.process.grace_period,
+                    };
+                }
+            }
             RunState::Draining { deadline } => {
                 if master.workers.is_empty() {
                     return Ok(());
@@ -210,16 +218,30 @@ impl Master {
                 error::log(Level::Info, format_args!("SIGUSR1: logs reopened"));
             }
             Command::Drain => {
-                let grace = self.generation.config.process.grace_period;
-                self.state = RunState::Draining {
-                    deadline: Instant::now() + grace,
+                let process = &self.generation.config.process;
+                let now = Instant::now();
+                self.state = if process.drain_delay.is_zero() {
+                    RunState::Draining {
+                        deadline: now + process.grace_period,
+                    }
+                } else {
+                    RunState::Announcing {
+                        until: now + process.drain_delay,
+                    }
                 };
+                let delay = process.drain_delay;
                 self.tell_workers(command);
                 notify("STOPPING=1");
-                error::log(
-                    Level::Info,
-                    format_args!("graceful stop: draining connections"),
-                );
+                if delay.is_zero() {
+                    error::log(Level::Info, format_args!("graceful stop: draining connections"));
+                } else {
+                    error::log(
+                        Level::Info,
+                        format_args!(
+                            "graceful stop: health answers 503, listening {delay:?} more (drain_delay), then draining connections"
+                        ),
+                    );
+                }
             }
             Command::Stop => {
                 error::log(

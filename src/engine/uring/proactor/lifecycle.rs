@@ -27,6 +27,11 @@ impl Proactor {
         }
         match self.control.run_state() {
             RunState::Running => true,
+            // Still accepting; responses say the stop is coming (`drain_delay`).
+            RunState::Announcing { .. } => {
+                self.announcing = true;
+                true
+            }
             RunState::Draining { deadline } => {
                 if !self.draining {
                     self.begin_drain();
