@@ -27,9 +27,10 @@ pub mod notify;
 pub mod process;
 pub mod reload;
 pub mod signals;
+pub mod upgrade;
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -139,6 +140,10 @@ pub struct Control {
     /// Made readable when a graceful stop (or a stop) begins and never read, so every thread
     /// of a blocking engine that polls it wakes, however many there are.
     stopping: EventFd,
+    /// Duplicates of the listening sockets, for an upgrade to pass on (`upgrade.rs`); dropped
+    /// when the drain begins, so that a stopping server's port refuses new connections rather
+    /// than queues them where nobody accepts.
+    listeners: Mutex<Vec<OwnedFd>>,
     pub stats: Arc<Stats>,
     pub admission: Arc<Admission>,
     pub rates: Arc<RateLimiter>,
@@ -185,6 +190,7 @@ impl Control {
             deadline: Mutex::new(None),
             wakers: Mutex::new(Vec::new()),
             stopping: EventFd::new()?,
+            listeners: Mutex::new(Vec::new()),
             stats,
             admission: shared.admission.clone(),
             rates: shared.rates.clone(),
@@ -219,6 +225,24 @@ impl Control {
             stats,
             log: self.access_log.handle(log_format(&self.current())),
         }
+    }
+
+    /// Keep duplicates of the listening sockets (every one, in order) for an upgrade.
+    pub fn keep_listeners(&self, listeners: Vec<OwnedFd>) {
+        *self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = listeners;
+    }
+
+    /// Run `with` on the listening sockets kept for an upgrade (none once a drain began).
+    pub fn with_listeners<R>(&self, with: impl FnOnce(&[BorrowedFd<'_>]) -> R) -> R {
+        let listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let borrowed: Vec<BorrowedFd<'_>> = listeners.iter().map(AsFd::as_fd).collect();
+        with(&borrowed)
     }
 
     /// Readable once a graceful stop or a stop has begun (level-triggered: poll it).
@@ -328,6 +352,10 @@ impl Control {
             })
             .is_ok();
         if began {
+            self.listeners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
             self.stopping.notify();
             self.wake_all();
         }
@@ -336,6 +364,10 @@ impl Control {
     /// Stop now (the grace period is cut short).
     pub fn stop(&self) {
         self.state.store(STOPPED, Ordering::Release);
+        self.listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.stopping.notify();
         self.wake_all();
     }

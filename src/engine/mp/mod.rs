@@ -13,7 +13,8 @@
 //! The operator's signals reach the master, which passes each worker a `Command` over a pipe of
 //! its own (Apache's "pipe of death"): `SIGHUP` only after the master has checked the new file
 //! (a bad one is logged and the old one keeps serving, nothing is passed on), `SIGUSR1`,
-//! `SIGTERM`/`SIGINT` (drain; a second one stops), `SIGQUIT`. Workers keep the handled signals
+//! `SIGTERM`/`SIGINT` (drain; a second one stops), `SIGQUIT`, and `SIGUSR2` (the master starts
+//! the new binary with its listening socket, `ops::upgrade`; once it is ready, workers drain). Workers keep the handled signals
 //! blocked and never read them, so a signal sent to the whole process group (Ctrl-C, systemd's
 //! default `KillMode`) counts once. The master replaces a worker that dies (not while
 //! draining), wiping what the dead one counted in the shared tables; workers die with the
@@ -41,7 +42,7 @@ use crate::log::access::LogFile;
 use crate::log::error;
 use crate::ops::notify::{monotonic_usec, notify};
 use crate::ops::signals::{Command, HANDLED};
-use crate::ops::{reload, RunState, Shared};
+use crate::ops::{reload, upgrade, RunState, Shared};
 use crate::site::Generation;
 
 /// A worker that dies sooner than this after it started is replaced only after this long, so a
@@ -233,7 +234,10 @@ impl Master {
                 self.tell_workers(command);
                 notify("STOPPING=1");
                 if delay.is_zero() {
-                    error::log(Level::Info, format_args!("graceful stop: draining connections"));
+                    error::log(
+                        Level::Info,
+                        format_args!("graceful stop: draining connections"),
+                    );
                 } else {
                     error::log(
                         Level::Info,
@@ -256,6 +260,39 @@ impl Master {
                 self.wait_for_workers(QUIT_WAIT);
                 std::process::exit(0);
             }
+            Command::Upgrade => self.upgrade(),
+        }
+    }
+
+    /// `SIGUSR2`: the master holds the listening socket, so it starts the successor (workers
+    /// keep serving meanwhile); once that is ready, every worker drains at once.
+    fn upgrade(&mut self) {
+        if self.state != RunState::Running {
+            error::log(
+                Level::Warn,
+                format_args!("SIGUSR2 ignored: the server is stopping"),
+            );
+            return;
+        }
+        error::log(
+            Level::Info,
+            format_args!("SIGUSR2: starting a new process with the listening sockets"),
+        );
+        match upgrade::start_successor(&[self.listener.as_fd()]) {
+            Ok(pid) => {
+                error::log(
+                    Level::Info,
+                    format_args!("upgrade: process {pid} is ready; this one drains"),
+                );
+                self.state = RunState::Draining {
+                    deadline: Instant::now() + self.generation.config.process.grace_period,
+                };
+                self.tell_workers(Command::Upgrade);
+            }
+            Err(failure) => error::log(
+                Level::Error,
+                format_args!("upgrade failed: {failure}; this process keeps serving"),
+            ),
         }
     }
 
