@@ -203,3 +203,55 @@ for_each_arch!(fn a_new_process_that_fails_leaves_the_old_one_serving(arch) {
     assert_eq!(kept.get("/v.txt", &[]).status, 200);
     assert_eq!(get(addr, "/v.txt").status, 200);
 });
+
+// A server that switched to `user` after binding upgrades as that user: the new process is
+// started by it, finds the sockets bound, and has nothing to switch.
+#[test]
+fn an_upgrade_after_dropping_privileges_runs_as_the_same_user() {
+    if !is_root_user() {
+        return;
+    }
+    let root = TempRoot::new();
+    root.outside_file("www/v.txt", "v");
+    let config = write_config(
+        &root,
+        "reactor",
+        "user = \"nobody\"\n[[site]]\nroot = \"www\"\n",
+    );
+    let mut server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let new_pid = Arc::new(Mutex::new(None));
+    let _reaper = Reaper(new_pid.clone());
+    server.signal("USR2");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let pid = loop {
+        let stderr = server.stderr();
+        if let Some(at) = stderr.find("upgrade: process ") {
+            let rest = &stderr[at + "upgrade: process ".len()..];
+            break rest.split(' ').next().unwrap().parse::<u32>().unwrap();
+        }
+        assert!(!stderr.contains("upgrade failed"), "{stderr}");
+        assert!(Instant::now() < deadline, "{stderr}");
+        thread::sleep(Duration::from_millis(20));
+    };
+    *new_pid.lock().unwrap() = Some(pid);
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(15)),
+        Some(0),
+        "{}",
+        server.stderr()
+    );
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uid_line = status
+        .lines()
+        .find(|line| line.starts_with("Uid:"))
+        .unwrap();
+    assert!(
+        uid_line
+            .split_whitespace()
+            .skip(1)
+            .all(|uid| uid == "65534"),
+        "{uid_line}"
+    );
+    assert_eq!(get(addr, "/v.txt").status, 200);
+}
