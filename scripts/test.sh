@@ -27,5 +27,3 @@ cargo test --workspace
 echo "== scale-out: three instances behind HAProxy (tests/scale_out.sh, about 30 s)"
 cargo build --quiet
 bash tests/scale_out.sh target/debug/ampd
-echo "== dist/: the Kubernetes manifests and the container recipe parse"
-python3 dist/check.py
