@@ -386,3 +386,34 @@ for_each_arch!(fn a_second_sigterm_cuts_the_drain_delay_short(arch) {
     assert_eq!(server.wait_exit(Duration::from_secs(5)), Some(0), "{}", server.stderr());
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 });
+
+// Once the delay is over the port refuses (a balancer retries elsewhere at once) while a
+// request in flight still finishes: no connection waits in a backlog nobody accepts from.
+for_each_arch!(fn after_drain_delay_the_port_refuses_while_requests_finish(arch) {
+    let root = TempRoot::new();
+    let big = support::root::pattern_bytes(16 << 20, 5);
+    root.outside_file("one/big.bin", &big);
+    let config = versioned(&root, arch, "one", "drain_delay = \"1s\"\n[limits]\nmin_send_rate = 0\n");
+    let mut server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let download = thread::spawn(move || slow_download(addr, "/big.bin"));
+    thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    server.signal("TERM");
+    assert!(server.wait_for_stderr("graceful stop", Duration::from_secs(5)));
+    thread::sleep(Duration::from_millis(1500).saturating_sub(signalled.elapsed()));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let refused = loop {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)) {
+            Err(error) => break Some(error),
+            Ok(_) if Instant::now() >= deadline => break None,
+            Ok(_) => thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let refused = refused.unwrap_or_else(|| panic!("still accepting {:?} after SIGTERM", signalled.elapsed()));
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused, "{refused}");
+    assert!(server.is_running(), "the download should still be in flight");
+    let body = download.join().unwrap().expect("download completes");
+    assert!(body == big, "in-flight body cut short: {} of {} bytes", body.len(), big.len());
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0), "{}", server.stderr());
+});

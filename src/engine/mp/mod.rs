@@ -73,7 +73,9 @@ struct Master {
     config_path: Option<PathBuf>,
     shared: Shared,
     log_file: LogFile,
-    listener: OwnedFd,
+    /// Given up (`None`) once the stop begins: workers close theirs as their drain takes the
+    /// backlog, and the port refuses from then on instead of queueing for nobody.
+    listener: Option<OwnedFd>,
     workers: HashMap<Pid, WorkerProcess>,
     /// Worker indexes (scoreboard slots, admission tables) without a process, to be started.
     owed: Vec<usize>,
@@ -98,7 +100,7 @@ pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
         config_path: start.config_path,
         shared: start.shared,
         log_file: start.log_file,
-        listener: listeners.remove(0),
+        listener: Some(listeners.remove(0)),
         workers: HashMap::new(),
         owed: (0..processes).rev().collect(),
         next_start: Instant::now(),
@@ -122,6 +124,7 @@ pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
                     master.state = RunState::Draining {
                         deadline: until + master.generation.config.process.grace_period,
                     };
+                    master.listener = None;
                 }
             }
             RunState::Draining { deadline } => {
@@ -161,7 +164,9 @@ impl Master {
                 drop(commands_out);
                 // Other workers' pipes are theirs: only the master may write to them.
                 self.workers.clear();
-                let code = worker::main(self, index, commands_in);
+                // The worker's own copy goes to its waiting room, which closes it when drained.
+                let listener = self.listener.take();
+                let code = worker::main(self, index, commands_in, listener);
                 // Never return into the master's code.
                 std::process::exit(code)
             }
@@ -222,6 +227,7 @@ impl Master {
                 let process = &self.generation.config.process;
                 let now = Instant::now();
                 self.state = if process.drain_delay.is_zero() {
+                    self.listener = None;
                     RunState::Draining {
                         deadline: now + process.grace_period,
                     }
@@ -253,6 +259,7 @@ impl Master {
                     format_args!("second stop signal: stopping now"),
                 );
                 self.state = RunState::Stopped;
+                self.listener = None;
                 self.tell_workers(command);
             }
             Command::Quit => {
@@ -278,7 +285,8 @@ impl Master {
             Level::Info,
             format_args!("SIGUSR2: starting a new process with the listening sockets"),
         );
-        match upgrade::start_successor(&[self.listener.as_fd()]) {
+        let listeners: Vec<_> = self.listener.iter().map(AsFd::as_fd).collect();
+        match upgrade::start_successor(&listeners) {
             Ok(pid) => {
                 error::log(
                     Level::Info,
@@ -287,6 +295,7 @@ impl Master {
                 self.state = RunState::Draining {
                     deadline: Instant::now() + self.generation.config.process.grace_period,
                 };
+                self.listener = None;
                 self.tell_workers(Command::Upgrade);
             }
             Err(failure) => error::log(
