@@ -24,7 +24,8 @@
 #
 # usage: tests/scale_out.sh [AMPD_BINARY]   (default: target/debug/ampd)
 # env:   DUR (seconds of load per phase, 6), MODE (netns | lo; default: netns when possible),
-#        PROXY_V2=1 (also check the PROXY protocol v2 part below; off until ampd reads it)
+#        PROXY_V2=1 (HAProxy sends PROXY v2 headers, each instance's file has proxy_protocol and
+#        proxy_protocol_from, and the access log must show the client's own address)
 # needs: haproxy, wrk, curl, iproute2 (Debian packages; scripts/test.sh installs them)
 set -euo pipefail
 
@@ -54,7 +55,7 @@ if [ -z "${MODE:-}" ]; then
   fi
 fi
 if [ "$MODE" = lo ]; then
-  echo "scale_out: network namespaces unavailable; instances listen on 127.0.0.2..4 instead"
+  echo "scale_out: no network namespaces (not root, no netns support, or MODE=lo): instances listen on 127.0.0.2..4 instead"
   BACKEND_PORT=$(( LB_PORT + 2 ))
   CLIENT_IP=127.0.0.5   # the client's own address, distinct from the balancer's hop (127.0.0.1)
 else
@@ -301,7 +302,8 @@ load_end "SIGTERM (drain_delay 2s) of one instance" "$r0" "$t0" retried
 # --- PROXY protocol v2: the client's own address in the access log (PROXY_V2=1) ------------------
 if [ "$PROXY_V2" = 1 ]; then
   for _ in 1 2 3 4; do in_lb curl -s -o /dev/null -m 5 --interface "$CLIENT_IP" "http://127.0.0.1:$LB_PORT/hello.txt?proxy-v2"; done
-  if grep -h "proxy-v2" "$WORK"/b*.access | grep -q "^$CLIENT_IP "; then
+  # The access log is written by a log thread, a moment later.
+  if wait_for "the access log" 5 bash -c "grep -h 'proxy-v2' '$WORK'/b*.access | grep -q '^$CLIENT_IP '"; then
     echo "scale_out: PROXY v2: the access log shows the client's address $CLIENT_IP"
   else
     echo "scale_out: FAIL PROXY v2: the access log does not show $CLIENT_IP:"; grep -h "proxy-v2" "$WORK"/b*.access || true
