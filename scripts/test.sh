@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl procps python3 python3-fusepy python3-prometheus-client fuse3 libfuse2 haproxy fonts-dejavu-core)
+packages=(curl procps python3 python3-fusepy python3-prometheus-client fuse3 libfuse2
+  haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -23,3 +24,6 @@ echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+echo "== scale-out: three instances behind HAProxy (tests/scale_out.sh, about 30 s)"
+cargo build --quiet
+bash tests/scale_out.sh target/debug/ampd

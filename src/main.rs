@@ -47,7 +47,12 @@ fn main() -> ExitCode {
         eprintln!("ampd: cannot block signals: {failure}");
         return ExitCode::from(1);
     }
-    // Also before anything opens a descriptor: the sockets systemd passed sit at 3, 4, ….
+    // Also before anything opens a descriptor: the sockets systemd (or the process this one
+    // upgrades, with its ready pipe after them) passed sit at 3, 4, ….
+    if let Err(failure) = ops::upgrade::at_start() {
+        eprintln!("ampd: upgrade: {}", plain(&failure));
+        return ExitCode::from(1);
+    }
     let activated = match ampd_sys::socket::take_activated_listeners() {
         Ok(listeners) => listeners,
         Err(failure) => {
@@ -214,6 +219,7 @@ fn launch(
     );
     let _ = stdout.flush();
     notify(&format!("READY=1\nMAINPID={}", std::process::id()));
+    ops::upgrade::report_ready();
 
     // No thread exists yet: `mp` forks its workers in there; every other engine starts its
     // log and signal threads and its loops.

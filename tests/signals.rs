@@ -322,3 +322,98 @@ for_each_arch!(fn privileges_are_dropped_after_binding(arch) {
     );
     assert_eq!(get(server.addr(), "/v.txt").body_text(), "as nobody");
 });
+
+// What a load balancer needs to see (docs/deploy.md): for `drain_delay` after SIGTERM the
+// health endpoint answers 503 while new connections are still accepted and served (every
+// response with `Connection: close`, so persistent clients reconnect through the balancer);
+// then the listener closes and the usual drain runs.
+for_each_arch!(fn drain_delay_announces_the_stop_before_the_listener_closes(arch) {
+    let root = TempRoot::new();
+    root.outside_file("one/v.txt", "one");
+    let config = versioned(&root, arch, "one", "drain_delay = \"2s\"");
+    let mut server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let mut kept = Conn::open(addr);
+    assert_eq!(kept.get("/v.txt", &[]).body_text(), "one");
+    assert_eq!(get(addr, "/health").status, 200);
+    let signalled = Instant::now();
+    server.signal("TERM");
+    assert!(server.wait_for_stderr("graceful stop", Duration::from_secs(5)), "{}", server.stderr());
+    // Health turns 503 first (bounded wait: the state reaches every loop on its next wake-up).
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let health = loop {
+        let health = get(addr, "/health");
+        if health.status == 503 || Instant::now() >= deadline {
+            break health;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(health.status, 503, "{health:?}");
+    assert!(health.connection_has("close"), "{health:?}");
+    // New connections are still served during the delay, and so is a kept-alive one, each
+    // told to close.
+    let fresh = get(addr, "/v.txt");
+    assert_eq!(fresh.status, 200, "{fresh:?}");
+    assert!(fresh.connection_has("close"), "{fresh:?}");
+    let again = kept.get("/v.txt", &[]);
+    assert_eq!(again.status, 200, "{again:?}");
+    assert!(again.connection_has("close"), "{again:?}");
+    assert!(
+        signalled.elapsed() < Duration::from_millis(1800),
+        "checks took too long to mean anything: {:?}",
+        signalled.elapsed()
+    );
+    // Then the listener closes and the server exits: not before the delay.
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0), "{}", server.stderr());
+    assert!(
+        signalled.elapsed() >= Duration::from_millis(1900),
+        "exited before drain_delay: {:?}",
+        signalled.elapsed()
+    );
+    assert!(std::net::TcpStream::connect(addr).is_err(), "still accepting after exit");
+});
+
+// A second SIGTERM during the delay stops at once.
+for_each_arch!(fn a_second_sigterm_cuts_the_drain_delay_short(arch) {
+    let root = TempRoot::new();
+    root.outside_file("one/v.txt", "one");
+    let config = versioned(&root, arch, "one", "drain_delay = \"30s\"");
+    let mut server = Server::start(Options::config_file(&config));
+    server.signal("TERM");
+    assert!(server.wait_for_stderr("graceful stop", Duration::from_secs(5)));
+    let started = Instant::now();
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(Duration::from_secs(5)), Some(0), "{}", server.stderr());
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+});
+
+// Once the delay is over the port refuses (a balancer retries elsewhere at once) while a
+// request in flight still finishes: no connection waits in a backlog nobody accepts from.
+for_each_arch!(fn after_drain_delay_the_port_refuses_while_requests_finish(arch) {
+    let root = TempRoot::new();
+    let big = support::root::pattern_bytes(16 << 20, 5);
+    root.outside_file("one/big.bin", &big);
+    let config = versioned(&root, arch, "one", "drain_delay = \"1s\"\n[limits]\nmin_send_rate = 0\n");
+    let mut server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let download = thread::spawn(move || slow_download(addr, "/big.bin"));
+    thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    server.signal("TERM");
+    assert!(server.wait_for_stderr("graceful stop", Duration::from_secs(5)));
+    thread::sleep(Duration::from_millis(1500).saturating_sub(signalled.elapsed()));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let refused = loop {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)) {
+            Err(error) => break Some(error),
+            Ok(_) if Instant::now() >= deadline => break None,
+            Ok(_) => thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let refused = refused.unwrap_or_else(|| panic!("still accepting {:?} after SIGTERM", signalled.elapsed()));
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused, "{refused}");
+    assert!(server.is_running(), "the download should still be in flight");
+    let body = download.join().unwrap().expect("download completes");
+    assert!(body == big, "in-flight body cut short: {} of {} bytes", body.len(), big.len());
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0), "{}", server.stderr());
+});

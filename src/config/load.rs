@@ -276,6 +276,9 @@ impl Loader<'_> {
         if let Some(grace) = &raw.grace_period {
             config.process.grace_period = self.duration(grace, "grace_period", true)?;
         }
+        if let Some(delay) = &raw.drain_delay {
+            config.process.drain_delay = self.duration(delay, "drain_delay", true)?;
+        }
         Ok(())
     }
 

@@ -289,6 +289,10 @@ pub struct ProcessOptions {
     pub pid_file: Option<PathBuf>,
     /// On `SIGTERM`/`SIGINT`, how long in-flight requests may take before the rest are cut.
     pub grace_period: Duration,
+    /// On `SIGTERM`/`SIGINT`, how long health answers `503` while new connections are still
+    /// served, before the listeners close: a load balancer's checks must see the `503` and
+    /// take the instance out before its port refuses (zero: close at once).
+    pub drain_delay: Duration,
 }
 
 /// A `Host` the site answers to.

@@ -55,6 +55,7 @@ pub(super) struct RawFile {
     pub(super) group: Field<String>,
     pub(super) pid_file: Field<String>,
     pub(super) grace_period: Field<Quantity>,
+    pub(super) drain_delay: Field<Quantity>,
     pub(super) caches: Option<RawCaches>,
     pub(super) send: Option<RawSend>,
     pub(super) limits: Option<RawLimits>,

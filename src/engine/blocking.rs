@@ -189,6 +189,11 @@ pub struct Worker {
     clock: Clock,
     scratch: Box<[u8]>,
     last_flush: Instant,
+    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
+    announcing: bool,
+    /// Run once if the drain begins while this worker serves a connection (`mp`: give up this
+    /// process's copy of the listening socket, which the busy worker cannot drain).
+    drain_hook: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Worker {
@@ -204,6 +209,8 @@ impl Worker {
             clock: Clock::default(),
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             last_flush: Instant::now(),
+            announcing: false,
+            drain_hook: None,
             control,
         }
     }
@@ -232,8 +239,29 @@ impl Worker {
         }
         match self.control.run_state() {
             RunState::Running => Ok(false),
+            // Still accepting: idle connections stay, responses say the stop is coming.
+            RunState::Announcing { .. } => {
+                self.announcing = true;
+                Ok(false)
+            }
             RunState::Draining { deadline } if Instant::now() < deadline => Ok(true),
             _ => Err(Reset),
+        }
+    }
+
+    /// Run `hook` if a drain begins while this worker serves a connection.
+    pub fn on_drain_while_busy(&mut self, hook: Box<dyn FnOnce() + Send>) {
+        self.drain_hook = Some(hook);
+    }
+
+    /// The drain began while this worker was free to take part in it: no hook.
+    pub fn forget_drain_hook(&mut self) {
+        self.drain_hook = None;
+    }
+
+    fn drain_began_while_busy(&mut self) {
+        if let Some(hook) = self.drain_hook.take() {
+            hook();
         }
     }
 
@@ -302,12 +330,15 @@ impl Worker {
         }
         loop {
             let draining = self.lifecycle()?;
+            if draining {
+                self.drain_began_while_busy();
+            }
             let (read_any, drained) = self.read_input(connection)?;
             if read_any {
                 // A request that arrived after a change on disk must see it (docs/architecture.md).
                 self.caches.caches.on_change();
             }
-            let need = self.advance(connection, draining);
+            let need = self.advance(connection, draining || self.announcing);
             connection
                 .clock
                 .note(connection.conn.phase(), read_any, &connection.stats);
@@ -484,6 +515,7 @@ impl Worker {
         loop {
             let draining = self.lifecycle()?;
             if draining && !was_draining {
+                self.drain_began_while_busy();
                 return Ok(Waited::DrainBegan);
             }
             let now = Instant::now();

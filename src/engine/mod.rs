@@ -85,14 +85,18 @@ fn listener_count(arch: Arch, config: &Config) -> usize {
 }
 
 /// Bind the listeners, after deciding whether `uring` can run here (the one-line reason goes
-/// to stderr when it cannot). Under systemd socket activation, `activated` holds the passed
-/// sockets (main takes them before anything else opens a descriptor); the first is used
-/// instead, shared by every loop, and `config.listen` is ignored.
+/// to stderr when it cannot). Sockets passed by systemd (socket activation) or by the process
+/// this one upgrades (`ops::upgrade`) arrive in `activated` (main takes them before anything
+/// else opens a descriptor) and are used instead, in order, and `config.listen` is ignored:
+/// an engine with a listener per loop takes one each (a passed socket is shared by several
+/// loops when there are fewer than loops); one with a single listener takes the first.
+/// Passed sockets beyond what the engine uses are closed, with a warning: connections
+/// waiting in their backlogs are reset (an upgrade that lowers `threads`).
 ///
 /// # Errors
 /// The address cannot be bound (in use, no permission, not local), or a passed socket is not
 /// a listening socket.
-pub fn bind(config: &Config, mut activated: Vec<OwnedFd>) -> io::Result<Bound> {
+pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> io::Result<Bound> {
     let mut arch = config.arch;
     if arch == Arch::Uring {
         if let Err(reason) = uring::probe() {
@@ -102,17 +106,9 @@ pub fn bind(config: &Config, mut activated: Vec<OwnedFd>) -> io::Result<Bound> {
     }
     let count = listener_count(arch, config);
     if !activated.is_empty() {
-        let first = activated.swap_remove(0);
-        tune_listener(&first)?;
-        let local = socket::local_addr(first.as_fd())?;
-        let mut listeners = Vec::new();
-        for _ in 1..count {
-            listeners.push(first.try_clone()?);
-        }
-        listeners.insert(0, first);
         return Ok(Bound {
-            listeners,
-            local,
+            local: socket::local_addr(activated[0].as_fd())?,
+            listeners: take_passed(activated, count)?,
             arch,
         });
     }
@@ -170,6 +166,26 @@ fn bind_fresh(addr: SocketAddr, count: usize, reuse_port: bool) -> io::Result<Ve
             bound => return bound,
         }
     }
+}
+
+/// `count` listeners from the passed sockets, in order (see `bind`).
+fn take_passed(mut passed: Vec<OwnedFd>, count: usize) -> io::Result<Vec<OwnedFd>> {
+    if passed.len() > count {
+        eprintln!(
+            "ampd: {} listening sockets passed, {count} used; the others are closed",
+            passed.len()
+        );
+        passed.truncate(count);
+    }
+    for listener in &passed {
+        tune_listener(listener)?;
+    }
+    let mut index = 0;
+    while passed.len() < count {
+        passed.push(passed[index].try_clone()?);
+        index += 1;
+    }
+    Ok(passed)
 }
 
 fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
@@ -267,12 +283,19 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
         log_file,
         Role::Server,
     )?);
-    signals::spawn(control.clone())?;
     let Bound {
         mut listeners,
         arch,
         ..
     } = bound;
+    // For an upgrade (`SIGUSR2`) to pass on: the very sockets the loops accept from.
+    control.keep_listeners(
+        listeners
+            .iter()
+            .map(OwnedFd::try_clone)
+            .collect::<io::Result<_>>()?,
+    );
+    signals::spawn(control.clone())?;
     let served = match arch {
         Arch::Sped | Arch::Amped | Arch::Reactor => run_loops(arch, &control, listeners),
         Arch::Uring => uring::run(&control, listeners),

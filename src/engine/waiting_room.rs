@@ -16,7 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use ampd_sys::epoll::{Epoll, Events, Interest};
@@ -73,7 +73,10 @@ pub enum Ready {
 
 pub struct WaitingRoom {
     epoll: Epoll,
-    listener: OwnedFd,
+    /// Closed (`None`) once a drain has taken the backlog, so the port refuses new connections
+    /// (a balancer retries elsewhere) instead of queueing them where nobody accepts. Workers
+    /// accept under the read lock, so it is never closed under an `accept`.
+    listener: RwLock<Option<OwnedFd>>,
     wake: ListenerWake,
     parked: Sharded<HashMap<u64, Parked>>,
     next_token: AtomicU64,
@@ -107,7 +110,7 @@ impl WaitingRoom {
         epoll.add(stopping, STOPPING, Interest::READABLE)?;
         Ok(WaitingRoom {
             epoll,
-            listener,
+            listener: RwLock::new(Some(listener)),
             wake,
             parked: Sharded::new(shards, HashMap::new),
             next_token: AtomicU64::new(STOPPING + 1),
@@ -168,12 +171,14 @@ impl WaitingRoom {
     /// still arriving.
     fn next_draining(&self, worker: &mut Worker) -> Option<Ready> {
         if self.accepting.load(Ordering::Acquire) {
-            match worker.accept(self.listener.as_fd()) {
-                Accepted::Connection(connection) => return Some(Ready::Connection(connection)),
-                Accepted::Skipped => return Some(Ready::Nothing),
-                Accepted::Empty | Accepted::Exhausted => {
+            match self.with_listener(|listener| worker.accept(listener)) {
+                Some(Accepted::Connection(connection)) => {
+                    return Some(Ready::Connection(connection))
+                }
+                Some(Accepted::Skipped) => return Some(Ready::Nothing),
+                Some(Accepted::Empty | Accepted::Exhausted) | None => {
                     if self.accepting.swap(false, Ordering::AcqRel) {
-                        let _ = self.epoll.delete(self.listener.as_fd());
+                        self.close_listener();
                     }
                 }
             }
@@ -200,14 +205,18 @@ impl WaitingRoom {
     }
 
     fn accept(&self, worker: &mut Worker) -> Ready {
-        let ready = match worker.accept(self.listener.as_fd()) {
+        let Some(accepted) = self.with_listener(|listener| worker.accept(listener)) else {
+            // Closed by the drain since this wake-up.
+            return Ready::Nothing;
+        };
+        let ready = match accepted {
             Accepted::Connection(connection) => Ready::Connection(connection),
             // Out of descriptors or memory: stop listening for a moment (the sweep resumes
             // it) rather than wake on a listener that stays ready.
             Accepted::Exhausted => {
                 *lock(&self.accept_paused_until) = Some(Instant::now() + ACCEPT_PAUSE);
                 if self.wake == ListenerWake::Exclusive {
-                    let _ = self.epoll.delete(self.listener.as_fd());
+                    self.with_listener(|listener| self.epoll.delete(listener));
                 }
                 return Ready::Nothing;
             }
@@ -216,13 +225,30 @@ impl WaitingRoom {
             Accepted::Empty | Accepted::Skipped => Ready::Nothing,
         };
         if self.wake == ListenerWake::OneShot {
-            let _ = self.epoll.modify(
-                self.listener.as_fd(),
-                LISTENER,
-                listener_interest(self.wake),
-            );
+            self.with_listener(|listener| {
+                self.epoll
+                    .modify(listener, LISTENER, listener_interest(self.wake))
+            });
         }
         ready
+    }
+
+    /// Run `with` on the listener, unless the drain has closed it.
+    fn with_listener<R>(&self, with: impl FnOnce(BorrowedFd<'_>) -> R) -> Option<R> {
+        let listener = self.listener.read().unwrap_or_else(PoisonError::into_inner);
+        listener.as_ref().map(|listener| with(listener.as_fd()))
+    }
+
+    /// Stop watching the listener and close it (the drain has taken the backlog, or, under
+    /// `mp`, this process's only worker is busy and other processes take it).
+    pub fn close_listener(&self) {
+        let mut listener = self
+            .listener
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(listener) = listener.take() {
+            let _ = self.epoll.delete(listener.as_fd());
+        }
     }
 
     /// Keep a connection that waits for its client until the client sends or its phase's
@@ -380,14 +406,10 @@ impl WaitingRoom {
         if paused.is_some_and(|until| now >= until) && self.accepting.load(Ordering::Acquire) {
             *paused = None;
             let interest = listener_interest(self.wake);
-            let _ = match self.wake {
-                ListenerWake::OneShot => {
-                    self.epoll.modify(self.listener.as_fd(), LISTENER, interest)
-                }
-                ListenerWake::Exclusive => {
-                    self.epoll.add(self.listener.as_fd(), LISTENER, interest)
-                }
-            };
+            self.with_listener(|listener| match self.wake {
+                ListenerWake::OneShot => self.epoll.modify(listener, LISTENER, interest),
+                ListenerWake::Exclusive => self.epoll.add(listener, LISTENER, interest),
+            });
         }
     }
 }
@@ -411,7 +433,11 @@ pub fn serve(room: &WaitingRoom, worker: &mut Worker, between: Between) -> io::R
     loop {
         match worker.lifecycle() {
             Ok(false) => {}
-            Ok(true) => room.begin_drain(worker.control().stopping_fd()),
+            Ok(true) => {
+                // Free: this worker takes the backlog, then the room closes the listener.
+                worker.forget_drain_hook();
+                room.begin_drain(worker.control().stopping_fd());
+            }
             // Stopped, or the grace period is over: what is left is cut as it is dropped.
             Err(_) => break,
         }

@@ -9,9 +9,10 @@
 //!   `stopping_fd` beside its sockets;
 //! * on every wake-up (or request) it calls `refresh` (one relaxed atomic load unless a reload
 //!   happened) and serves new requests under the generation it holds;
-//! * it obeys `run_state`: `Running`; `Draining` (stop accepting, answer with
-//!   `Connection: close`, close idle connections, exit when none are left or at the
-//!   deadline); `Stopped` (exit now);
+//! * it obeys `run_state`: `Running`; `Announcing` (for `drain_delay`: keep accepting, but
+//!   answer health with `503` and every response with `Connection: close`); `Draining` (stop
+//!   accepting, answer with `Connection: close`, close idle connections, exit when none are
+//!   left or at the deadline); `Stopped` (exit now);
 //! * it admits connections through `admission`, limits request rates through `rates`, and
 //!   flushes its log buffer before it exits.
 //!
@@ -26,9 +27,10 @@ pub mod notify;
 pub mod process;
 pub mod reload;
 pub mod signals;
+pub mod upgrade;
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -47,6 +49,12 @@ use admission::Admission;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunState {
     Running,
+    /// A graceful stop is announced (`drain_delay`): health answers `503` and every response
+    /// carries `Connection: close`, while new connections are still accepted and served until
+    /// `until`, so that a load balancer's checks take the instance out before its port closes.
+    Announcing {
+        until: Instant,
+    },
     /// Graceful stop: finish what is in flight until `deadline`.
     Draining {
         deadline: Instant,
@@ -56,8 +64,9 @@ pub enum RunState {
 }
 
 const RUNNING: u8 = 0;
-const DRAINING: u8 = 1;
-const STOPPED: u8 = 2;
+const ANNOUNCING: u8 = 1;
+const DRAINING: u8 = 2;
+const STOPPED: u8 = 3;
 
 /// Which process of the server this `Control` runs in.
 #[derive(Clone, Copy, Debug)]
@@ -124,11 +133,17 @@ pub struct Control {
     /// Bumped by every reload, so loops notice with one load.
     epoch: AtomicU64,
     state: AtomicU8,
+    /// The end of the announcement (`Announcing`).
+    announce_until: Mutex<Option<Instant>>,
     deadline: Mutex<Option<Instant>>,
     wakers: Mutex<Vec<Arc<EventFd>>>,
     /// Made readable when a graceful stop (or a stop) begins and never read, so every thread
     /// of a blocking engine that polls it wakes, however many there are.
     stopping: EventFd,
+    /// Duplicates of the listening sockets, for an upgrade to pass on (`upgrade.rs`); dropped
+    /// when the drain begins, so that a stopping server's port refuses new connections rather
+    /// than queues them where nobody accepts.
+    listeners: Mutex<Vec<OwnedFd>>,
     pub stats: Arc<Stats>,
     pub admission: Arc<Admission>,
     pub rates: Arc<RateLimiter>,
@@ -171,9 +186,11 @@ impl Control {
             generation: Mutex::new(generation),
             epoch: AtomicU64::new(0),
             state: AtomicU8::new(RUNNING),
+            announce_until: Mutex::new(None),
             deadline: Mutex::new(None),
             wakers: Mutex::new(Vec::new()),
             stopping: EventFd::new()?,
+            listeners: Mutex::new(Vec::new()),
             stats,
             admission: shared.admission.clone(),
             rates: shared.rates.clone(),
@@ -210,6 +227,24 @@ impl Control {
         }
     }
 
+    /// Keep duplicates of the listening sockets (every one, in order) for an upgrade.
+    pub fn keep_listeners(&self, listeners: Vec<OwnedFd>) {
+        *self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = listeners;
+    }
+
+    /// Run `with` on the listening sockets kept for an upgrade (none once a drain began).
+    pub fn with_listeners<R>(&self, with: impl FnOnce(&[BorrowedFd<'_>]) -> R) -> R {
+        let listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let borrowed: Vec<BorrowedFd<'_>> = listeners.iter().map(AsFd::as_fd).collect();
+        with(&borrowed)
+    }
+
     /// Readable once a graceful stop or a stop has begun (level-triggered: poll it).
     #[must_use]
     pub fn stopping_fd(&self) -> BorrowedFd<'_> {
@@ -241,6 +276,14 @@ impl Control {
     pub fn run_state(&self) -> RunState {
         match self.state.load(Ordering::Acquire) {
             RUNNING => RunState::Running,
+            ANNOUNCING => match *self
+                .announce_until
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+            {
+                Some(until) => RunState::Announcing { until },
+                None => RunState::Running,
+            },
             DRAINING => match *self.deadline.lock().unwrap_or_else(PoisonError::into_inner) {
                 Some(deadline) => RunState::Draining { deadline },
                 None => RunState::Stopped,
@@ -263,21 +306,68 @@ impl Control {
         self.wake_all();
     }
 
-    /// Begin a graceful stop with the current generation's grace period.
-    pub fn drain(&self) {
+    /// Begin a graceful stop: announce it for the current generation's `drain_delay` (a
+    /// thread of its own ends the announcement), then drain within its `grace_period`.
+    ///
+    /// # Errors
+    /// The thread that ends the announcement cannot be started (the stop is then not begun).
+    pub fn drain(self: &Arc<Self>) -> io::Result<()> {
+        let delay = self.current().config.process.drain_delay;
+        if delay.is_zero() {
+            self.drain_now();
+            return Ok(());
+        }
+        let until = Instant::now() + delay;
+        *self
+            .announce_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(until);
+        let control = self.clone();
+        std::thread::Builder::new()
+            .name("drain-delay".to_owned())
+            .spawn(move || {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+                control.drain_now();
+            })?;
+        if self
+            .state
+            .compare_exchange(RUNNING, ANNOUNCING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.wake_all();
+        }
+        Ok(())
+    }
+
+    /// Drain now, within the current generation's grace period: the listeners close (a
+    /// running announcement ends early; a stop stays a stop).
+    pub fn drain_now(&self) {
         let grace = self.current().config.process.grace_period;
         *self.deadline.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Instant::now() + grace);
-        let _ = self
+        let began = self
             .state
-            .compare_exchange(RUNNING, DRAINING, Ordering::AcqRel, Ordering::Acquire);
-        self.stopping.notify();
-        self.wake_all();
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
+                matches!(state, RUNNING | ANNOUNCING).then_some(DRAINING)
+            })
+            .is_ok();
+        if began {
+            self.listeners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+            self.stopping.notify();
+            self.wake_all();
+        }
     }
 
     /// Stop now (the grace period is cut short).
     pub fn stop(&self) {
         self.state.store(STOPPED, Ordering::Release);
+        self.listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.stopping.notify();
         self.wake_all();
     }

@@ -25,8 +25,10 @@ pub fn remove_pid_file(path: &Path) {
     }
 }
 
-/// Switch to the configured user and group. Nothing to do without `user`; with it, the
-/// process must be root (ports below 1024 are bound by then).
+/// Switch to the configured user and group. Nothing to do without `user`, nor when the process
+/// runs as that user and group already (started by an upgrade from a server that had switched:
+/// its sockets come bound); otherwise the process must be root (ports below 1024 are bound by
+/// then).
 ///
 /// # Errors
 /// Not root, an unknown user or group, or the switch itself fails.
@@ -34,12 +36,6 @@ pub fn drop_privileges(options: &ProcessOptions) -> io::Result<()> {
     let Some(user) = &options.user else {
         return Ok(());
     };
-    if ampd_sys::process::effective_uid() != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("user = \"{user}\" needs ampd to start as root"),
-        ));
-    }
     let (uid, primary_gid) = ampd_sys::process::user_ids(user)?
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no such user '{user}'")))?;
     let gid = match &options.group {
@@ -48,5 +44,15 @@ pub fn drop_privileges(options: &ProcessOptions) -> io::Result<()> {
         })?,
         None => primary_gid,
     };
+    let euid = ampd_sys::process::effective_uid();
+    if euid == uid && uid != 0 && ampd_sys::process::effective_gid() == gid {
+        return Ok(());
+    }
+    if euid != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("user = \"{user}\" needs ampd to start as root"),
+        ));
+    }
     ampd_sys::process::drop_privileges(user, uid, gid)
 }

@@ -4,8 +4,9 @@
 //! |---|---|
 //! | `HUP` | `Reload` the configuration file (`reload.rs`) |
 //! | `USR1` | `Reopen` the access and error logs (after logrotate moved them) |
-//! | `TERM`, `INT` | `Drain`: stop accepting, finish in-flight requests within `grace_period`; a second one is `Stop` |
+//! | `TERM`, `INT` | `Drain`: health answers `503` while still accepting for `drain_delay`, then stop accepting and finish in-flight requests within `grace_period`; a second one is `Stop` |
 //! | `QUIT` | `Quit` at once (what the access-log thread already holds is written first) |
+//! | `USR2` | `Upgrade`: start the binary again with the listening sockets (`upgrade.rs`); once it is ready, drain |
 //!
 //! A threaded process reads the signals from a signalfd on its signal thread (`spawn`). The
 //! single-threaded `mp` master takes them with `sigtimedwait` in its own loop and passes each
@@ -21,15 +22,17 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ampd_sys::signal::{self, SignalFd, SignalSet, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
+use ampd_sys::signal::{
+    self, SignalFd, SignalSet, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+};
 
 use super::notify::notify;
-use super::{reload, Control, Role, RunState};
+use super::{reload, upgrade, Control, Role, RunState};
 use crate::config::Level;
 use crate::log::error;
 
 /// The signals the server handles (blocked in every thread and process).
-pub const HANDLED: [i32; 5] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1];
+pub const HANDLED: [i32; 6] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2];
 
 /// What the operator asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +42,9 @@ pub enum Command {
     Drain,
     Stop,
     Quit,
+    /// Start the new binary with the listening sockets; once it is ready, drain (in an `mp`
+    /// worker: the master started it, drain).
+    Upgrade,
 }
 
 impl Command {
@@ -52,6 +58,7 @@ impl Command {
             SIGTERM | SIGINT if state == RunState::Running => Some(Command::Drain),
             SIGTERM | SIGINT => Some(Command::Stop),
             SIGQUIT => Some(Command::Quit),
+            SIGUSR2 => Some(Command::Upgrade),
             _ => None,
         }
     }
@@ -65,6 +72,7 @@ impl Command {
             Command::Drain => b'T',
             Command::Stop => b'S',
             Command::Quit => b'Q',
+            Command::Upgrade => b'G',
         }
     }
 
@@ -76,6 +84,7 @@ impl Command {
             Command::Drain,
             Command::Stop,
             Command::Quit,
+            Command::Upgrade,
         ]
         .into_iter()
         .find(|command| command.byte() == byte)
@@ -138,7 +147,7 @@ pub fn spawn_commands(control: Arc<Control>, pipe: OwnedFd) -> io::Result<()> {
 }
 
 /// Carry out `command` in this process.
-pub fn apply(control: &Control, command: Command) {
+pub fn apply(control: &Arc<Control>, command: Command) {
     match command {
         Command::Reload => match &control.config_path {
             Some(path) => reload::reload(control, path),
@@ -159,13 +168,32 @@ pub fn apply(control: &Control, command: Command) {
                 return;
             }
             // Drain first: whoever reads the log line may rely on the stop having begun.
-            control.drain();
+            if let Err(failure) = control.drain() {
+                error::log(
+                    Level::Error,
+                    format_args!(
+                        "graceful stop: cannot time the drain delay ({failure}); draining now"
+                    ),
+                );
+                control.drain_now();
+            }
             if matches!(control.role, Role::Server) {
                 notify("STOPPING=1");
-                error::log(
-                    Level::Info,
-                    format_args!("graceful stop: draining connections"),
-                );
+                let delay = control.current().config.process.drain_delay;
+                if delay.is_zero() {
+                    error::log(
+                        Level::Info,
+                        format_args!("graceful stop: draining connections"),
+                    );
+                } else {
+                    error::log(
+                        Level::Info,
+                        format_args!(
+                            "graceful stop: health answers 503, listening {:?} more (drain_delay), then draining connections",
+                            delay
+                        ),
+                    );
+                }
             }
         }
         Command::Stop => {
@@ -181,5 +209,38 @@ pub fn apply(control: &Control, command: Command) {
             control.access_log.sync(Duration::from_secs(1));
             std::process::exit(0);
         }
+        Command::Upgrade => match control.role {
+            Role::Server => upgrade(control),
+            Role::Worker { .. } => control.drain_now(),
+        },
+    }
+}
+
+/// `SIGUSR2` in the only process: start the successor; once it is ready, drain at once (it
+/// serves the same sockets, so there is nothing to announce). If it fails, keep serving.
+fn upgrade(control: &Control) {
+    if control.run_state() != RunState::Running {
+        error::log(
+            Level::Warn,
+            format_args!("SIGUSR2 ignored: the server is stopping"),
+        );
+        return;
+    }
+    error::log(
+        Level::Info,
+        format_args!("SIGUSR2: starting a new process with the listening sockets"),
+    );
+    match control.with_listeners(upgrade::start_successor) {
+        Ok(pid) => {
+            error::log(
+                Level::Info,
+                format_args!("upgrade: process {pid} is ready; this one drains"),
+            );
+            control.drain_now();
+        }
+        Err(failure) => error::log(
+            Level::Error,
+            format_args!("upgrade failed: {failure}; this process keeps serving"),
+        ),
     }
 }

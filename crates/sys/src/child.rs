@@ -79,6 +79,19 @@ pub fn reap_any() -> io::Result<Option<(Pid, Exit)>> {
     }
 }
 
+/// Reaps child `pid` if it has ended, without waiting: `Ok(None)` while it runs.
+///
+/// # Errors
+/// `ECHILD`: `pid` is not a child of this process (or was reaped already).
+pub fn reap(pid: Pid) -> io::Result<Option<Exit>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `status` is a live, writable int; `pid` names one process.
+    match cvt_retry(|| unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) })? {
+        0 => Ok(None),
+        _ => Ok(Some(decode(status))),
+    }
+}
+
 fn decode(status: libc::c_int) -> Exit {
     if libc::WIFSIGNALED(status) {
         Exit::Signal(libc::WTERMSIG(status))

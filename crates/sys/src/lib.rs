@@ -34,6 +34,7 @@ pub mod seccomp;
 pub mod shared;
 pub mod signal;
 pub mod socket;
+pub mod spawn;
 pub mod unix;
 pub mod uring;
 

@@ -241,6 +241,13 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The effective group id of the process.
+#[must_use]
+pub fn effective_gid() -> u32 {
+    // SAFETY: getegid takes no arguments and cannot fail.
+    unsafe { libc::getegid() }
+}
+
 /// Gives up root for good: supplementary groups become `user`'s (plus `gid`), then the group
 /// and user ids change (group first: once the user id changes, the group can no longer). Call it
 /// before other threads start; glibc applies it to every thread, but there is no reason to

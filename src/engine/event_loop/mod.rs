@@ -73,7 +73,7 @@ macro_rules! context {
             stats: &$self.link.stats,
             metrics: &$self.settings.control.stats,
             rates: &$self.settings.control.rates,
-            draining: $self.draining,
+            draining: $self.draining || $self.announcing,
         }
     };
 }
@@ -135,6 +135,8 @@ pub struct EventLoop {
     epoch: u64,
     link: LoopLink,
     draining: bool,
+    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
+    announcing: bool,
     /// Boxed, so the slab's spare capacity costs a pointer per slot, not a whole connection.
     slots: Vec<Option<Box<Slot>>>,
     free: Vec<usize>,
@@ -188,6 +190,7 @@ impl EventLoop {
             epoch: 0,
             link,
             draining: false,
+            announcing: false,
             slots: Vec::new(),
             free: Vec::new(),
             next_generation: 1,
@@ -230,6 +233,8 @@ impl EventLoop {
             // signal is answered as draining (`Connection: close`, health 503).
             match self.settings.control.run_state() {
                 RunState::Running => {}
+                // Still accepting; responses say the stop is coming (`drain_delay`).
+                RunState::Announcing { .. } => self.announcing = true,
                 RunState::Draining { deadline } => {
                     if !self.draining {
                         self.begin_drain();

@@ -13,7 +13,8 @@
 //! The operator's signals reach the master, which passes each worker a `Command` over a pipe of
 //! its own (Apache's "pipe of death"): `SIGHUP` only after the master has checked the new file
 //! (a bad one is logged and the old one keeps serving, nothing is passed on), `SIGUSR1`,
-//! `SIGTERM`/`SIGINT` (drain; a second one stops), `SIGQUIT`. Workers keep the handled signals
+//! `SIGTERM`/`SIGINT` (drain; a second one stops), `SIGQUIT`, and `SIGUSR2` (the master starts
+//! the new binary with its listening socket, `ops::upgrade`; once it is ready, workers drain). Workers keep the handled signals
 //! blocked and never read them, so a signal sent to the whole process group (Ctrl-C, systemd's
 //! default `KillMode`) counts once. The master replaces a worker that dies (not while
 //! draining), wiping what the dead one counted in the shared tables; workers die with the
@@ -41,7 +42,7 @@ use crate::log::access::LogFile;
 use crate::log::error;
 use crate::ops::notify::{monotonic_usec, notify};
 use crate::ops::signals::{Command, HANDLED};
-use crate::ops::{reload, RunState, Shared};
+use crate::ops::{reload, upgrade, RunState, Shared};
 use crate::site::Generation;
 
 /// A worker that dies sooner than this after it started is replaced only after this long, so a
@@ -72,7 +73,9 @@ struct Master {
     config_path: Option<PathBuf>,
     shared: Shared,
     log_file: LogFile,
-    listener: OwnedFd,
+    /// Given up (`None`) once the stop begins: workers close theirs as their drain takes the
+    /// backlog, and the port refuses from then on instead of queueing for nobody.
+    listener: Option<OwnedFd>,
     workers: HashMap<Pid, WorkerProcess>,
     /// Worker indexes (scoreboard slots, admission tables) without a process, to be started.
     owed: Vec<usize>,
@@ -97,7 +100,7 @@ pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
         config_path: start.config_path,
         shared: start.shared,
         log_file: start.log_file,
-        listener: listeners.remove(0),
+        listener: Some(listeners.remove(0)),
         workers: HashMap::new(),
         owed: (0..processes).rev().collect(),
         next_start: Instant::now(),
@@ -115,6 +118,15 @@ pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
         master.reap();
         match master.state {
             RunState::Running => master.start_owed(),
+            // Each worker times the announcement itself; the master follows the same clock.
+            RunState::Announcing { until } => {
+                if Instant::now() >= until {
+                    master.state = RunState::Draining {
+                        deadline: until + master.generation.config.process.grace_period,
+                    };
+                    master.listener = None;
+                }
+            }
             RunState::Draining { deadline } => {
                 if master.workers.is_empty() {
                     return Ok(());
@@ -152,7 +164,9 @@ impl Master {
                 drop(commands_out);
                 // Other workers' pipes are theirs: only the master may write to them.
                 self.workers.clear();
-                let code = worker::main(self, index, commands_in);
+                // The worker's own copy goes to its waiting room, which closes it when drained.
+                let listener = self.listener.take();
+                let code = worker::main(self, index, commands_in, listener);
                 // Never return into the master's code.
                 std::process::exit(code)
             }
@@ -210,16 +224,34 @@ impl Master {
                 error::log(Level::Info, format_args!("SIGUSR1: logs reopened"));
             }
             Command::Drain => {
-                let grace = self.generation.config.process.grace_period;
-                self.state = RunState::Draining {
-                    deadline: Instant::now() + grace,
+                let process = &self.generation.config.process;
+                let now = Instant::now();
+                self.state = if process.drain_delay.is_zero() {
+                    self.listener = None;
+                    RunState::Draining {
+                        deadline: now + process.grace_period,
+                    }
+                } else {
+                    RunState::Announcing {
+                        until: now + process.drain_delay,
+                    }
                 };
+                let delay = process.drain_delay;
                 self.tell_workers(command);
                 notify("STOPPING=1");
-                error::log(
-                    Level::Info,
-                    format_args!("graceful stop: draining connections"),
-                );
+                if delay.is_zero() {
+                    error::log(
+                        Level::Info,
+                        format_args!("graceful stop: draining connections"),
+                    );
+                } else {
+                    error::log(
+                        Level::Info,
+                        format_args!(
+                            "graceful stop: health answers 503, listening {delay:?} more (drain_delay), then draining connections"
+                        ),
+                    );
+                }
             }
             Command::Stop => {
                 error::log(
@@ -227,6 +259,7 @@ impl Master {
                     format_args!("second stop signal: stopping now"),
                 );
                 self.state = RunState::Stopped;
+                self.listener = None;
                 self.tell_workers(command);
             }
             Command::Quit => {
@@ -234,6 +267,41 @@ impl Master {
                 self.wait_for_workers(QUIT_WAIT);
                 std::process::exit(0);
             }
+            Command::Upgrade => self.upgrade(),
+        }
+    }
+
+    /// `SIGUSR2`: the master holds the listening socket, so it starts the successor (workers
+    /// keep serving meanwhile); once that is ready, every worker drains at once.
+    fn upgrade(&mut self) {
+        if self.state != RunState::Running {
+            error::log(
+                Level::Warn,
+                format_args!("SIGUSR2 ignored: the server is stopping"),
+            );
+            return;
+        }
+        error::log(
+            Level::Info,
+            format_args!("SIGUSR2: starting a new process with the listening sockets"),
+        );
+        let listeners: Vec<_> = self.listener.iter().map(AsFd::as_fd).collect();
+        match upgrade::start_successor(&listeners) {
+            Ok(pid) => {
+                error::log(
+                    Level::Info,
+                    format_args!("upgrade: process {pid} is ready; this one drains"),
+                );
+                self.state = RunState::Draining {
+                    deadline: Instant::now() + self.generation.config.process.grace_period,
+                };
+                self.listener = None;
+                self.tell_workers(Command::Upgrade);
+            }
+            Err(failure) => error::log(
+                Level::Error,
+                format_args!("upgrade failed: {failure}; this process keeps serving"),
+            ),
         }
     }
 

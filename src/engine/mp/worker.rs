@@ -23,14 +23,22 @@ use crate::log::error;
 use crate::ops::{signals, Control, Role, Shared};
 
 /// The worker's exit status: 0 after a graceful stop, 1 if it could not start.
-pub(super) fn main(master: &Master, index: usize, commands: OwnedFd) -> i32 {
+pub(super) fn main(
+    master: &Master,
+    index: usize,
+    commands: OwnedFd,
+    listener: Option<OwnedFd>,
+) -> i32 {
     let parent = child::parent_pid();
     // Die with the master even if it is killed with SIGKILL and cannot stop us (the handled
     // signals stay blocked here, so only SIGKILL is sure to arrive).
     if child::set_parent_death_signal(SIGKILL).is_err() || child::parent_pid() != parent {
         return 1;
     }
-    match serve(master, index, commands) {
+    let Some(listener) = listener else {
+        return 1;
+    };
+    match serve(master, index, commands, listener) {
         Ok(()) => 0,
         Err(failure) => {
             error::log(
@@ -42,7 +50,7 @@ pub(super) fn main(master: &Master, index: usize, commands: OwnedFd) -> i32 {
     }
 }
 
-fn serve(master: &Master, index: usize, commands: OwnedFd) -> io::Result<()> {
+fn serve(master: &Master, index: usize, commands: OwnedFd, listener: OwnedFd) -> io::Result<()> {
     let shared = Shared {
         stats: master.shared.stats.clone(),
         admission: Arc::new(master.shared.admission.for_process(index)),
@@ -58,14 +66,19 @@ fn serve(master: &Master, index: usize, commands: OwnedFd) -> io::Result<()> {
     )?);
     signals::spawn_commands(control.clone(), commands)?;
     let config = &master.generation.config;
-    let room = WaitingRoom::new(
-        master.listener.try_clone()?,
+    let room = Arc::new(WaitingRoom::new(
+        listener,
         ListenerWake::Exclusive,
         1,
         control.stopping_fd(),
-    )?;
+    )?);
     let caches = Arc::new(SharedCaches::new(Caches::new(&config.caches, 1), slot));
     let mut worker = Worker::new(control.clone(), caches, slot);
+    // A worker busy with a response when the drain begins cannot take the backlog (idle
+    // processes do): it closes its copy of the socket at once, so the port refuses once every
+    // process has closed its copy instead of when the longest response ends.
+    let busy_room = room.clone();
+    worker.on_drain_while_busy(Box::new(move || busy_room.close_listener()));
     let served = waiting_room::serve(&room, &mut worker, Between::Hold);
     drop(worker);
     control.access_log.sync(Duration::from_secs(10));

@@ -98,7 +98,7 @@ macro_rules! context {
             stats: &$self.link.stats,
             metrics: &$self.control.stats,
             rates: &$self.control.rates,
-            draining: $self.draining,
+            draining: $self.draining || $self.announcing,
         }
     };
 }
@@ -114,6 +114,8 @@ struct Proactor {
     epoch: u64,
     link: LoopLink,
     draining: bool,
+    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
+    announcing: bool,
     ring: Ring,
     /// `None` once a graceful stop began.
     listener: Option<OwnedFd>,
@@ -153,6 +155,7 @@ pub fn run(name: String, control: Arc<Control>, listener: OwnedFd) -> io::Result
         epoch: 0,
         link,
         draining: false,
+        announcing: false,
         ring,
         listener: Some(listener),
         accept_op: None,

@@ -27,11 +27,20 @@ impl Proactor {
         }
         match self.control.run_state() {
             RunState::Running => true,
+            // Still accepting; responses say the stop is coming (`drain_delay`).
+            RunState::Announcing { .. } => {
+                self.announcing = true;
+                true
+            }
             RunState::Draining { deadline } => {
                 if !self.draining {
                     self.begin_drain();
                 }
-                Instant::now() < deadline && self.slots.iter().any(Option::is_some)
+                // Until the cancelled accept's last completion is in: a connection the kernel
+                // accepted for it meanwhile is served, not dropped with a reset (an upgrade's
+                // successor accepts on the same socket, so connections arrive to the end).
+                Instant::now() < deadline
+                    && (self.slots.iter().any(Option::is_some) || self.accept_op.is_some())
             }
             RunState::Stopped => false,
         }
@@ -41,8 +50,11 @@ impl Proactor {
     /// is already in; a request that raced the stop is answered, with `Connection: close`).
     fn begin_drain(&mut self) {
         self.draining = true;
-        if let Some(op) = self.accept_op.take() {
-            let _ = self.ring.cancel(op);
+        // The op stays recorded until its final completion (`accepted`).
+        if let Some(op) = self.accept_op {
+            if self.ring.cancel(op).is_err() {
+                self.accept_op = None;
+            }
         }
         self.listener = None;
         for index in 0..self.slots.len() {
