@@ -75,8 +75,9 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Serve as configured in FILE (TOML; see docs/config.md)
     #[command(
-        after_help = "Signals: HUP reload FILE, USR1 reopen logs, TERM/INT graceful \
-                            stop, QUIT exit at once."
+        after_help = "Signals: HUP reload FILE, USR1 reopen logs, USR2 upgrade to the \
+                            binary on disk (listeners kept), TERM/INT graceful stop, QUIT exit \
+                            at once."
     )]
     Run(ConfigFile),
     /// Check FILE and exit: 0 if 'ampd run' would accept it

@@ -25,7 +25,8 @@ pub fn engines_help() -> String {
         "\nAddresses: 127.0.0.1:8080, [::1]:8080, localhost:8080 and 8080 (127.0.0.1),\n  \
          :8080 and *:8080 (every IPv4 interface).\n\
          Sizes: bytes, or 64KiB, 1MiB, 2GiB. Durations: seconds (0.5), or 500ms, 30s, 5m, 1h.\n\
-         Signals: USR1 reopen logs, TERM/INT graceful stop, QUIT exit at once.",
+         Signals: USR1 reopen logs, USR2 upgrade to the binary on disk (listeners kept),
+  TERM/INT graceful stop, QUIT exit at once.",
     );
     text
 }
