@@ -284,6 +284,7 @@ impl Conn {
             path,
             redirect: redirect_base,
             resolved: None,
+            retried: false,
         };
         let previous = match context
             .caches
@@ -384,6 +385,25 @@ impl Conn {
             Resolution::Failed => {
                 status_page::write(out.bytes(), 500, &error_response, &[], !head_only);
                 500
+            }
+            // Out of descriptors even after the caches let go of theirs: a passing overload,
+            // so a client may retry (RFC 9110 §15.6.4), as for a connection cap.
+            Resolution::Exhausted => {
+                let retry = context
+                    .config
+                    .admission
+                    .retry_after
+                    .as_secs()
+                    .max(1)
+                    .to_string();
+                status_page::write(
+                    out.bytes(),
+                    503,
+                    &error_response,
+                    &[("Retry-After", retry.as_bytes())],
+                    !head_only,
+                );
+                503
             }
         };
         self.record(Some(&pending.exchange), status, mark, context);

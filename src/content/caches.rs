@@ -23,7 +23,8 @@ use super::file::{FileKey, Resolution, Resolved};
 use super::file_cache::FileCache;
 use super::head_cache::HeadCache;
 use super::path_cache::{Lookup, PathCache};
-use crate::config::CacheOptions;
+use crate::config::{CacheOptions, Level};
+use crate::log::error::Throttle;
 use crate::log::stats::LoopStats;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -64,10 +65,11 @@ fn write_key(key: &mut String, root: u64, path: &str) {
 
 impl Caches {
     /// The caches for one loop or process (`shards` = 1), or for threads that share them (more
-    /// shards, fewer collisions on a lock). Without inotify (limit reached, or not supported),
+    /// shards, fewer collisions on a lock), holding at most `descriptors` files open
+    /// (`descriptors::cache_descriptors`). Without inotify (limit reached, or not supported),
     /// entries are still bounded in age by `revalidate_after`.
     #[must_use]
-    pub fn new(options: &CacheOptions, shards: usize) -> Caches {
+    pub fn new(options: &CacheOptions, shards: usize, descriptors: u64) -> Caches {
         let any = options.path_cache || options.header_cache || options.file_cache;
         let watcher = if any {
             Inotify::new().ok().map(Arc::new)
@@ -78,6 +80,7 @@ impl Caches {
             paths: PathCache::new(
                 options.path_cache,
                 options.path_cache_entries,
+                descriptors,
                 options.revalidate_after,
                 shards,
             ),
@@ -113,7 +116,7 @@ impl Caches {
         let path = key.as_str();
         if matches!(
             resolved.resolution,
-            Resolution::Listing(_) | Resolution::Failed
+            Resolution::Listing(_) | Resolution::Failed | Resolution::Exhausted
         ) {
             return;
         }
@@ -177,6 +180,21 @@ impl Caches {
                 }
             }
         }
+    }
+
+    /// The process ran out of descriptors (`EMFILE`/`ENFILE` from `open` or `accept`): close
+    /// the older half of the cached files, and say so in the error log (at most once per
+    /// interval, with the count of the times not reported). Returns the descriptors released.
+    pub fn relieve(&self, what: &str) -> u64 {
+        static EXHAUSTED: Throttle = Throttle::new();
+        let released = self.paths.relieve();
+        EXHAUSTED.log(
+            Level::Warn,
+            format_args!(
+                "{what}: out of file descriptors (RLIMIT_NOFILE); closed {released} cached files"
+            ),
+        );
+        released
     }
 
     pub fn clear(&self) {

@@ -8,6 +8,7 @@
 
 pub mod autoindex;
 pub mod caches;
+pub mod descriptors;
 pub mod file;
 pub mod file_cache;
 pub mod head_cache;

@@ -37,10 +37,13 @@ use std::time::Duration;
 
 use ampd_sys::socket;
 
-use crate::config::{Arch, Config, HelperMode};
+use crate::config::{Arch, Config, HelperMode, Level};
 use crate::conn::Conn;
+use crate::content::caches::Caches;
+use crate::content::descriptors::cache_descriptors;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
+use crate::log::error::Throttle;
 use crate::log::stats::LoopStats;
 use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{signals, Control, Role, Shared};
@@ -251,6 +254,10 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
     };
     let helpers = PoolSize::of(&control.current().config);
     let pages_in_flight = Arc::new(PagesInFlight::default());
+    let cache_descriptors = cache_descriptors(
+        control.current().config.admission.max_connections,
+        listeners.len(),
+    );
     let mut loops = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
         let settings = LoopSettings {
@@ -259,6 +266,7 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
             disk,
             helpers,
             pages_in_flight: pages_in_flight.clone(),
+            cache_descriptors,
         };
         loops.push(EventLoop::new(listener, settings)?);
     }
@@ -278,6 +286,26 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
     }
     Ok(())
 }
+
+/// `accept` failed for want of descriptors or memory (the caller pauses accepting, and clients
+/// wait in the backlog): out of descriptors, the caches close the older half of their files so
+/// that accepting can resume; either way the error log says so, at most once per interval.
+pub fn accept_exhausted(error: &io::Error, caches: &Caches) {
+    static NO_MEMORY: Throttle = Throttle::new();
+    match error.raw_os_error() {
+        Some(EMFILE | ENFILE) => {
+            caches.relieve("accept");
+        }
+        _ => NO_MEMORY.log(
+            Level::Error,
+            format_args!("accept: {error}; accepting pauses"),
+        ),
+    }
+}
+
+/// The system's and the process's descriptors are used up.
+const ENFILE: i32 = 23;
+const EMFILE: i32 = 24;
 
 /// What admission control says about a new connection from `peer`, counted on `stats`: its
 /// `Conn` (one that answers `503` if it came in over a cap) and its place in the counts, or

@@ -57,6 +57,8 @@ pub struct LoopSettings {
     pub helpers: PoolSize,
     /// Files being paged in by any loop's helpers (one set per server).
     pub pages_in_flight: Arc<PagesInFlight>,
+    /// Most files the loop's caches hold open (`content::descriptors`).
+    pub cache_descriptors: u64,
 }
 
 /// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the
@@ -176,7 +178,7 @@ impl EventLoop {
         } else {
             None
         };
-        let caches = Caches::new(&generation.config.caches, 1);
+        let caches = Caches::new(&generation.config.caches, 1, settings.cache_descriptors);
         if let Some(watcher) = &caches.watcher {
             epoll.add(watcher.as_fd(), INOTIFY, Interest::READABLE.edge())?;
         }
@@ -344,6 +346,7 @@ impl EventLoop {
                 // SYN and accept, a signal) just move on to the next connection.
                 Err(error) => {
                     if let Some(23 | 24 | 105 | 12) = error.raw_os_error() {
+                        super::accept_exhausted(&error, &self.caches);
                         self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
                         return;
                     }

@@ -17,6 +17,7 @@ use ampd_sys::signal::SIGKILL;
 use super::Master;
 use crate::config::Level;
 use crate::content::caches::Caches;
+use crate::content::descriptors::cache_descriptors;
 use crate::engine::blocking::{SharedCaches, Worker};
 use crate::engine::waiting_room::{self, Between, ListenerWake, WaitingRoom};
 use crate::log::error;
@@ -64,7 +65,11 @@ fn serve(master: &Master, index: usize, commands: OwnedFd) -> io::Result<()> {
         1,
         control.stopping_fd(),
     )?;
-    let caches = Arc::new(SharedCaches::new(Caches::new(&config.caches, 1), slot));
+    let descriptors = cache_descriptors(config.admission.max_connections, 1);
+    let caches = Arc::new(SharedCaches::new(
+        Caches::new(&config.caches, 1, descriptors),
+        slot,
+    ));
     let mut worker = Worker::new(control.clone(), caches, slot);
     let served = waiting_room::serve(&room, &mut worker, Between::Hold);
     drop(worker);

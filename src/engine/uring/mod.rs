@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use ampd_sys::uring::Ring;
 
+use crate::content::descriptors::cache_descriptors;
 use crate::ops::Control;
 
 /// Environment variable for tests and demonstrations: `EPERM` or `ENOSYS` installs a seccomp
@@ -83,6 +84,10 @@ fn explain(error: &io::Error) -> String {
 /// # Errors
 /// A ring cannot be set up (after the probe succeeded: out of memory or locked memory).
 pub fn run(control: &Arc<Control>, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
+    let descriptors = cache_descriptors(
+        control.current().config.admission.max_connections,
+        listeners.len(),
+    );
     let last = listeners.pop().expect("at least one listener");
     let mut handles = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
@@ -90,11 +95,13 @@ pub fn run(control: &Arc<Control>, mut listeners: Vec<OwnedFd>) -> io::Result<()
         handles.push(
             std::thread::Builder::new()
                 .name(format!("uring-{index}"))
-                .spawn(move || proactor::run(format!("uring-{index}"), control, listener))?,
+                .spawn(move || {
+                    proactor::run(format!("uring-{index}"), control, listener, descriptors)
+                })?,
         );
     }
     let index = handles.len();
-    proactor::run(format!("uring-{index}"), control.clone(), last)?;
+    proactor::run(format!("uring-{index}"), control.clone(), last, descriptors)?;
     for handle in handles {
         handle
             .join()

@@ -139,14 +139,20 @@ struct Proactor {
 ///
 /// # Errors
 /// The ring, helpers or listener cannot be set up, or waiting on the ring fails.
-pub fn run(name: String, control: Arc<Control>, listener: OwnedFd) -> io::Result<()> {
+/// The ring's caches hold at most `cache_descriptors` files open.
+pub fn run(
+    name: String,
+    control: Arc<Control>,
+    listener: OwnedFd,
+    cache_descriptors: u64,
+) -> io::Result<()> {
     // Only the ring does I/O on it: blocking, so the kernel arms a poll rather than fail EAGAIN.
     socket::set_nonblocking(listener.as_fd(), false)?;
     let ring = Ring::new(RING_ENTRIES, BUFFER_COUNT, BUFFER_SIZE)?;
     let generation = control.current();
     let config = &generation.config;
     let helpers = Helpers::start(PoolSize::of(config), &name, config.helper_mode)?;
-    let caches = Caches::new(&config.caches, 1);
+    let caches = Caches::new(&config.caches, 1, cache_descriptors);
     let link = control.join_loop()?;
     let mut proactor = Proactor {
         name,
@@ -306,6 +312,8 @@ impl Proactor {
             self.admit(fd);
         } else if matches!(-completion.result, 23 | 24 | 105 | 12) {
             // Out of descriptors or memory: pause, clients wait in the backlog.
+            let error = io::Error::from_raw_os_error(-completion.result);
+            super::super::accept_exhausted(&error, &self.caches);
             self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
         }
         if !completion.more {
