@@ -93,9 +93,10 @@ impl Conn {
         while let Some(template) = &route.settings.rewrite {
             rewrites += 1;
             if rewrites > MAX_REWRITES {
-                error::log(
+                static LOOPING: error::Throttle = error::Throttle::new();
+                LOOPING.log(
                     Level::Error,
-                    format_args!("rewrite loop at {}", clean.as_str()),
+                    format_args!("rewrite loop at {}", clean.as_str().escape_debug()),
                 );
                 return self.answer(&exchange, None, 500, &[], context);
             }
@@ -116,6 +117,14 @@ impl Conn {
                     .take(self.peer, Instant::now(), &context.config.admission)
             {
                 context.stats.shed(Shed::Rate);
+                static LIMITED: error::Throttle = error::Throttle::new();
+                LIMITED.log(
+                    Level::Warn,
+                    format_args!(
+                        "request from {} refused with 429: over requests_per_second = {}",
+                        self.peer, context.config.admission.requests_per_second
+                    ),
+                );
                 let retry = wait.as_secs_f64().ceil().max(1.0).to_string();
                 return self.answer(
                     &exchange,

@@ -44,7 +44,7 @@ use crate::content::descriptors::cache_descriptors;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
 use crate::log::error::Throttle;
-use crate::log::stats::LoopStats;
+use crate::log::stats::{LoopStats, Shed};
 use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
@@ -317,15 +317,43 @@ pub fn admit(
     stats: &LoopStats,
     peer: IpAddr,
 ) -> Option<(Conn, Ticket)> {
+    static REFUSED: Throttle = Throttle::new();
+    static DROPPED: Throttle = Throttle::new();
     let config = &generation.config;
-    match control.admission.admit(peer, &config.admission) {
+    let limits = &config.admission;
+    let cap = |why: Shed| match why {
+        Shed::Connections => format!("max_connections = {}", limits.max_connections),
+        Shed::Address => format!(
+            "max_connections_per_address = {}",
+            limits.max_connections_per_address
+        ),
+        Shed::Rate => "requests_per_second".to_owned(),
+    };
+    match control.admission.admit(peer, limits) {
         Admit::Yes(ticket) => Some((Conn::new(config, peer), ticket)),
         Admit::Refuse(ticket, why) => {
             stats.shed(why);
+            REFUSED.log(
+                Level::Warn,
+                format_args!(
+                    "connection from {peer} refused with 503: over {} ({} open)",
+                    cap(why),
+                    control.admission.open()
+                ),
+            );
             Some((Conn::refusing(config, peer), ticket))
         }
         Admit::Drop(why) => {
             stats.shed(why);
+            stats.dropped(why);
+            DROPPED.log(
+                Level::Warn,
+                format_args!(
+                    "connection from {peer} dropped unanswered: far over {} ({} open)",
+                    cap(why),
+                    control.admission.open()
+                ),
+            );
             None
         }
     }

@@ -406,7 +406,8 @@ impl EventLoop {
             match self.epoll.add(slot.fd.as_fd(), token, interest.edge()) {
                 Ok(()) => slot.watched = watched,
                 Err(error) => {
-                    error::log(
+                    static UNREGISTERED: error::Throttle = error::Throttle::new();
+                    UNREGISTERED.log(
                         Level::Error,
                         format_args!(
                             "{}: cannot register connection: {error}",

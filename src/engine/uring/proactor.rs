@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::socket;
 use ampd_sys::uring::{Completion, OpId, Ring};
 
+use crate::config::Level;
 use crate::conn::{Conn, Context, Ending, Need, Phase};
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
@@ -22,6 +23,7 @@ use crate::content::serve::DiskAccess;
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::phase_clock::PhaseClock;
 use crate::log::clock::Clock;
+use crate::log::error::Throttle;
 use crate::ops::admission::Ticket;
 use crate::ops::{Control, LoopLink};
 use crate::site::Generation;
@@ -245,7 +247,13 @@ impl Proactor {
         };
         match self.ring.accept_multishot(listener.as_fd(), ACCEPT) {
             Ok(op) => self.accept_op = Some(op),
-            Err(error) => eprintln!("ampd: {}: cannot accept: {error}", self.name),
+            Err(error) => {
+                static UNARMED: Throttle = Throttle::new();
+                UNARMED.log(
+                    Level::Error,
+                    format_args!("{}: cannot accept: {error}", self.name),
+                );
+            }
         }
     }
 
