@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use ampd_sys::inotify::{self, Inotify};
 
+use super::budget::CacheBudget;
 use super::file::{FileKey, Resolution, Resolved};
 use super::file_cache::FileCache;
 use super::head_cache::HeadCache;
@@ -65,11 +66,11 @@ fn write_key(key: &mut String, root: u64, path: &str) {
 
 impl Caches {
     /// The caches for one loop or process (`shards` = 1), or for threads that share them (more
-    /// shards, fewer collisions on a lock), holding at most `descriptors` files open
-    /// (`descriptors::cache_descriptors`). Without inotify (limit reached, or not supported),
-    /// entries are still bounded in age by `revalidate_after`.
+    /// shards, fewer collisions on a lock), within `budget` (files held open, file-cache
+    /// bytes). Without inotify (limit reached, or not supported), entries are still bounded in
+    /// age by `revalidate_after`.
     #[must_use]
-    pub fn new(options: &CacheOptions, shards: usize, descriptors: u64) -> Caches {
+    pub fn new(options: &CacheOptions, shards: usize, budget: &CacheBudget) -> Caches {
         let any = options.path_cache || options.header_cache || options.file_cache;
         let watcher = if any {
             Inotify::new().ok().map(Arc::new)
@@ -80,12 +81,12 @@ impl Caches {
             paths: PathCache::new(
                 options.path_cache,
                 options.path_cache_entries,
-                descriptors,
+                budget.descriptors,
                 options.revalidate_after,
                 shards,
             ),
             heads: HeadCache::new(options.header_cache, options.header_cache_entries, shards),
-            files: FileCache::new(options.file_cache, options.file_cache_bytes, shards),
+            files: FileCache::new(options.file_cache, budget.file_cache.bytes(), shards),
             watcher,
             dependents: Mutex::new(HashMap::new()),
             reading_changes: Mutex::new(()),

@@ -39,8 +39,8 @@ use ampd_sys::socket;
 
 use crate::config::{Arch, Config, HelperMode, Level};
 use crate::conn::Conn;
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
-use crate::content::descriptors::cache_descriptors;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
 use crate::log::error::Throttle;
@@ -211,6 +211,7 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
     if let Some(nofile) = nofile {
         start.shared.admission.limit_descriptors(nofile, processes);
     }
+    announce_cache_sizes(&start.generation.config, &bound);
     if bound.arch == Arch::Mp {
         // Before any thread exists: the master forks, each worker starts its own threads.
         return mp::run(start, bound.listeners);
@@ -246,6 +247,18 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
     served
 }
 
+/// Say at start-up how a memory limit sized the caches (each engine sizes its own the same way).
+fn announce_cache_sizes(config: &Config, bound: &Bound) {
+    let (sets, unit) = match bound.arch {
+        Arch::Sped | Arch::Amped => (1, "loop"),
+        Arch::Reactor => (bound.listeners.len(), "loop"),
+        Arch::Uring => (bound.listeners.len(), "ring"),
+        Arch::Mt | Arch::Tpc => (1, "set shared by the threads"),
+        Arch::Mp => (config.thread_count(), "process"),
+    };
+    CacheBudget::of(config, 1, sets).announce(sets, unit);
+}
+
 /// `sped`, `amped`, `reactor`: one epoll loop per listener, the last on the main thread.
 fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io::Result<()> {
     let disk = match arch {
@@ -254,10 +267,8 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
     };
     let helpers = PoolSize::of(&control.current().config);
     let pages_in_flight = Arc::new(PagesInFlight::default());
-    let cache_descriptors = cache_descriptors(
-        control.current().config.admission.max_connections,
-        listeners.len(),
-    );
+    let loops = listeners.len();
+    let cache_budget = CacheBudget::of(&control.current().config, loops, loops);
     let mut loops = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
         let settings = LoopSettings {
@@ -266,7 +277,7 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
             disk,
             helpers,
             pages_in_flight: pages_in_flight.clone(),
-            cache_descriptors,
+            cache_budget: cache_budget.clone(),
         };
         loops.push(EventLoop::new(listener, settings)?);
     }

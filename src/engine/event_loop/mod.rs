@@ -22,6 +22,7 @@ use super::helpers::{Helpers, PoolSize, Token};
 use super::phase_clock::PhaseClock;
 use crate::config::Level;
 use crate::conn::{Conn, Context, Spare};
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::file::FileKey;
 use crate::content::job::{self, Job, JobDone};
@@ -57,8 +58,8 @@ pub struct LoopSettings {
     pub helpers: PoolSize,
     /// Files being paged in by any loop's helpers (one set per server).
     pub pages_in_flight: Arc<PagesInFlight>,
-    /// Most files the loop's caches hold open (`content::descriptors`).
-    pub cache_descriptors: u64,
+    /// What the loop's caches may hold (`content::budget`).
+    pub cache_budget: CacheBudget,
 }
 
 /// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the
@@ -178,7 +179,7 @@ impl EventLoop {
         } else {
             None
         };
-        let caches = Caches::new(&generation.config.caches, 1, settings.cache_descriptors);
+        let caches = Caches::new(&generation.config.caches, 1, &settings.cache_budget);
         if let Some(watcher) = &caches.watcher {
             epoll.add(watcher.as_fd(), INOTIFY, Interest::READABLE.edge())?;
         }

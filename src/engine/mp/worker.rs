@@ -16,8 +16,8 @@ use ampd_sys::signal::SIGKILL;
 
 use super::Master;
 use crate::config::Level;
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
-use crate::content::descriptors::cache_descriptors;
 use crate::engine::blocking::{SharedCaches, Worker};
 use crate::engine::waiting_room::{self, Between, ListenerWake, WaitingRoom};
 use crate::log::error;
@@ -65,9 +65,10 @@ fn serve(master: &Master, index: usize, commands: OwnedFd) -> io::Result<()> {
         1,
         control.stopping_fd(),
     )?;
-    let descriptors = cache_descriptors(config.admission.max_connections, 1);
+    // Its own descriptor limit; memory shared with every worker (one cgroup).
+    let budget = CacheBudget::of(config, 1, config.thread_count());
     let caches = Arc::new(SharedCaches::new(
-        Caches::new(&config.caches, 1, descriptors),
+        Caches::new(&config.caches, 1, &budget),
         slot,
     ));
     let mut worker = Worker::new(control.clone(), caches, slot);

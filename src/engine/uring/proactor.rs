@@ -17,6 +17,7 @@ use ampd_sys::uring::{Completion, OpId, Ring};
 
 use crate::config::Level;
 use crate::conn::{Conn, Context, Ending, Need, Phase};
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
@@ -141,12 +142,12 @@ struct Proactor {
 ///
 /// # Errors
 /// The ring, helpers or listener cannot be set up, or waiting on the ring fails.
-/// The ring's caches hold at most `cache_descriptors` files open.
+/// The ring's caches hold what `cache_budget` allows.
 pub fn run(
     name: String,
     control: Arc<Control>,
     listener: OwnedFd,
-    cache_descriptors: u64,
+    cache_budget: &CacheBudget,
 ) -> io::Result<()> {
     // Only the ring does I/O on it: blocking, so the kernel arms a poll rather than fail EAGAIN.
     socket::set_nonblocking(listener.as_fd(), false)?;
@@ -154,7 +155,7 @@ pub fn run(
     let generation = control.current();
     let config = &generation.config;
     let helpers = Helpers::start(PoolSize::of(config), &name, config.helper_mode)?;
-    let caches = Caches::new(&config.caches, 1, cache_descriptors);
+    let caches = Caches::new(&config.caches, 1, cache_budget);
     let link = control.join_loop()?;
     let mut proactor = Proactor {
         name,
