@@ -8,6 +8,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::http::build_request;
 use support::*;
 
 /// `count` small files `many/0.txt` … below `root`, and `/hello.txt`.
@@ -38,6 +39,15 @@ fn helper_processes(pid: u32) -> usize {
         .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
         .map(|children| children.split_whitespace().count())
         .sum()
+}
+
+/// The lowest descriptor number the process does not use.
+fn lowest_free_descriptor(pid: u32) -> usize {
+    let used: std::collections::BTreeSet<usize> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("read /proc/PID/fd")
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    (0..).find(|number| !used.contains(number)).unwrap_or(0)
 }
 
 /// Descriptors the process holds now.
@@ -227,4 +237,39 @@ for_each_arch!(fn running_out_of_descriptors_evicts_and_retries(arch) {
         assert!(helper_processes(server.pid()) > 0, "{arch}: no helper process left");
     }
     assert!(reports <= 3, "{arch}: exhaustion logged {reports} times:\n{log}");
+});
+
+// The cache holds most of the descriptors when the limit drops under the server: `accept`
+// fails with EMFILE, and the caches let go of files so that the waiting client is taken
+// (without that, it waits in the backlog for as long as the cache holds its files).
+for_each_arch!(fn a_full_cache_does_not_keep_new_connections_waiting(arch) {
+    let root = TempRoot::new();
+    distinct_files(&root, 120);
+    let server = Server::start(Options::new(root.path(), arch));
+    // One connection for every request, held open: the cached files take the numbers after
+    // its socket's, with no free number left among them.
+    let mut first = Conn::open(server.addr());
+    for index in 0..120 {
+        assert_eq!(first.get(&format!("/many/{index}.txt"), &[]).status, 200);
+    }
+    // A new descriptor takes the lowest free number, and fails with EMFILE unless that is
+    // below the limit: with the limit at the lowest free number, nothing more can be opened
+    // or accepted until the caches close files (which hold numbers below it).
+    let limit = lowest_free_descriptor(server.pid());
+    let limit = Command::new("prlimit")
+        .args(["--pid", &server.pid().to_string(), &format!("--nofile={limit}:{limit}")])
+        .status()
+        .expect("run prlimit (util-linux)");
+    assert!(limit.success(), "prlimit failed");
+    let started = Instant::now();
+    let mut conn = Conn::open(server.addr());
+    conn.set_read_timeout(Duration::from_secs(5));
+    conn.send(build_request("GET", "/many/0.txt", &[]));
+    let response = conn.try_read_response("GET");
+    assert!(
+        matches!(&response, Ok(response) if response.status == 200),
+        "{arch}: a new connection at the limit: {response:?} after {:?}",
+        started.elapsed()
+    );
+    drop(first);
 });
