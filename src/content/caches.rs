@@ -3,8 +3,9 @@
 //! takes `&self`, and the caches are split into locked shards (`sharded.rs`) — one shard for a
 //! loop's own caches, several when threads share them.
 //!
-//! Owns: `Caches` (path, head, file) and the inotify registry that maps a watched directory to
-//! the entries its changes invalidate. Freshness bound: a change made through the local
+//! Owns: `Caches` (path, head, file), the inotify registry that maps a watched directory to
+//! the entries its changes invalidate, and the process's list of path caches, which any of
+//! them that runs out of descriptors relieves all at once (`relieve`). Freshness bound: a change made through the local
 //! filesystem is seen by the next request that arrives after it (an event loop reads the inotify
 //! descriptor before it handles requests in the same wake-up; a blocking engine calls
 //! `on_change` after it reads a request and before it looks anything up); anything inotify
@@ -14,7 +15,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Instant;
 
 use ampd_sys::inotify::{self, Inotify};
@@ -36,7 +37,9 @@ enum Dependent {
 
 #[derive(Debug)]
 pub struct Caches {
-    pub paths: PathCache,
+    /// Shared with `PATH_CACHES`, so that any loop out of descriptors can close files cached
+    /// by the others.
+    pub paths: Arc<PathCache>,
     pub heads: HeadCache,
     pub files: FileCache,
     /// Shared with the helpers, which add watches before they look (see `resolve`).
@@ -48,6 +51,10 @@ pub struct Caches {
     reading_changes: Mutex<()>,
     invalidations: AtomicU64,
 }
+
+/// Every path cache of this process: few (one per loop, ring or shared set, plus those of
+/// earlier configurations until dropped), and read only when descriptors run out.
+static PATH_CACHES: Mutex<Vec<Weak<PathCache>>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// Reused to build `root id:path` keys without allocating per lookup (one per thread,
@@ -77,14 +84,19 @@ impl Caches {
         } else {
             None
         };
+        let paths = Arc::new(PathCache::new(
+            options.path_cache,
+            options.path_cache_entries,
+            budget.descriptors,
+            options.revalidate_after,
+            shards,
+        ));
+        let mut registry = PATH_CACHES.lock().unwrap_or_else(PoisonError::into_inner);
+        registry.retain(|cache| cache.strong_count() > 0);
+        registry.push(Arc::downgrade(&paths));
+        drop(registry);
         Caches {
-            paths: PathCache::new(
-                options.path_cache,
-                options.path_cache_entries,
-                budget.descriptors,
-                options.revalidate_after,
-                shards,
-            ),
+            paths,
             heads: HeadCache::new(options.header_cache, options.header_cache_entries, shards),
             files: FileCache::new(options.file_cache, budget.file_cache.bytes(), shards),
             watcher,
@@ -184,11 +196,25 @@ impl Caches {
     }
 
     /// The process ran out of descriptors (`EMFILE`/`ENFILE` from `open` or `accept`): close
-    /// the older half of the cached files, and say so in the error log (at most once per
-    /// interval, with the count of the times not reported). Returns the descriptors released.
+    /// the older half of the files cached by every set of caches in the process (the limit is
+    /// the process's, and another loop's cache may hold what this one lacks), and say so in
+    /// the error log (at most once per interval, with the count of the times not reported).
+    /// Returns the descriptors released.
     pub fn relieve(&self, what: &str) -> u64 {
         static EXHAUSTED: Throttle = Throttle::new();
-        let released = self.paths.relieve();
+        let others: Vec<Arc<PathCache>> = PATH_CACHES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut released = self.paths.relieve();
+        for cache in others
+            .iter()
+            .filter(|cache| !Arc::ptr_eq(cache, &self.paths))
+        {
+            released += cache.relieve();
+        }
         EXHAUSTED.log(
             Level::Warn,
             format_args!(
