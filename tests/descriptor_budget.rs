@@ -273,3 +273,80 @@ for_each_arch!(fn a_full_cache_does_not_keep_new_connections_waiting(arch) {
     );
     drop(first);
 });
+
+// Helper processes under descriptor pressure (finding 2): with every descriptor number below
+// the limit in use, the helper processes are killed. Replacing them may fail (no descriptor
+// for the socket pair): their threads then do the jobs themselves and try again a second
+// later, so every request is answered, the error log gets a few lines rather than one per
+// job, and helper processes are running again once the caches have let go of files.
+#[test]
+fn helper_processes_come_back_after_descriptor_pressure() {
+    let arch = "amped --helpers-mode process";
+    let root = TempRoot::new();
+    distinct_files(&root, 320);
+    let server = Server::start(Options::new(root.path(), arch));
+    let mut first = Conn::open(server.addr());
+    for index in 0..120 {
+        assert_eq!(first.get(&format!("/many/{index}.txt"), &[]).status, 200);
+    }
+    let limit = lowest_free_descriptor(server.pid());
+    let limited = Command::new("prlimit")
+        .args([
+            "--pid",
+            &server.pid().to_string(),
+            &format!("--nofile={limit}:{limit}"),
+        ])
+        .status()
+        .expect("run prlimit (util-linux)");
+    assert!(limited.success(), "prlimit failed");
+    for helper in helper_pids(server.pid()) {
+        let killed = Command::new("kill")
+            .args(["-KILL", &helper.to_string()])
+            .status();
+        assert!(
+            killed.is_ok_and(|status| status.success()),
+            "kill helper {helper}"
+        );
+    }
+    let statuses =
+        tally((120..320).map(|index| first.get(&format!("/many/{index}.txt"), &[]).status));
+    assert_eq!(
+        statuses,
+        BTreeMap::from([(200, 200)]),
+        "{}",
+        server.stderr()
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while helper_pids(server.pid()).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "no helper process came back:\n{}",
+            server.stderr()
+        );
+        assert_eq!(first.get("/hello.txt", &[]).status, 200);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = server.stderr();
+    let lines = log
+        .lines()
+        .filter(|line| line.contains("helper process"))
+        .count();
+    assert!(lines <= 6, "{lines} lines about helper processes:\n{log}");
+}
+
+/// The helper processes of `pid` (its children).
+fn helper_pids(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| {
+            children
+                .split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}

@@ -396,21 +396,29 @@ impl Runner {
         let Runner::Process(slot) = self else {
             return job::run(job);
         };
-        // No process (none could be started just now): the thread does the job itself, so
-        // requests are still served, only without a process's isolation.
-        let Some(helper) = slot.helper() else {
-            return job::run(job);
-        };
-        match helper.run(&job) {
-            Ok(done) => done,
-            Err(Failure::OutOfDescriptors) => HelperProcess::exhausted(job),
-            Err(Failure::Lost(error)) => {
-                LOST.log(
-                    Level::Error,
-                    format_args!("helper process failed ({error}); starting another"),
-                );
-                slot.helper = None;
-                HelperProcess::lost(job)
+        // A job its process died on is done once more (by another process, or by the thread)
+        // when that is safe: the request is answered rather than failed.
+        let mut attempts = if job.repeatable() { 2 } else { 1 };
+        loop {
+            // No process (none could be started just now): the thread does the job itself, so
+            // requests are still served, only without a process's isolation.
+            let Some(helper) = slot.helper() else {
+                return job::run(job);
+            };
+            match helper.run(&job) {
+                Ok(done) => return done,
+                Err(Failure::OutOfDescriptors) => return HelperProcess::exhausted(job),
+                Err(Failure::Lost(error)) => {
+                    LOST.log(
+                        Level::Error,
+                        format_args!("helper process failed ({error}); starting another"),
+                    );
+                    slot.helper = None;
+                    attempts -= 1;
+                    if attempts == 0 {
+                        return HelperProcess::lost(job);
+                    }
+                }
             }
         }
     }
