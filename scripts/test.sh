@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(curl procps python3 python3-fusepy python3-prometheus-client fuse3 libfuse2
-  haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core)
+  haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core util-linux)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -295,7 +295,7 @@ impl Loader<'_> {
                 self.count(value, "caches.header_cache_entries", 1)? as u64;
         }
         if let Some(value) = &raw.file_cache_bytes {
-            caches.file_cache_bytes = self.size(value, "caches.file_cache_bytes")?;
+            caches.file_cache_bytes = Some(self.size(value, "caches.file_cache_bytes")?);
         }
         if let Some(value) = &raw.revalidate_after {
             caches.revalidate_after = self.duration(value, "caches.revalidate_after", false)?;

@@ -173,8 +173,9 @@ pub struct CacheOptions {
     pub path_cache_entries: u64,
     /// Response heads kept per event loop.
     pub header_cache_entries: u64,
-    /// Bytes of file data held in memory per event loop.
-    pub file_cache_bytes: u64,
+    /// Bytes of file data held in memory per event loop; `None`: 64 MiB, or less to fit under
+    /// the process's memory limit (`content::memory`).
+    pub file_cache_bytes: Option<u64>,
     /// Upper bound on how long a cached translation is trusted without a fresh `stat`, for
     /// changes that inotify cannot report (watch limit reached, network filesystems).
     pub revalidate_after: Duration,
@@ -532,7 +533,7 @@ impl Config {
                 file_cache: true,
                 path_cache_entries: 10_000,
                 header_cache_entries: 10_000,
-                file_cache_bytes: 64 << 20,
+                file_cache_bytes: None,
                 revalidate_after: Duration::from_secs(1),
             },
             send: SendOptions {

@@ -25,7 +25,7 @@ use ampd_http::request::{
 
 use crate::config::{Config, ProxyProtocol};
 use crate::content::caches::Caches;
-use crate::content::file::Resolved;
+use crate::content::file::{Resolution, Resolved};
 use crate::content::job::{Job, JobDone};
 use crate::content::path::CleanPath;
 use crate::content::serve::{DiskAccess, Persistence, Sink};
@@ -142,6 +142,8 @@ struct Pending {
     redirect: RedirectBase,
     /// The translation being served, once known (the job is then a data load).
     resolved: Option<Arc<Resolved>>,
+    /// The translation was tried again after the process ran out of descriptors (once).
+    retried: bool,
 }
 
 /// A request held while a helper checks its password.
@@ -485,6 +487,24 @@ impl Conn {
         };
         let outcome = match done {
             JobDone::Resolved(resolved) => {
+                if matches!(resolved.resolution, Resolution::Exhausted) {
+                    // Out of descriptors: close cached files and translate once more before
+                    // answering 503.
+                    context.caches.relieve("open");
+                    if let (false, Some(root)) = (pending.retried, pending.route.root.clone()) {
+                        let job = Job::Resolve {
+                            root,
+                            path: pending.path.clone(),
+                            watcher: context.caches.watcher.clone(),
+                            previous: None,
+                        };
+                        let pending = Pending {
+                            retried: true,
+                            ..*pending
+                        };
+                        return self.settle(Outcome::NeedJob(job, Box::new(pending)));
+                    }
+                }
                 let resolved = Arc::new(resolved);
                 if let Some(root) = &pending.route.root {
                     context

@@ -12,9 +12,11 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 
 use super::output::Mark;
 use super::{Conn, Context, Exchange, Job, Outcome};
+use crate::config::Level;
 use crate::content::serve::{common_headers, Persistence, ResponseContext, Sink};
 use crate::content::status_page;
 use crate::log::access::Entry;
+use crate::log::error::Throttle;
 use crate::site::Route;
 
 /// The facts a response is written under: `success` adds the location's cache headers (they
@@ -131,6 +133,21 @@ impl Conn {
         let (head, body) = self.output.written_since(mark);
         let latency = exchange.map_or(Duration::ZERO, |exchange| exchange.started.elapsed());
         context.stats.response(status, head + body, latency);
+        if status == 500 {
+            // The server's own failure: worth a line, but not one per request of a flood.
+            static INTERNAL: Throttle = Throttle::new();
+            let (method, target) = exchange.map_or(("-", "-"), |exchange| {
+                (exchange.head.method.as_str(), &exchange.head.target[..])
+            });
+            INTERNAL.log(
+                Level::Error,
+                format_args!(
+                    "500 Internal Server Error for {method} {} from {}",
+                    target.escape_debug(),
+                    self.peer
+                ),
+            );
+        }
         if !context.log.enabled() {
             return;
         }

@@ -93,9 +93,10 @@ impl Conn {
         while let Some(template) = &route.settings.rewrite {
             rewrites += 1;
             if rewrites > MAX_REWRITES {
-                error::log(
+                static LOOPING: error::Throttle = error::Throttle::new();
+                LOOPING.log(
                     Level::Error,
-                    format_args!("rewrite loop at {}", clean.as_str()),
+                    format_args!("rewrite loop at {}", clean.as_str().escape_debug()),
                 );
                 return self.answer(&exchange, None, 500, &[], context);
             }
@@ -116,6 +117,14 @@ impl Conn {
                     .take(self.peer, Instant::now(), &context.config.admission)
             {
                 context.stats.shed(Shed::Rate);
+                static LIMITED: error::Throttle = error::Throttle::new();
+                LIMITED.log(
+                    Level::Warn,
+                    format_args!(
+                        "request from {} refused with 429: over requests_per_second = {}",
+                        self.peer, context.config.admission.requests_per_second
+                    ),
+                );
                 let retry = wait.as_secs_f64().ceil().max(1.0).to_string();
                 return self.answer(
                     &exchange,
@@ -284,6 +293,7 @@ impl Conn {
             path,
             redirect: redirect_base,
             resolved: None,
+            retried: false,
         };
         let previous = match context
             .caches
@@ -388,6 +398,25 @@ impl Conn {
             Resolution::Failed => {
                 status_page::write(out.bytes(), 500, &error_response, &[], !head_only);
                 500
+            }
+            // Out of descriptors even after the caches let go of theirs: a passing overload,
+            // so a client may retry (RFC 9110 §15.6.4), as for a connection cap.
+            Resolution::Exhausted => {
+                let retry = context
+                    .config
+                    .admission
+                    .retry_after
+                    .as_secs()
+                    .max(1)
+                    .to_string();
+                status_page::write(
+                    out.bytes(),
+                    503,
+                    &error_response,
+                    &[("Retry-After", retry.as_bytes())],
+                    !head_only,
+                );
+                503
             }
         };
         self.record(Some(&pending.exchange), status, mark, context);

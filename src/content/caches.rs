@@ -3,8 +3,9 @@
 //! takes `&self`, and the caches are split into locked shards (`sharded.rs`) — one shard for a
 //! loop's own caches, several when threads share them.
 //!
-//! Owns: `Caches` (path, head, file) and the inotify registry that maps a watched directory to
-//! the entries its changes invalidate. Freshness bound: a change made through the local
+//! Owns: `Caches` (path, head, file), the inotify registry that maps a watched directory to
+//! the entries its changes invalidate, and the process's list of path caches, which any of
+//! them that runs out of descriptors relieves all at once (`relieve`). Freshness bound: a change made through the local
 //! filesystem is seen by the next request that arrives after it (an event loop reads the inotify
 //! descriptor before it handles requests in the same wake-up; a blocking engine calls
 //! `on_change` after it reads a request and before it looks anything up); anything inotify
@@ -14,16 +15,18 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Instant;
 
 use ampd_sys::inotify::{self, Inotify};
 
+use super::budget::CacheBudget;
 use super::file::{FileKey, Resolution, Resolved};
 use super::file_cache::FileCache;
 use super::head_cache::HeadCache;
 use super::path_cache::{Lookup, PathCache};
-use crate::config::CacheOptions;
+use crate::config::{CacheOptions, Level};
+use crate::log::error::Throttle;
 use crate::log::stats::LoopStats;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -34,7 +37,9 @@ enum Dependent {
 
 #[derive(Debug)]
 pub struct Caches {
-    pub paths: PathCache,
+    /// Shared with `PATH_CACHES`, so that any loop out of descriptors can close files cached
+    /// by the others.
+    pub paths: Arc<PathCache>,
     pub heads: HeadCache,
     pub files: FileCache,
     /// Shared with the helpers, which add watches before they look (see `resolve`).
@@ -46,6 +51,10 @@ pub struct Caches {
     reading_changes: Mutex<()>,
     invalidations: AtomicU64,
 }
+
+/// Every path cache of this process: few (one per loop, ring or shared set, plus those of
+/// earlier configurations until dropped), and read only when descriptors run out.
+static PATH_CACHES: Mutex<Vec<Weak<PathCache>>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// Reused to build `root id:path` keys without allocating per lookup (one per thread,
@@ -64,25 +73,32 @@ fn write_key(key: &mut String, root: u64, path: &str) {
 
 impl Caches {
     /// The caches for one loop or process (`shards` = 1), or for threads that share them (more
-    /// shards, fewer collisions on a lock). Without inotify (limit reached, or not supported),
-    /// entries are still bounded in age by `revalidate_after`.
+    /// shards, fewer collisions on a lock), within `budget` (files held open, file-cache
+    /// bytes). Without inotify (limit reached, or not supported), entries are still bounded in
+    /// age by `revalidate_after`.
     #[must_use]
-    pub fn new(options: &CacheOptions, shards: usize) -> Caches {
+    pub fn new(options: &CacheOptions, shards: usize, budget: &CacheBudget) -> Caches {
         let any = options.path_cache || options.header_cache || options.file_cache;
         let watcher = if any {
             Inotify::new().ok().map(Arc::new)
         } else {
             None
         };
+        let paths = Arc::new(PathCache::new(
+            options.path_cache,
+            options.path_cache_entries,
+            budget.descriptors,
+            options.revalidate_after,
+            shards,
+        ));
+        let mut registry = PATH_CACHES.lock().unwrap_or_else(PoisonError::into_inner);
+        registry.retain(|cache| cache.strong_count() > 0);
+        registry.push(Arc::downgrade(&paths));
+        drop(registry);
         Caches {
-            paths: PathCache::new(
-                options.path_cache,
-                options.path_cache_entries,
-                options.revalidate_after,
-                shards,
-            ),
+            paths,
             heads: HeadCache::new(options.header_cache, options.header_cache_entries, shards),
-            files: FileCache::new(options.file_cache, options.file_cache_bytes, shards),
+            files: FileCache::new(options.file_cache, budget.file_cache.bytes(), shards),
             watcher,
             dependents: Mutex::new(HashMap::new()),
             reading_changes: Mutex::new(()),
@@ -113,7 +129,7 @@ impl Caches {
         let path = key.as_str();
         if matches!(
             resolved.resolution,
-            Resolution::Listing(_) | Resolution::Failed
+            Resolution::Listing(_) | Resolution::Failed | Resolution::Exhausted
         ) {
             return;
         }
@@ -177,6 +193,35 @@ impl Caches {
                 }
             }
         }
+    }
+
+    /// The process ran out of descriptors (`EMFILE`/`ENFILE` from `open` or `accept`): close
+    /// the older half of the files cached by every set of caches in the process (the limit is
+    /// the process's, and another loop's cache may hold what this one lacks), and say so in
+    /// the error log (at most once per interval, with the count of the times not reported).
+    /// Returns the descriptors released.
+    pub fn relieve(&self, what: &str) -> u64 {
+        static EXHAUSTED: Throttle = Throttle::new();
+        let others: Vec<Arc<PathCache>> = PATH_CACHES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut released = self.paths.relieve();
+        for cache in others
+            .iter()
+            .filter(|cache| !Arc::ptr_eq(cache, &self.paths))
+        {
+            released += cache.relieve();
+        }
+        EXHAUSTED.log(
+            Level::Warn,
+            format_args!(
+                "{what}: out of file descriptors (RLIMIT_NOFILE); closed {released} cached files"
+            ),
+        );
+        released
     }
 
     pub fn clear(&self) {

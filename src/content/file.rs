@@ -145,6 +145,9 @@ pub enum Resolution {
     Forbidden,
     /// The translation failed for a reason that is ours, not the client's.
     Failed,
+    /// No descriptor was left to open the file (`EMFILE`/`ENFILE`): a passing condition,
+    /// answered `503` with `Retry-After` once relieving the caches and one retry did not help.
+    Exhausted,
 }
 
 /// A resolution plus what the cache needs to keep it honest.

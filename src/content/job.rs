@@ -51,6 +51,21 @@ pub enum Job {
     },
 }
 
+impl Job {
+    /// Whether doing the job again, after an attempt that may have been cut short, is safe: all
+    /// but a page-in that sends on the connection (part of its range may have gone out).
+    #[must_use]
+    pub fn repeatable(&self) -> bool {
+        !matches!(
+            self,
+            Job::PageIn {
+                send_to: Some(_),
+                ..
+            }
+        )
+    }
+}
+
 #[derive(Debug)]
 pub enum JobDone {
     Resolved(Resolved),

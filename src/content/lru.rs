@@ -218,6 +218,12 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         removed
     }
 
+    /// Removes the least recently used entry.
+    pub fn pop_oldest(&mut self) -> Option<(K, V)> {
+        let oldest = self.oldest?;
+        Some(self.take(oldest))
+    }
+
     /// Removes everything; returns the entries, oldest first.
     pub fn clear(&mut self) -> Vec<(K, V)> {
         self.retain(|_, _| false)

@@ -7,12 +7,15 @@
 //! Sources: Flash (Pai et al. 1999) §5.2–5.4; JAWS §3 (cached virtual filesystem, `~user`).
 
 pub mod autoindex;
+pub mod budget;
 pub mod caches;
+pub mod descriptors;
 pub mod file;
 pub mod file_cache;
 pub mod head_cache;
 pub mod job;
 pub mod lru;
+pub mod memory;
 pub mod mime;
 pub mod path;
 pub mod path_cache;

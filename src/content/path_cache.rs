@@ -5,6 +5,14 @@
 //! threads share it). Entries are dropped by `Caches` when inotify reports a change in their
 //! directory, and treated as misses once older than `revalidate_after` (the bound for changes
 //! inotify cannot see).
+//!
+//! Every cached file is an open descriptor (and one more per precompressed sibling), so the
+//! translations to files are kept apart from the others and bounded by the descriptors they
+//! hold, a share of `RLIMIT_NOFILE` (`descriptors.rs`), as well as by entries. Beyond either
+//! bound the least recently used go;
+//! `relieve` drops the older half of what holds descriptors when opening a file failed with
+//! `EMFILE`/`ENFILE` anyway (descriptors held elsewhere, or by responses still sending
+//! evicted files).
 //! Must not touch: the disk.
 
 use std::sync::Arc;
@@ -16,9 +24,49 @@ use super::sharded::Sharded;
 
 #[derive(Debug)]
 struct Shard {
-    entries: Lru<String, Arc<Resolved>>,
+    /// Translations to open files, weighed by the descriptors each holds (the file and its
+    /// precompressed siblings), so the Lru's budget is the descriptor budget.
+    files: Lru<String, Arc<Resolved>>,
+    /// Everything else (negative answers, redirects to a slash, 403s), one each: they hold no
+    /// descriptor, so a flood of files does not push them out, nor they the files.
+    others: Lru<String, Arc<Resolved>>,
     hits: u64,
     misses: u64,
+}
+
+impl Shard {
+    fn get(&mut self, path: &str) -> Option<&Arc<Resolved>> {
+        if self.files.contains(path) {
+            self.files.get(path)
+        } else {
+            self.others.get(path)
+        }
+    }
+
+    fn remove(&mut self, path: &str) -> Option<Arc<Resolved>> {
+        self.files.remove(path).or_else(|| self.others.remove(path))
+    }
+
+    /// Drop least recently used files until they hold at most `target` descriptors.
+    fn shed_to(&mut self, target: u64) -> Vec<Arc<Resolved>> {
+        let mut shed = Vec::new();
+        while self.files.weight() > target {
+            let Some((_, resolved)) = self.files.pop_oldest() else {
+                break;
+            };
+            shed.push(resolved);
+        }
+        shed
+    }
+}
+
+/// Descriptors a translation holds open: the file and each precompressed sibling.
+#[must_use]
+pub fn descriptors_held(resolved: &Resolved) -> u64 {
+    match &resolved.resolution {
+        Resolution::File(file) => 1 + file.encoded.len() as u64,
+        _ => 0,
+    }
 }
 
 /// What the path cache holds for a path.
@@ -37,19 +85,25 @@ pub struct PathCache {
 }
 
 impl PathCache {
-    /// At most `capacity` entries in all, split evenly over `shards`.
+    /// At most `capacity` translations to files, holding at most `descriptors` open files, and
+    /// `capacity` other translations, all split evenly over `shards`.
     #[must_use]
     pub fn new(
         enabled: bool,
         capacity: u64,
+        descriptors: u64,
         revalidate_after: Duration,
         shards: usize,
     ) -> PathCache {
         PathCache {
             shards: enabled.then(|| {
-                let per_shard = (capacity / shards.max(1).next_power_of_two() as u64).max(1);
+                let shards_rounded = shards.max(1).next_power_of_two() as u64;
+                let per_shard = (capacity / shards_rounded).max(1);
+                let descriptors_per_shard = (descriptors / shards_rounded).max(1);
                 Sharded::new(shards, || Shard {
-                    entries: Lru::new(per_shard),
+                    // Each file weighs at least one: no more files than entries either.
+                    files: Lru::new(descriptors_per_shard.min(per_shard)),
+                    others: Lru::new(per_shard),
                     hits: 0,
                     misses: 0,
                 })
@@ -64,7 +118,7 @@ impl PathCache {
             return Lookup::Missing;
         };
         let mut shard = shards.lock(path);
-        let found = match shard.entries.get(path) {
+        let found = match shard.get(path) {
             Some(resolved)
                 if now.saturating_duration_since(resolved.at) < self.revalidate_after =>
             {
@@ -81,39 +135,78 @@ impl PathCache {
         found
     }
 
-    /// Remember a translation. Listings and internal failures are not remembered.
+    /// Remember a translation. Listings and failures are not remembered.
     pub fn insert(&self, path: String, resolved: Arc<Resolved>) {
         let Some(shards) = self.shards.as_ref() else {
             return;
         };
         if matches!(
             resolved.resolution,
-            Resolution::Listing(_) | Resolution::Failed
+            Resolution::Listing(_) | Resolution::Failed | Resolution::Exhausted
         ) {
             return;
         }
-        // Evicted entries are dropped after the lock is released (closing their files).
-        let evicted = shards.lock(path.as_str()).entries.insert(path, resolved, 1);
-        drop(evicted);
+        let held = descriptors_held(&resolved);
+        // What leaves the cache is dropped after the lock is released (closing its files).
+        let (replaced, evicted) = {
+            let mut shard = shards.lock(path.as_str());
+            let replaced = shard.remove(&path);
+            let evicted = if held == 0 {
+                shard.others.insert(path, resolved, 1)
+            } else {
+                // Beyond the budget (more siblings than descriptors): handed back, not kept.
+                shard.files.insert(path, resolved, held)
+            };
+            (replaced, evicted)
+        };
+        drop((replaced, evicted));
     }
 
     pub fn invalidate(&self, path: &str) {
         if let Some(shards) = self.shards.as_ref() {
-            let removed = shards.lock(path).entries.remove(path);
+            let removed = shards.lock(path).remove(path);
             drop(removed);
         }
     }
 
+    /// Opening a file failed for want of descriptors: close the older half of the cached
+    /// files (those still being sent close when their responses end). Returns how many
+    /// descriptors the cache let go of.
+    pub fn relieve(&self) -> u64 {
+        let Some(shards) = self.shards.as_ref() else {
+            return 0;
+        };
+        let mut released = 0;
+        shards.for_each(|shard| {
+            let before = shard.files.weight();
+            let shed = shard.shed_to(before / 2);
+            released += before - shard.files.weight();
+            drop(shed);
+        });
+        released
+    }
+
     pub fn clear(&self) {
         if let Some(shards) = self.shards.as_ref() {
-            shards.for_each(|shard| drop(shard.entries.clear()));
+            shards.for_each(|shard| {
+                drop(shard.files.clear());
+                drop(shard.others.clear());
+            });
         }
+    }
+
+    /// Descriptors the cached translations hold open.
+    #[must_use]
+    pub fn descriptors(&self) -> u64 {
+        self.shards
+            .as_ref()
+            .map_or(0, |shards| shards.sum(|shard| shard.files.weight()))
     }
 
     #[must_use]
     pub fn len(&self) -> usize {
         self.shards.as_ref().map_or(0, |shards| {
-            shards.sum(|shard| shard.entries.len() as u64) as usize
+            shards.sum(|shard| (shard.files.len() + shard.others.len()) as u64) as usize
         })
     }
 
@@ -147,9 +240,79 @@ mod tests {
         })
     }
 
+    /// A translation to an open file (this source file), with `siblings` more descriptors.
+    fn open_file(siblings: usize) -> Arc<Resolved> {
+        use crate::content::file::{FileKey, OpenFile, Representation, StaticFile};
+        use ampd_http::coding::Coding;
+        let open = || {
+            let file = std::fs::File::open(file!()).unwrap();
+            let stat = ampd_sys::file::fstat(std::os::fd::AsFd::as_fd(&file)).unwrap();
+            OpenFile {
+                file,
+                key: FileKey::of(&stat),
+            }
+        };
+        Arc::new(Resolved {
+            resolution: Resolution::File(Arc::new(StaticFile {
+                identity: Representation::new(Coding::Identity, open()),
+                encoded: (0..siblings)
+                    .map(|_| Representation::new(Coding::Gzip, open()))
+                    .collect(),
+                content_type: "text/plain",
+                directory: None,
+            })),
+            watch: None,
+            at: Instant::now(),
+        })
+    }
+
+    #[test]
+    fn cached_files_stay_within_the_descriptor_budget_least_recently_used_first() {
+        let cache = PathCache::new(true, 10_000, 10, Duration::from_secs(60), 1);
+        let now = Instant::now();
+        for index in 0..100 {
+            cache.insert(format!("/{index}"), open_file(0));
+            // Negative answers hold no descriptor and do not count against the budget.
+            cache.insert(format!("/missing/{index}"), not_found(now));
+        }
+        assert_eq!(cache.descriptors(), 10);
+        assert_eq!(cache.len(), 10 + 100);
+        assert!(matches!(cache.lookup("/99", now), Lookup::Fresh(_)));
+        assert!(matches!(cache.lookup("/0", now), Lookup::Missing));
+        // A file with two siblings counts three.
+        cache.insert("/with-siblings".to_owned(), open_file(2));
+        assert_eq!(cache.descriptors(), 10);
+        // Replacing and invalidating keep the count honest (two older files made room for the
+        // three, and stay gone).
+        cache.insert("/with-siblings".to_owned(), open_file(0));
+        assert_eq!(cache.descriptors(), 8);
+        cache.invalidate("/with-siblings");
+        assert_eq!(cache.descriptors(), 7);
+        assert_eq!(cache.len(), 7 + 100);
+        // An entry needing more than the whole budget is not kept.
+        let tight = PathCache::new(true, 100, 2, Duration::from_secs(60), 1);
+        tight.insert("/big".to_owned(), open_file(2));
+        assert!(tight.is_empty());
+        assert_eq!(tight.descriptors(), 0);
+    }
+
+    #[test]
+    fn relieving_drops_the_older_half_of_the_cached_files() {
+        let cache = PathCache::new(true, 10_000, 1_000, Duration::from_secs(60), 4);
+        for index in 0..64 {
+            cache.insert(format!("/{index}"), open_file(0));
+        }
+        assert_eq!(cache.descriptors(), 64);
+        let released = cache.relieve();
+        assert!(released >= 32, "released {released}");
+        assert_eq!(cache.descriptors(), 64 - released);
+        cache.clear();
+        assert_eq!(cache.descriptors(), 0);
+    }
+
     #[test]
     fn entries_turn_stale_after_revalidate_after_and_are_kept_for_the_check() {
-        let cache = PathCache::new(true, 16, Duration::from_secs(1), 1);
+        let cache = PathCache::new(true, 16, 16, Duration::from_secs(1), 1);
         let at = Instant::now();
         cache.insert("/a".to_owned(), not_found(at));
         assert!(matches!(cache.lookup("/a", at), Lookup::Fresh(_)));
@@ -165,7 +328,7 @@ mod tests {
 
     #[test]
     fn a_disabled_cache_holds_nothing() {
-        let cache = PathCache::new(false, 16, Duration::from_secs(1), 1);
+        let cache = PathCache::new(false, 16, 16, Duration::from_secs(1), 1);
         cache.insert("/a".to_owned(), not_found(Instant::now()));
         assert!(matches!(
             cache.lookup("/a", Instant::now()),

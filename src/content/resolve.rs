@@ -66,8 +66,9 @@ const WATCH_MASK: u32 = inotify::IN_MODIFY
 #[must_use]
 pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> Resolved {
     let options = &root.options;
-    let Some(base) = Base::of(root, clean) else {
-        return finish(Resolution::NotFound, None);
+    let base = match Base::of(root, clean) {
+        Ok(base) => base,
+        Err(resolution) => return finish(resolution, None),
     };
     let base_fd = base.fd(root);
     let relative = base.relative.as_str();
@@ -106,8 +107,8 @@ struct Base {
 }
 
 impl Base {
-    /// `None`: a `~user` path whose user or directory does not exist.
-    fn of(root: &DocRoot, clean: &CleanPath) -> Option<Base> {
+    /// `Err`: a `~user` path whose user or directory does not exist (or cannot be opened).
+    fn of(root: &DocRoot, clean: &CleanPath) -> Result<Base, Resolution> {
         let userdir = root
             .options
             .userdir
@@ -115,8 +116,8 @@ impl Base {
             .and_then(|pattern| path::userdir(clean).map(|(user, rest)| (pattern, user, rest)));
         let (user_dir, base_path, relative) = match userdir {
             Some((pattern, user, rest)) => {
-                let dir = user_directory(pattern, user)?;
-                let fd = file::open_dir(&dir).ok()?;
+                let dir = user_directory(pattern, user).ok_or(Resolution::NotFound)?;
+                let fd = file::open_dir(&dir).map_err(|error| open_error(&error))?;
                 (Some(fd), dir, rest.trim_start_matches('/').to_owned())
             }
             None => (None, root.path.clone(), clean.relative().to_owned()),
@@ -131,7 +132,7 @@ impl Base {
         } else {
             base_path.join(Path::new(&relative).parent().unwrap_or(Path::new(".")))
         };
-        Some(Base {
+        Ok(Base {
             user_dir,
             relative,
             watch_dir,
@@ -204,7 +205,7 @@ pub fn revalidate(
     basis: &Basis,
 ) -> Revalidated {
     let options = &root.options;
-    let Some(base) = Base::of(root, clean) else {
+    let Ok(base) = Base::of(root, clean) else {
         return Revalidated::Changed;
     };
     let watch = watcher.and_then(|w| w.add_watch(&base.watch_dir, WATCH_MASK).ok());
@@ -265,6 +266,7 @@ fn open_error(err: &io::Error) -> Resolution {
         // file did not exist, so the response does not confirm what lies outside.
         Some(libc_errno::EXDEV | libc_errno::ELOOP) => Resolution::NotFound,
         Some(libc_errno::EACCES | libc_errno::EPERM) => Resolution::Forbidden,
+        Some(libc_errno::EMFILE | libc_errno::ENFILE) => Resolution::Exhausted,
         _ => Resolution::Failed,
     }
 }
@@ -276,6 +278,8 @@ mod libc_errno {
     pub const EACCES: i32 = 13;
     pub const EXDEV: i32 = 18;
     pub const ENOTDIR: i32 = 20;
+    pub const ENFILE: i32 = 23;
+    pub const EMFILE: i32 = 24;
     pub const ENAMETOOLONG: i32 = 36;
     pub const ELOOP: i32 = 40;
 }
@@ -296,8 +300,12 @@ fn static_file(
         directory = stat_key(base, parent(relative), options, FileKind::Directory)
             .filter(|key| settled(key, SystemTime::now()));
         for (coding, suffix) in SIBLINGS {
-            if let Some(sibling) = open_regular(base, &format!("{relative}{suffix}"), options) {
-                encoded.push(Representation::new(coding, sibling));
+            match open_regular(base, &format!("{relative}{suffix}"), options) {
+                Ok(Some(sibling)) => encoded.push(Representation::new(coding, sibling)),
+                Ok(None) => {}
+                // Not "absent": a translation without a sibling that exists would be kept
+                // while the directory is unchanged.
+                Err(exhausted) => return exhausted,
             }
         }
     }
@@ -343,18 +351,30 @@ fn parent(relative: &str) -> &str {
         .map_or("", |(directory, _)| directory)
 }
 
+/// The regular file `relative` below `base`, opened; `Ok(None)` when there is none (or it
+/// cannot be read); `Err(Resolution::Exhausted)` when no descriptor was left to look.
 fn open_regular(
     base: std::os::fd::BorrowedFd<'_>,
     relative: &str,
     options: &StaticOptions,
-) -> Option<OpenFile> {
+) -> Result<Option<OpenFile>, Resolution> {
     let flags = resolve_flags(options);
-    let fd = file::open_beneath(base, Path::new(relative), flags).ok()?;
-    let stat = file::fstat(fd.as_fd()).ok()?;
-    (stat.kind == FileKind::Regular).then(|| OpenFile {
+    let fd = match file::open_beneath(base, Path::new(relative), flags) {
+        Ok(fd) => fd,
+        Err(error) => {
+            return match open_error(&error) {
+                Resolution::Exhausted => Err(Resolution::Exhausted),
+                _ => Ok(None),
+            }
+        }
+    };
+    let Ok(stat) = file::fstat(fd.as_fd()) else {
+        return Ok(None);
+    };
+    Ok((stat.kind == FileKind::Regular).then(|| OpenFile {
         file: File::from(fd),
         key: FileKey::of(&stat),
-    })
+    }))
 }
 
 fn directory(
@@ -369,9 +389,14 @@ fn directory(
         } else {
             format!("{relative}/{index}")
         };
-        if let Some(found) = open_regular(base, &candidate, options) {
-            let key = found.key;
-            return static_file(base, &candidate, found.file, key, options);
+        match open_regular(base, &candidate, options) {
+            Ok(Some(found)) => {
+                let key = found.key;
+                return static_file(base, &candidate, found.file, key, options);
+            }
+            Ok(None) => {}
+            // Not a listing or a 403 for want of a descriptor to open the index with.
+            Err(exhausted) => return exhausted,
         }
     }
     if !options.autoindex {

@@ -298,6 +298,7 @@ impl Worker {
             }
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => Accepted::Empty,
             Err(error) if matches!(error.raw_os_error(), Some(23 | 24 | 105 | 12)) => {
+                super::accept_exhausted(&error, &self.caches.caches);
                 Accepted::Exhausted
             }
             Err(_) => Accepted::Skipped,

@@ -40,6 +40,16 @@ const MAX_FRAME: usize = 64 << 20;
 /// How long a helper that was told to stop may take before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(1);
 
+/// Why a helper process did not answer a job.
+#[derive(Debug)]
+pub enum Failure {
+    /// It died or answered nonsense: it is replaced.
+    Lost(io::Error),
+    /// This process had no descriptor left for the files it passed back (`MSG_CTRUNC`): the
+    /// helper is fine and stays.
+    OutOfDescriptors,
+}
+
 /// The server's end of one helper process.
 pub struct HelperProcess {
     child: Child,
@@ -70,8 +80,9 @@ impl HelperProcess {
     /// Have the helper process do `job`; blocks the calling (helper) thread until it answers.
     ///
     /// # Errors
-    /// The helper died or answered nonsense; the caller replaces it.
-    pub fn run(&mut self, job: &Job) -> io::Result<JobDone> {
+    /// `Failure::Lost`: the helper died or answered nonsense; the caller replaces it.
+    /// `Failure::OutOfDescriptors`: its answer's files could not be received.
+    pub fn run(&mut self, job: &Job) -> Result<JobDone, Failure> {
         // A password check is CPU work whose checking function cannot cross to another
         // process: it is done here, by the helper thread.
         if let Job::Verify {
@@ -84,12 +95,41 @@ impl HelperProcess {
         }
         let mut frame = Vec::with_capacity(256);
         let fds = encode_job(job, &mut frame);
-        send_frame(self.socket.as_fd(), &frame, &fds)?;
+        send_frame(self.socket.as_fd(), &frame, &fds).map_err(Failure::Lost)?;
         let mut received = Vec::new();
-        let reply = receive_frame(self.socket.as_fd(), &mut received)?
-            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "helper process exited"))?;
-        decode_reply(job, &reply, received)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed helper reply"))
+        let reply = receive_frame(self.socket.as_fd(), &mut received)
+            .map_err(Failure::Lost)?
+            .ok_or_else(|| {
+                Failure::Lost(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "helper process exited",
+                ))
+            })?;
+        if reply.cut_off {
+            // This process is out of descriptors; the helper is fine and in step.
+            return Err(Failure::OutOfDescriptors);
+        }
+        decode_reply(job, &reply.payload, received).ok_or_else(|| {
+            Failure::Lost(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "malformed helper reply",
+            ))
+        })
+    }
+
+    /// The answer a job gets when this process had no descriptor left for what the helper
+    /// passed back (or to start a helper): a translation is `Exhausted` (tried again after the
+    /// caches let go of files, then `503`); other jobs as `failed`.
+    #[must_use]
+    pub fn exhausted(job: Job) -> JobDone {
+        match job {
+            Job::Resolve { .. } => JobDone::Resolved(Resolved {
+                resolution: Resolution::Exhausted,
+                watch: None,
+                at: Instant::now(),
+            }),
+            other => HelperProcess::failed(other),
+        }
     }
 
     /// The answer a job gets when its helper process could not take it: the request is
@@ -168,7 +208,26 @@ pub fn serve_parent() -> io::Result<()> {
         let Some(frame) = receive_frame(socket, &mut fds)? else {
             return Ok(());
         };
-        let job = decode_job(&frame, fds)
+        if frame.cut_off {
+            // Out of descriptors here: the job's files did not arrive. Answer in kind and
+            // stay: a translation is `Exhausted`, a load or page-in did nothing (the loop
+            // then reads or sends itself).
+            let mut reply = Vec::with_capacity(16);
+            if frame.payload.first() == Some(&JOB_RESOLVE) {
+                let exhausted = Resolved {
+                    resolution: Resolution::Exhausted,
+                    watch: None,
+                    at: Instant::now(),
+                };
+                encode_resolved(&exhausted, &mut reply);
+            } else {
+                reply.push(REPLY_DONE);
+                Writer(&mut reply).u64(0);
+            }
+            send_frame(socket, &reply, &[])?;
+            continue;
+        }
+        let job = decode_job(&frame.payload, fds)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed job"))?;
         let mut reply = Vec::with_capacity(256);
         match job {
@@ -223,12 +282,23 @@ fn send_frame(socket: BorrowedFd<'_>, payload: &[u8], fds: &[BorrowedFd<'_>]) ->
     Ok(())
 }
 
+/// A frame received whole.
+struct Frame {
+    payload: Vec<u8>,
+    /// The descriptors sent with it were cut off (this process was out of descriptors): the
+    /// bytes are all here, so the stream is still in step, but the answer cannot be used.
+    cut_off: bool,
+}
+
 /// One frame, or `None` at end of stream before its first byte.
-fn receive_frame(socket: BorrowedFd<'_>, fds: &mut Vec<OwnedFd>) -> io::Result<Option<Vec<u8>>> {
+fn receive_frame(socket: BorrowedFd<'_>, fds: &mut Vec<OwnedFd>) -> io::Result<Option<Frame>> {
     let mut header = [0u8; 4];
     let mut have = 0;
+    let mut cut_off = false;
     while have < 4 {
-        match unix::recv_with_fds(socket, &mut header[have..], fds)? {
+        let received = unix::recv_with_fds(socket, &mut header[have..], fds)?;
+        cut_off |= received.cut_off;
+        match received.bytes {
             0 if have == 0 => return Ok(None),
             0 => return Err(io::ErrorKind::UnexpectedEof.into()),
             read => have += read,
@@ -244,12 +314,14 @@ fn receive_frame(socket: BorrowedFd<'_>, fds: &mut Vec<OwnedFd>) -> io::Result<O
     let mut payload = vec![0u8; len];
     let mut have = 0;
     while have < len {
-        match unix::recv_with_fds(socket, &mut payload[have..], fds)? {
+        let received = unix::recv_with_fds(socket, &mut payload[have..], fds)?;
+        cut_off |= received.cut_off;
+        match received.bytes {
             0 => return Err(io::ErrorKind::UnexpectedEof.into()),
             read => have += read,
         }
     }
-    Ok(Some(payload))
+    Ok(Some(Frame { payload, cut_off }))
 }
 
 // ---- the wire format ----
@@ -575,6 +647,7 @@ fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std
         Resolution::NotFound => writer.u8(4),
         Resolution::Forbidden => writer.u8(5),
         Resolution::Failed => writer.u8(6),
+        Resolution::Exhausted => writer.u8(7),
     }
     files
 }
@@ -638,6 +711,7 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                 4 => Resolution::NotFound,
                 5 => Resolution::Forbidden,
                 6 => Resolution::Failed,
+                7 => Resolution::Exhausted,
                 _ => return None,
             };
             Some(JobDone::Resolved(Resolved {

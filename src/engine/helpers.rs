@@ -19,15 +19,16 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ampd_sys::eventfd::EventFd;
 
-use super::helper_process::HelperProcess;
+use super::helper_process::{Failure, HelperProcess};
 use super::read_ahead::{Lanes, ReadAhead};
-use crate::config::{Config, HelperMode};
+use crate::config::{Config, HelperMode, Level};
 use crate::content::file::FileKey;
 use crate::content::job::{self, Job, JobDone};
+use crate::log::error::Throttle;
 use crate::sync::lock;
 
 /// Identifies the connection (slot and generation) a job belongs to.
@@ -206,7 +207,9 @@ impl Helpers {
             // Started here, so a server that cannot start its helpers says so at start-up.
             let runner = match mode {
                 HelperMode::Threads => Runner::InThread,
-                HelperMode::Processes => Runner::Process(Some(HelperProcess::spawn()?)),
+                HelperMode::Processes => {
+                    Runner::Process(ProcessSlot::new(Some(HelperProcess::spawn()?)))
+                }
             };
             helpers.spawn(runner)?;
         }
@@ -281,7 +284,7 @@ impl Helpers {
                 HelperMode::Threads => Runner::InThread,
                 // Its process starts with its first job, on the helper thread, not here on the
                 // loop.
-                HelperMode::Processes => Runner::Process(None),
+                HelperMode::Processes => Runner::Process(ProcessSlot::new(None)),
             };
             let _ = self.spawn(runner);
         }
@@ -339,34 +342,83 @@ impl Drop for Helpers {
 /// Where a helper thread's jobs run.
 enum Runner {
     InThread,
-    /// The helper process; `None` after it failed, until the next job starts another.
-    Process(Option<HelperProcess>),
+    Process(ProcessSlot),
+}
+
+/// How long a helper thread whose process could not be started waits before it tries again
+/// (out of descriptors or processes, a try per job would only make it worse).
+const RESTART_PAUSE: Duration = Duration::from_secs(1);
+
+/// A helper thread's process.
+struct ProcessSlot {
+    /// `None` after it failed or could not be started, until a job starts another.
+    helper: Option<HelperProcess>,
+    /// No start is tried before this, after one failed.
+    restart_at: Option<Instant>,
+}
+
+impl ProcessSlot {
+    fn new(helper: Option<HelperProcess>) -> ProcessSlot {
+        ProcessSlot {
+            helper,
+            restart_at: None,
+        }
+    }
+
+    /// The helper process, started if there is none and a start may be tried now.
+    fn helper(&mut self) -> Option<&mut HelperProcess> {
+        static CANNOT_START: Throttle = Throttle::new();
+        if self.helper.is_none() && self.restart_at.is_none_or(|at| Instant::now() >= at) {
+            match HelperProcess::spawn() {
+                Ok(started) => {
+                    self.helper = Some(started);
+                    self.restart_at = None;
+                }
+                Err(error) => {
+                    self.restart_at = Some(Instant::now() + RESTART_PAUSE);
+                    CANNOT_START.log(
+                        Level::Error,
+                        format_args!(
+                            "cannot start a helper process: {error}; its jobs run in the helper \
+                             thread until one starts"
+                        ),
+                    );
+                }
+            }
+        }
+        self.helper.as_mut()
+    }
 }
 
 impl Runner {
     fn run(&mut self, job: Job) -> JobDone {
-        let Runner::Process(process) = self else {
+        static LOST: Throttle = Throttle::new();
+        let Runner::Process(slot) = self else {
             return job::run(job);
         };
-
-        if process.is_none() {
-            match HelperProcess::spawn() {
-                Ok(started) => *process = Some(started),
-                Err(error) => {
-                    eprintln!("ampd: cannot start a helper process: {error}");
-                    return HelperProcess::failed(job);
+        // A job its process died on is done once more (by another process, or by the thread)
+        // when that is safe: the request is answered rather than failed.
+        let mut attempts = if job.repeatable() { 2 } else { 1 };
+        loop {
+            // No process (none could be started just now): the thread does the job itself, so
+            // requests are still served, only without a process's isolation.
+            let Some(helper) = slot.helper() else {
+                return job::run(job);
+            };
+            match helper.run(&job) {
+                Ok(done) => return done,
+                Err(Failure::OutOfDescriptors) => return HelperProcess::exhausted(job),
+                Err(Failure::Lost(error)) => {
+                    LOST.log(
+                        Level::Error,
+                        format_args!("helper process failed ({error}); starting another"),
+                    );
+                    slot.helper = None;
+                    attempts -= 1;
+                    if attempts == 0 {
+                        return HelperProcess::lost(job);
+                    }
                 }
-            }
-        }
-        let Some(helper) = process.as_mut() else {
-            return HelperProcess::failed(job);
-        };
-        match helper.run(&job) {
-            Ok(done) => done,
-            Err(error) => {
-                eprintln!("ampd: helper process failed ({error}); starting another");
-                *process = None;
-                HelperProcess::lost(job)
             }
         }
     }

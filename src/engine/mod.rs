@@ -37,11 +37,14 @@ use std::time::Duration;
 
 use ampd_sys::socket;
 
-use crate::config::{Arch, Config, HelperMode};
+use crate::config::{Arch, Config, HelperMode, Level};
 use crate::conn::Conn;
+use crate::content::budget::CacheBudget;
+use crate::content::caches::Caches;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
-use crate::log::stats::{LoopStats, ProxyRefusal};
+use crate::log::error::Throttle;
+use crate::log::stats::{LoopStats, ProxyRefusal, Shed};
 use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
@@ -266,6 +269,7 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
     if let Some(nofile) = nofile {
         start.shared.admission.limit_descriptors(nofile, processes);
     }
+    announce_cache_sizes(&start.generation.config, &bound);
     if bound.arch == Arch::Mp {
         // Before any thread exists: the master forks, each worker starts its own threads.
         return mp::run(start, bound.listeners);
@@ -308,6 +312,18 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
     served
 }
 
+/// Say at start-up how a memory limit sized the caches (each engine sizes its own the same way).
+fn announce_cache_sizes(config: &Config, bound: &Bound) {
+    let (sets, unit) = match bound.arch {
+        Arch::Sped | Arch::Amped => (1, "loop"),
+        Arch::Reactor => (bound.listeners.len(), "loop"),
+        Arch::Uring => (bound.listeners.len(), "ring"),
+        Arch::Mt | Arch::Tpc => (1, "set shared by the threads"),
+        Arch::Mp => (config.thread_count(), "process"),
+    };
+    CacheBudget::of(config, 1, sets).announce(sets, unit);
+}
+
 /// `sped`, `amped`, `reactor`: one epoll loop per listener, the last on the main thread.
 fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io::Result<()> {
     let disk = match arch {
@@ -316,6 +332,8 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
     };
     let helpers = PoolSize::of(&control.current().config);
     let pages_in_flight = Arc::new(PagesInFlight::default());
+    let loops = listeners.len();
+    let cache_budget = CacheBudget::of(&control.current().config, loops, loops);
     let mut loops = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
         let settings = LoopSettings {
@@ -324,6 +342,7 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
             disk,
             helpers,
             pages_in_flight: pages_in_flight.clone(),
+            cache_budget: cache_budget.clone(),
         };
         loops.push(EventLoop::new(listener, settings)?);
     }
@@ -344,6 +363,26 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
     Ok(())
 }
 
+/// `accept` failed for want of descriptors or memory (the caller pauses accepting, and clients
+/// wait in the backlog): out of descriptors, the caches close the older half of their files so
+/// that accepting can resume; either way the error log says so, at most once per interval.
+pub fn accept_exhausted(error: &io::Error, caches: &Caches) {
+    static NO_MEMORY: Throttle = Throttle::new();
+    match error.raw_os_error() {
+        Some(EMFILE | ENFILE) => {
+            caches.relieve("accept");
+        }
+        _ => NO_MEMORY.log(
+            Level::Error,
+            format_args!("accept: {error}; accepting pauses"),
+        ),
+    }
+}
+
+/// The system's and the process's descriptors are used up.
+const ENFILE: i32 = 23;
+const EMFILE: i32 = 24;
+
 /// What admission control says about a new connection from `peer`, counted on `stats`: its
 /// `Conn` (one that answers `503` if it came in over a cap) and its place in the counts, or
 /// `None` to close it at once (far over a cap, or not a trusted balancer where the PROXY
@@ -360,6 +399,8 @@ pub fn admit(
     stats: &LoopStats,
     peer: IpAddr,
 ) -> Option<(Conn, Ticket)> {
+    static REFUSED: Throttle = Throttle::new();
+    static DROPPED: Throttle = Throttle::new();
     let config = &generation.config;
     if !config.proxy_protocol.admits(peer) {
         crate::conn::proxy_header::refused(
@@ -370,14 +411,40 @@ pub fn admit(
         );
         return None;
     }
-    match control.admission.admit(peer, &config.admission) {
+    let limits = &config.admission;
+    let cap = |why: Shed| match why {
+        Shed::Connections => format!("max_connections = {}", limits.max_connections),
+        Shed::Address => format!(
+            "max_connections_per_address = {}",
+            limits.max_connections_per_address
+        ),
+        Shed::Rate => "requests_per_second".to_owned(),
+    };
+    match control.admission.admit(peer, limits) {
         Admit::Yes(ticket) => Some((Conn::new(config, peer), ticket)),
         Admit::Refuse(ticket, why) => {
             stats.shed(why);
+            REFUSED.log(
+                Level::Warn,
+                format_args!(
+                    "connection from {peer} refused with 503: over {} ({} open)",
+                    cap(why),
+                    control.admission.open()
+                ),
+            );
             Some((Conn::refusing(config, peer), ticket))
         }
         Admit::Drop(why) => {
             stats.shed(why);
+            stats.dropped(why);
+            DROPPED.log(
+                Level::Warn,
+                format_args!(
+                    "connection from {peer} dropped unanswered: far over {} ({} open)",
+                    cap(why),
+                    control.admission.open()
+                ),
+            );
             None
         }
     }

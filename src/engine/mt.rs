@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use super::blocking::{self, SharedCaches, Worker};
 use super::waiting_room::{self, Between, ListenerWake, WaitingRoom};
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::ops::Control;
 
@@ -28,7 +29,7 @@ pub fn run(control: &Arc<Control>, listener: OwnedFd) -> io::Result<()> {
     let shards = blocking::shards_for(threads);
     // One more scoreboard slot than threads: the shared caches publish to it.
     let caches = Arc::new(SharedCaches::new(
-        Caches::new(&config.caches, shards),
+        Caches::new(&config.caches, shards, &CacheBudget::of(&config, 1, 1)),
         control.stats.add_loop(),
     ));
     let room = Arc::new(WaitingRoom::new(

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::poll::{self, PollFd};
 
 use super::blocking::{self, Accepted, Connection, OnWait, SharedCaches, Worker, TICK};
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::log::stats::LoopStats;
 use crate::ops::{Control, RunState, TPC_SLOTS};
@@ -79,7 +80,7 @@ struct Acceptor {
 pub fn run(control: &Arc<Control>, listener: OwnedFd) -> io::Result<()> {
     let config = control.current().config.clone();
     let caches = Arc::new(SharedCaches::new(
-        Caches::new(&config.caches, SHARDS),
+        Caches::new(&config.caches, SHARDS, &CacheBudget::of(&config, 1, 1)),
         control.stats.add_loop(),
     ));
     let mut acceptor = Acceptor {

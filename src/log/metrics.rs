@@ -193,6 +193,30 @@ pub fn render(stats: &Stats, draining: bool) -> String {
     }
     family(
         &mut out,
+        "ampd_connections_dropped_total",
+        "counter",
+        "Connections closed without an answer, far over a cap (also in ampd_shed_total).",
+    );
+    for (index, reason) in ["connections", "address"].iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ampd_connections_dropped_total{{reason=\"{reason}\"}} {}",
+            sum(&|shard| shard.dropped_total(index))
+        );
+    }
+    family(
+        &mut out,
+        "ampd_internal_errors_total",
+        "counter",
+        "Responses 500: failures of the server's own (each also in the error log, throttled).",
+    );
+    let _ = writeln!(
+        out,
+        "ampd_internal_errors_total {}",
+        sum(&|shard| shard.internal_errors())
+    );
+    family(
+        &mut out,
         "ampd_reloads_total",
         "counter",
         "Configuration reloads, by result.",

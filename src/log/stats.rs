@@ -58,6 +58,8 @@ const SHED: usize = 37; // 3 reasons
 /// The configuration generation the process owning this slot serves (`mp` workers: their
 /// master waits for it after passing a reload on).
 const INSTALLED: usize = 40;
+const DROPPED: usize = 41; // 3 reasons (as SHED): closed without an answer
+const INTERNAL_ERRORS: usize = 44; // responses 500
 const PROXY_REFUSED: usize = 56; // 2 reasons
 /// Cells before the slots: whole-server values.
 const HEADER: usize = SLOT;
@@ -85,6 +87,9 @@ impl LoopStats {
     pub fn response(&self, status: u16, bytes: u64, latency: Duration) {
         let class = usize::from((status / 100).clamp(1, 5) - 1);
         self.bump(RESPONSES + class, 1);
+        if status == 500 {
+            self.bump(INTERNAL_ERRORS, 1);
+        }
         self.bump(BYTES, bytes);
         let seconds = latency.as_secs_f64();
         let bucket = LATENCY_BOUNDS
@@ -113,12 +118,19 @@ impl LoopStats {
         }
     }
 
+    /// A connection or request turned away for `why` (answered `503`/`429`, or dropped).
     pub fn shed(&self, why: Shed) {
         self.bump(SHED + why as usize, 1);
     }
 
+    /// A connection closed before its PROXY protocol header was used.
     pub fn proxy_refused(&self, why: ProxyRefusal) {
         self.bump(PROXY_REFUSED + why as usize, 1);
+    }
+
+    /// A connection closed without an answer, far over a cap (counted by `shed` as well).
+    pub fn dropped(&self, why: Shed) {
+        self.bump(DROPPED + why as usize, 1);
     }
 
     /// What a cache holds and has counted (`cache` in the order of `CACHES`); its owner copies
@@ -195,6 +207,18 @@ impl LoopStats {
     #[must_use]
     pub fn proxy_refused_total(&self, index: usize) -> u64 {
         self.read(PROXY_REFUSED + index)
+    }
+
+    /// Connections dropped for reason `index` (a `Shed` as usize).
+    #[must_use]
+    pub fn dropped_total(&self, index: usize) -> u64 {
+        self.read(DROPPED + index)
+    }
+
+    /// Responses `500` (the server's own failures).
+    #[must_use]
+    pub fn internal_errors(&self) -> u64 {
+        self.read(INTERNAL_ERRORS)
     }
 
     /// A process that takes over this slot (a replaced `mp` worker) starts with no open

@@ -73,17 +73,27 @@ pub fn send_with_fds(
     Ok(to_usize(sent))
 }
 
+/// What one `recv_with_fds` took in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes received; 0 is end of stream.
+    pub bytes: usize,
+    /// Descriptors that came with them were cut off (`MSG_CTRUNC`: more than the buffer holds,
+    /// or this process was out of descriptors, `EMFILE`) and closed by the kernel. The bytes
+    /// arrived all the same, so a stream stays in step.
+    pub cut_off: bool,
+}
+
 /// Receives bytes into `buf`, appending any descriptors that came with them to `fds` (as
-/// close-on-exec descriptors owned by the caller). `Ok(0)` is end of stream.
+/// close-on-exec descriptors owned by the caller).
 ///
 /// # Errors
-/// `WouldBlock`, `ECONNRESET`; `InvalidData` when descriptors were cut off (`MSG_CTRUNC`; they
-/// were closed by the kernel).
+/// `WouldBlock`, `ECONNRESET`.
 pub fn recv_with_fds(
     socket: BorrowedFd<'_>,
     buf: &mut [u8],
     fds: &mut Vec<OwnedFd>,
-) -> io::Result<usize> {
+) -> io::Result<Received> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast::<libc::c_void>(),
         iov_len: buf.len(),
@@ -118,13 +128,10 @@ pub fn recv_with_fds(
             header = libc::CMSG_NXTHDR(&message, header);
         }
     }
-    if message.msg_flags & libc::MSG_CTRUNC != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "descriptors were cut off (too many in one message)",
-        ));
-    }
-    Ok(to_usize(received))
+    Ok(Received {
+        bytes: to_usize(received),
+        cut_off: message.msg_flags & libc::MSG_CTRUNC != 0,
+    })
 }
 
 #[cfg(test)]
@@ -145,7 +152,14 @@ mod tests {
         drop(pipe_right);
         let mut buf = [0u8; 16];
         let mut fds = Vec::new();
-        assert_eq!(recv_with_fds(right.as_fd(), &mut buf, &mut fds).unwrap(), 2);
+        let received = recv_with_fds(right.as_fd(), &mut buf, &mut fds).unwrap();
+        assert_eq!(
+            received,
+            Received {
+                bytes: 2,
+                cut_off: false
+            }
+        );
         assert_eq!(&buf[..2], b"hi");
         assert_eq!(fds.len(), 1);
         // The received descriptor is the other end of `pipe_left`'s pair.
@@ -156,13 +170,17 @@ mod tests {
         send_with_fds(left.as_fd(), b"z", &[]).unwrap();
         let mut none = Vec::new();
         assert_eq!(
-            recv_with_fds(right.as_fd(), &mut buf, &mut none).unwrap(),
+            recv_with_fds(right.as_fd(), &mut buf, &mut none)
+                .unwrap()
+                .bytes,
             1
         );
         assert!(none.is_empty());
         drop(left);
         assert_eq!(
-            recv_with_fds(right.as_fd(), &mut buf, &mut none).unwrap(),
+            recv_with_fds(right.as_fd(), &mut buf, &mut none)
+                .unwrap()
+                .bytes,
             0
         );
         let too_many: Vec<BorrowedFd<'_>> = (0..=MAX_FDS).map(|_| pipe_left.as_fd()).collect();

@@ -22,6 +22,7 @@ use super::helpers::{Helpers, PoolSize, Token};
 use super::phase_clock::PhaseClock;
 use crate::config::Level;
 use crate::conn::{Conn, Context, Spare};
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::file::FileKey;
 use crate::content::job::{self, Job, JobDone};
@@ -57,6 +58,8 @@ pub struct LoopSettings {
     pub helpers: PoolSize,
     /// Files being paged in by any loop's helpers (one set per server).
     pub pages_in_flight: Arc<PagesInFlight>,
+    /// What the loop's caches may hold (`content::budget`).
+    pub cache_budget: CacheBudget,
 }
 
 /// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the
@@ -178,7 +181,7 @@ impl EventLoop {
         } else {
             None
         };
-        let caches = Caches::new(&generation.config.caches, 1);
+        let caches = Caches::new(&generation.config.caches, 1, &settings.cache_budget);
         if let Some(watcher) = &caches.watcher {
             epoll.add(watcher.as_fd(), INOTIFY, Interest::READABLE.edge())?;
         }
@@ -349,6 +352,7 @@ impl EventLoop {
                 // SYN and accept, a signal) just move on to the next connection.
                 Err(error) => {
                     if let Some(23 | 24 | 105 | 12) = error.raw_os_error() {
+                        super::accept_exhausted(&error, &self.caches);
                         self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
                         return;
                     }
@@ -408,7 +412,8 @@ impl EventLoop {
             match self.epoll.add(slot.fd.as_fd(), token, interest.edge()) {
                 Ok(()) => slot.watched = watched,
                 Err(error) => {
-                    error::log(
+                    static UNREGISTERED: error::Throttle = error::Throttle::new();
+                    UNREGISTERED.log(
                         Level::Error,
                         format_args!(
                             "{}: cannot register connection: {error}",

@@ -16,6 +16,7 @@ use ampd_sys::signal::SIGKILL;
 
 use super::Master;
 use crate::config::Level;
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::engine::blocking::{SharedCaches, Worker};
 use crate::engine::waiting_room::{self, Between, ListenerWake, WaitingRoom};
@@ -72,7 +73,12 @@ fn serve(master: &Master, index: usize, commands: OwnedFd, listener: OwnedFd) ->
         1,
         control.stopping_fd(),
     )?);
-    let caches = Arc::new(SharedCaches::new(Caches::new(&config.caches, 1), slot));
+    // Its own descriptor limit; memory shared with every worker (one cgroup).
+    let budget = CacheBudget::of(config, 1, config.thread_count());
+    let caches = Arc::new(SharedCaches::new(
+        Caches::new(&config.caches, 1, &budget),
+        slot,
+    ));
     let mut worker = Worker::new(control.clone(), caches, slot);
     // A worker busy with a response when the drain begins cannot take the backlog (idle
     // processes do): it closes its copy of the socket at once, so the port refuses once every

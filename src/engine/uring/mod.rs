@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use ampd_sys::uring::Ring;
 
+use crate::content::budget::CacheBudget;
 use crate::ops::Control;
 
 /// Environment variable for tests and demonstrations: `EPERM` or `ENOSYS` installs a seccomp
@@ -83,6 +84,8 @@ fn explain(error: &io::Error) -> String {
 /// # Errors
 /// A ring cannot be set up (after the probe succeeded: out of memory or locked memory).
 pub fn run(control: &Arc<Control>, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
+    let rings = listeners.len();
+    let budget = CacheBudget::of(&control.current().config, rings, rings);
     let last = listeners.pop().expect("at least one listener");
     let mut handles = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
@@ -90,11 +93,14 @@ pub fn run(control: &Arc<Control>, mut listeners: Vec<OwnedFd>) -> io::Result<()
         handles.push(
             std::thread::Builder::new()
                 .name(format!("uring-{index}"))
-                .spawn(move || proactor::run(format!("uring-{index}"), control, listener))?,
+                .spawn({
+                    let budget = budget.clone();
+                    move || proactor::run(format!("uring-{index}"), control, listener, &budget)
+                })?,
         );
     }
     let index = handles.len();
-    proactor::run(format!("uring-{index}"), control.clone(), last)?;
+    proactor::run(format!("uring-{index}"), control.clone(), last, &budget)?;
     for handle in handles {
         handle
             .join()

@@ -15,13 +15,16 @@ use std::time::{Duration, Instant};
 use ampd_sys::socket;
 use ampd_sys::uring::{Completion, OpId, Ring};
 
+use crate::config::Level;
 use crate::conn::{Conn, Context, Ending, Need, Phase};
+use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::phase_clock::PhaseClock;
 use crate::log::clock::Clock;
+use crate::log::error::Throttle;
 use crate::ops::admission::Ticket;
 use crate::ops::{Control, LoopLink};
 use crate::site::Generation;
@@ -141,14 +144,20 @@ struct Proactor {
 ///
 /// # Errors
 /// The ring, helpers or listener cannot be set up, or waiting on the ring fails.
-pub fn run(name: String, control: Arc<Control>, listener: OwnedFd) -> io::Result<()> {
+/// The ring's caches hold what `cache_budget` allows.
+pub fn run(
+    name: String,
+    control: Arc<Control>,
+    listener: OwnedFd,
+    cache_budget: &CacheBudget,
+) -> io::Result<()> {
     // Only the ring does I/O on it: blocking, so the kernel arms a poll rather than fail EAGAIN.
     socket::set_nonblocking(listener.as_fd(), false)?;
     let ring = Ring::new(RING_ENTRIES, BUFFER_COUNT, BUFFER_SIZE)?;
     let generation = control.current();
     let config = &generation.config;
     let helpers = Helpers::start(PoolSize::of(config), &name, config.helper_mode)?;
-    let caches = Caches::new(&config.caches, 1);
+    let caches = Caches::new(&config.caches, 1, cache_budget);
     let link = control.join_loop()?;
     let mut proactor = Proactor {
         name,
@@ -242,7 +251,13 @@ impl Proactor {
         };
         match self.ring.accept_multishot(listener.as_fd(), ACCEPT) {
             Ok(op) => self.accept_op = Some(op),
-            Err(error) => eprintln!("ampd: {}: cannot accept: {error}", self.name),
+            Err(error) => {
+                static UNARMED: Throttle = Throttle::new();
+                UNARMED.log(
+                    Level::Error,
+                    format_args!("{}: cannot accept: {error}", self.name),
+                );
+            }
         }
     }
 
@@ -309,6 +324,8 @@ impl Proactor {
             self.admit(fd);
         } else if matches!(-completion.result, 23 | 24 | 105 | 12) {
             // Out of descriptors or memory: pause, clients wait in the backlog.
+            let error = io::Error::from_raw_os_error(-completion.result);
+            super::super::accept_exhausted(&error, &self.caches);
             self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
         }
         if !completion.more {
