@@ -624,16 +624,15 @@ fn parse_target(target: &[u8], method: &Method) -> Result<Box<str>, ParseError> 
     let target = std::str::from_utf8(target).map_err(|_| ParseError::BadTarget)?;
     // authority-form (`host:port`) is CONNECT's, and only CONNECT's (RFC 9112 §3.2.3); it is
     // parsed so the method can be answered as such (a static origin answers `405`).
+    // Its port is required (`uri-host ":" port`).
     if *method == Method::Connect {
-        return match target.rsplit_once(':') {
-            Some((host, port))
-                if !host.is_empty()
-                    && !port.is_empty()
-                    && port.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                Ok(target.into())
-            }
-            _ => Err(ParseError::BadTarget),
+        let has_port = target
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+        return if has_port && is_valid_authority(target.as_bytes(), false) {
+            Ok(target.into())
+        } else {
+            Err(ParseError::BadTarget)
         };
     }
     split_target(target).ok_or(ParseError::BadTarget)?;

@@ -255,6 +255,9 @@ fn smuggling_corpus() {
         (b"GET * HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"CONNECT /x HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"CONNECT h HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
+        (b"CONNECT h::443 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
+        (b"CONNECT 4713::abcd:8001 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
+        (b"CONNECT h:70000 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"GET h:443 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"GET http://u@h/ HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"G(T / HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadMethod),
@@ -516,6 +519,29 @@ proptest! {
         let limits = Limits { max_request_line: 40, max_head_bytes: 120, max_headers: 4 };
         let whole = HeadParser::new(limits).parse(&input);
         prop_assert_eq!(parse_bytewise(&input, limits), whole);
+    }
+
+    /// Near-valid request lines (the bytes a request line is made of, plus a few faults), so
+    /// that the early check meets every part of the line: it must find the same first fault
+    /// whole and byte by byte, and never refuse a prefix of a line the whole parse accepts.
+    #[test]
+    fn request_line_prefixes_agree_whole_and_bytewise(
+        input in prop::collection::vec(
+            prop::sample::select(&b"GET /aHTP1.2:\r\n \x00\x8a#"[..]),
+            0..60,
+        ),
+        head_limit in 20usize..80,
+    ) {
+        let mut bytes = b"GET /".to_vec();
+        bytes.extend_from_slice(&input);
+        let limits = Limits { max_request_line: 30, max_head_bytes: head_limit, max_headers: 4 };
+        let whole = HeadParser::new(limits).parse(&bytes);
+        prop_assert_eq!(parse_bytewise(&bytes, limits), whole.clone());
+        if whole.is_ok() {
+            for end in 0..bytes.len() {
+                prop_assert!(HeadParser::new(limits).parse(&bytes[..end]).is_ok());
+            }
+        }
     }
 }
 
