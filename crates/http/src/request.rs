@@ -526,29 +526,32 @@ impl LineCheck {
                 }
                 return Err(ParseError::BareCr);
             }
-            self.part_len += 1;
-            match self.part {
-                LinePart::Method if byte == b' ' => self.next_part(ParseError::BadMethod)?,
-                LinePart::Method if !is_tchar(byte) => return Err(ParseError::BadMethod),
-                LinePart::Target if byte == b' ' => self.next_part(ParseError::BadTarget)?,
-                LinePart::Target if !is_target_byte(byte) => return Err(ParseError::BadTarget),
-                LinePart::Version => check_version_byte(self.part_len - 1, byte)?,
-                LinePart::Method | LinePart::Target => {}
+            if byte == b' ' && self.part != LinePart::Version {
+                self.next_part()?;
+            } else {
+                match self.part {
+                    LinePart::Method if !is_tchar(byte) => return Err(ParseError::BadMethod),
+                    LinePart::Target if !is_target_byte(byte) => return Err(ParseError::BadTarget),
+                    LinePart::Version => check_version_byte(self.part_len, byte)?,
+                    LinePart::Method | LinePart::Target => {}
+                }
+                self.part_len += 1;
             }
             self.checked += 1;
         }
         Ok(())
     }
 
-    /// The SP after the method or the target: that part must not be empty.
-    fn next_part(&mut self, empty: ParseError) -> Result<(), ParseError> {
-        if self.part_len == 1 {
+    /// The SP after the method or the target, which must not be empty.
+    fn next_part(&mut self) -> Result<(), ParseError> {
+        let (empty, next) = match self.part {
+            LinePart::Method => (ParseError::BadMethod, LinePart::Target),
+            LinePart::Target | LinePart::Version => (ParseError::BadTarget, LinePart::Version),
+        };
+        if self.part_len == 0 {
             return Err(empty);
         }
-        self.part = match self.part {
-            LinePart::Method => LinePart::Target,
-            LinePart::Target | LinePart::Version => LinePart::Version,
-        };
+        self.part = next;
         self.part_len = 0;
         Ok(())
     }
