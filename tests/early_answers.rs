@@ -184,3 +184,27 @@ fn absolute_form_and_host_authorities_are_validated() {
         "other hello"
     );
 }
+
+#[test]
+fn expect_continue_on_a_refused_connection_gets_503_at_once() {
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let config = write_config(
+        &root,
+        "reactor",
+        "[admission]\nmax_connections_per_address = 1\n\n[[site]]\nroot = \"www\"\n",
+    );
+    let server = Server::start(Options::config_file(&config));
+    let mut first = Conn::open(server.addr());
+    assert_eq!(first.get("/a.txt", &[]).body, b"alpha");
+    // Over the cap: the answer is known from the head, so no `100 Continue`.
+    let mut conn = Conn::open(server.addr());
+    conn.set_read_timeout(AT_ONCE);
+    conn.send(
+        "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+    );
+    let head = first_head(&conn);
+    assert!(head.starts_with("HTTP/1.1 503 "), "{head:?}");
+    assert!(head.contains("\r\nRetry-After: "), "{head:?}");
+    assert!(head.contains("\r\nConnection: close\r\n"), "{head:?}");
+}
