@@ -214,9 +214,8 @@ pub struct Limits {
     pub linger_timeout: Duration,
     /// Time to receive a request body once its head is in (slow POST defence).
     pub body_timeout: Duration,
-    /// Slowest a client may read a response, in bytes per second averaged over the time the
-    /// connection has been sending (slow-read defence); 0 switches the check off. It is judged
-    /// only after a few seconds of sending, so TCP slow start does not count against a client.
+    /// Slowest a client may read a response, in bytes per second judged per 2-second window
+    /// (slow-read defence; `engine/phase_clock.rs`); 0 switches the check off.
     pub min_send_rate: u64,
 }
 
@@ -552,7 +551,11 @@ impl Config {
                 send_timeout: Duration::from_secs(60),
                 linger_timeout: Duration::from_secs(2),
                 body_timeout: Duration::from_secs(20),
-                min_send_rate: 0,
+                // 1 KiB/s, as examples/ampd.toml: off, a slow-read client (slowhttptest -X)
+                // held its connection for the whole 60 s send timeout and cut a normal client
+                // to 0.41-0.68 of its rate; at 1 KiB/s it is cut in 4-6 s, and no real client
+                // reads that slowly.
+                min_send_rate: 1 << 10,
             },
             admission: Admission {
                 max_connections: 100_000,

@@ -163,7 +163,8 @@ struct Authenticating {
 #[derive(Debug)]
 enum BodyLeft {
     Length(u64),
-    Chunked { decoder: ChunkedDecoder, seen: u64 },
+    /// The decoder holds the body limit: a chunk past it is refused as its size is read.
+    Chunked(ChunkedDecoder),
 }
 
 #[derive(Debug)]
@@ -394,11 +395,7 @@ impl Conn {
                 }
                 State::Waiting(_) | State::Authenticating(_) => return Need::Wait,
                 State::DiscardingBody { left, .. } => {
-                    match discard(
-                        left,
-                        &self.input[self.consumed..],
-                        context.config.limits.max_body,
-                    ) {
+                    match discard(left, &self.input[self.consumed..]) {
                         Discard::Consumed { used, done } => {
                             self.consumed += used;
                             if done {
@@ -580,15 +577,28 @@ impl Conn {
                 return None;
             }
             BodyFraming::Length(length) => Some(BodyLeft::Length(length)),
-            BodyFraming::Chunked => Some(BodyLeft::Chunked {
-                decoder: ChunkedDecoder::new(),
-                seen: 0,
-            }),
+            BodyFraming::Chunked => Some(BodyLeft::Chunked(
+                ChunkedDecoder::new().with_max_body(limits.max_body),
+            )),
         };
-        // A client waiting for `100 Continue` sends the body only after it (RFC 9110 §10.1.1):
-        // invite it, then read and discard the body as for any other request, so the
-        // connection stays usable (nginx does the same when it discards a body).
+        // A client waiting for `100 Continue` sends the body only after it (RFC 9110 §10.1.1).
+        // When the head alone decides the answer (a refused connection or method), that final
+        // status goes out instead, and the connection closes, lingering: the client may send
+        // the body anyway. Otherwise invite it, then read and discard the body as for any other
+        // request, so the connection stays usable (nginx does the same when it discards a body).
         if body.is_some() && head.expect_continue {
+            if self.refuses_from_head(&head.method) {
+                let exchange = Exchange {
+                    head,
+                    persistence: Persistence::Close,
+                    started: Instant::now(),
+                    user: None,
+                };
+                let job = self.route(exchange, context);
+                debug_assert!(job.is_none(), "a refusal needs no job");
+                self.state = State::Closing(Ending::Linger);
+                return None;
+            }
             self.output
                 .bytes()
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
@@ -633,8 +643,8 @@ enum Discard {
     Refused(u16),
 }
 
-/// Throw away body bytes from `input`; a chunked body past `max_body` ends the connection.
-fn discard(left: &mut BodyLeft, input: &[u8], max_body: u64) -> Discard {
+/// Throw away body bytes from `input`; a chunked body past its limit ends the connection.
+fn discard(left: &mut BodyLeft, input: &[u8]) -> Discard {
     match left {
         BodyLeft::Length(remaining) => {
             let used = usize::try_from(*remaining)
@@ -646,18 +656,13 @@ fn discard(left: &mut BodyLeft, input: &[u8], max_body: u64) -> Discard {
                 done: *remaining == 0,
             }
         }
-        BodyLeft::Chunked { decoder, seen } => {
-            let mut total = *seen;
-            let result = decoder.feed(input, &mut |data: &[u8]| total += data.len() as u64);
-            *seen = total;
-            match result {
-                Ok(_) if total > max_body => Discard::Refused(413),
-                Ok(progress) => Discard::Consumed {
-                    used: progress.consumed,
-                    done: progress.done,
-                },
-                Err(_) => Discard::Refused(400),
-            }
-        }
+        BodyLeft::Chunked(decoder) => match decoder.feed(input, &mut |_| {}) {
+            Ok(progress) => Discard::Consumed {
+                used: progress.consumed,
+                done: progress.done,
+            },
+            // `413` past the limit, `400` for broken framing.
+            Err(error) => Discard::Refused(error.status()),
+        },
     }
 }

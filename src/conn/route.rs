@@ -39,6 +39,12 @@ const ROUTING: PathOptions = PathOptions {
 };
 
 impl Conn {
+    /// Whether `route` refuses a request with this method before looking at anything else
+    /// (a connection over a cap, `405`, `501`): the answer is known from the head alone.
+    pub(super) fn refuses_from_head(&self, method: &Method) -> bool {
+        self.refused || !matches!(method, Method::Get | Method::Head | Method::Options)
+    }
+
     /// Answer a request whose body (if any) has been read.
     pub(super) fn route(
         &mut self,
@@ -86,9 +92,9 @@ impl Conn {
             Err(error) => return self.answer(&exchange, None, error.status(), &[], context),
         };
         let sites = context.sites;
-        let mut route = sites
-            .route(exchange.head.header("host"), clean.as_str())
-            .clone();
+        // An absolute-form target's authority wins over `Host` (RFC 9112 §3.2.2).
+        let host = exchange.head.host().map(str::as_bytes);
+        let mut route = sites.route(host, clean.as_str()).clone();
         let mut rewrites = 0;
         while let Some(template) = &route.settings.rewrite {
             rewrites += 1;
@@ -105,9 +111,7 @@ impl Conn {
                 Ok(clean) => clean,
                 Err(error) => return self.answer(&exchange, None, error.status(), &[], context),
             };
-            route = sites
-                .route(exchange.head.header("host"), clean.as_str())
-                .clone();
+            route = sites.route(host, clean.as_str()).clone();
         }
 
         if route.settings.rate_limit {

@@ -1,9 +1,10 @@
 //! Resumable decoder for chunked request bodies (RFC 9112 §7.1), used to relay a body to
 //! CGI/FastCGI/upstreams or to discard it before reusing a connection.
 //!
-//! Owns chunk syntax, its limits and the error type. Must not buffer data (it hands slices of
-//! the input to a sink) or enforce a total body size (the caller compares `body_bytes` with its
-//! own 413 limit).
+//! Owns chunk syntax, its limits (line, trailer, and the caller's body limit: a chunk size past
+//! what the limit leaves is refused as soon as its digits end, rather than after the client
+//! has sent, or failed to send, that much) and the error type. Must not buffer data (it hands
+//! slices of the input to a sink).
 //!
 //! Strictness, chosen because a body parser that disagrees with a front proxy is a smuggling
 //! vector: every line must end in CRLF (a bare LF is an error, although RFC 9112 §2.2 lets a
@@ -16,7 +17,7 @@ use std::fmt;
 
 use crate::token::is_ows;
 
-/// Why a chunked body was rejected. Every variant is a client fault: answer 400 and close.
+/// Why a chunked body was rejected. Every variant is a client fault: answer `status()` and close.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChunkedError {
     /// A chunk-size line that does not start with a hex digit, or has junk after it.
@@ -35,13 +36,18 @@ pub enum ChunkedError {
     InvalidTrailer,
     /// The trailer fields exceed the limit (line ends are not counted).
     TrailerTooLarge,
+    /// A chunk would take the body past the limit set by `ChunkedDecoder::with_max_body`.
+    BodyTooLarge,
 }
 
 impl ChunkedError {
     /// The status to answer with before closing.
     #[must_use]
     pub fn status(&self) -> u16 {
-        400
+        match self {
+            Self::BodyTooLarge => 413,
+            _ => 400,
+        }
     }
 }
 
@@ -56,6 +62,7 @@ impl fmt::Display for ChunkedError {
             Self::BareLf => "bare LF in chunked body",
             Self::InvalidTrailer => "invalid trailer field",
             Self::TrailerTooLarge => "trailer section too large",
+            Self::BodyTooLarge => "chunked body larger than the limit",
         })
     }
 }
@@ -105,6 +112,8 @@ pub struct ChunkedDecoder {
     line_len: usize,
     trailer_len: usize,
     body_bytes: u64,
+    /// Most data bytes the body may hold (`None`: no limit).
+    max_body: Option<u64>,
 }
 
 impl Default for ChunkedDecoder {
@@ -131,6 +140,17 @@ impl ChunkedDecoder {
             line_len: 0,
             trailer_len: 0,
             body_bytes: 0,
+            max_body: None,
+        }
+    }
+
+    /// The same decoder refusing (`BodyTooLarge`, `413`) a chunk size that would take the body
+    /// past `max_body` data bytes, as soon as the size is read.
+    #[must_use]
+    pub fn with_max_body(self, max_body: u64) -> Self {
+        Self {
+            max_body: Some(max_body),
+            ..self
         }
     }
 
@@ -201,6 +221,7 @@ impl ChunkedDecoder {
                 if digits == 0 {
                     return Err(ChunkedError::BadChunkSize);
                 }
+                self.check_body_limit(size)?;
                 match byte {
                     b'\r' => Ok(State::SizeLf { size }),
                     b';' => Ok(State::Extension {
@@ -265,6 +286,16 @@ impl ChunkedDecoder {
                 _ => Err(ChunkedError::MissingCrlf),
             },
             State::Data { .. } | State::Done => Ok(self.state),
+        }
+    }
+
+    /// A chunk of `size` must fit in what `max_body` leaves.
+    fn check_body_limit(&self, size: u64) -> Result<(), ChunkedError> {
+        match self.max_body {
+            Some(max) if size > max.saturating_sub(self.body_bytes) => {
+                Err(ChunkedError::BodyTooLarge)
+            }
+            _ => Ok(()),
         }
     }
 
@@ -378,6 +409,46 @@ mod tests {
                 input.escape_ascii()
             );
         }
+    }
+
+    #[test]
+    fn body_limit_refuses_a_size_once_its_digits_end() {
+        let mut decoder = ChunkedDecoder::new().with_max_body(10);
+        assert_eq!(
+            decoder.feed(b"7fffffffffffffff", &mut |_| {}),
+            Ok(Progress {
+                consumed: 16,
+                done: false
+            })
+        );
+        assert_eq!(
+            decoder.feed(b"\r", &mut |_| {}),
+            Err(ChunkedError::BodyTooLarge)
+        );
+        assert_eq!(ChunkedError::BodyTooLarge.status(), 413);
+        // Overflow is a broken body (400) whatever the limit.
+        let mut decoder = ChunkedDecoder::new().with_max_body(10);
+        assert_eq!(
+            decoder.feed(b"10000000000000000\r\n", &mut |_| {}),
+            Err(ChunkedError::ChunkSizeOverflow)
+        );
+        assert_eq!(ChunkedError::ChunkSizeOverflow.status(), 400);
+        // Chunks add up: 6 + 4 fit in 10, one byte more does not.
+        let mut decoder = ChunkedDecoder::new().with_max_body(10);
+        assert!(decoder
+            .feed(b"6\r\nabcdef\r\n4\r\nabcd\r\n", &mut |_| {})
+            .is_ok());
+        assert_eq!(
+            decoder.feed(b"1;x", &mut |_| {}),
+            Err(ChunkedError::BodyTooLarge)
+        );
+        let mut decoder = ChunkedDecoder::new().with_max_body(10);
+        assert!(
+            decoder
+                .feed(b"a\r\n0123456789\r\n0\r\n\r\n", &mut |_| {})
+                .unwrap()
+                .done
+        );
     }
 
     #[test]

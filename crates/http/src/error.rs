@@ -17,8 +17,8 @@ pub enum ParseError {
     MalformedRequestLine,
     /// The method is empty or holds a byte that is not a `tchar` (RFC 9110 §9.1).
     BadMethod,
-    /// The request-target is not origin-form, absolute-form (`http`/`https`), or asterisk-form
-    /// with `OPTIONS` (RFC 9112 §3.2). Authority-form (`CONNECT`) is refused too: ampd does not
+    /// The request-target is not origin-form, absolute-form (`http`/`https` with a valid
+    /// authority, RFC 9112 §3.2.2), or asterisk-form with `OPTIONS` (RFC 9112 §3.2). Authority-form (`CONNECT`) is refused too: ampd does not
     /// tunnel, so a CONNECT target is a client error here.
     BadTarget,
     /// `HTTP/x.y` with a major version other than 1 (RFC 9110 §6.2 → 505).
@@ -44,7 +44,8 @@ pub enum ParseError {
     MissingHost,
     /// More than one `Host` field line (RFC 9112 §3.2).
     MultipleHost,
-    /// A `Host` value that is not `uri-host [ ":" port ]` (RFC 9112 §3.2).
+    /// A `Host` value that is not `uri-host [ ":" port ]` (RFC 9112 §3.2, RFC 9110 §7.2): see
+    /// `authority::is_valid_authority`.
     BadHost,
     /// Both `Content-Length` and `Transfer-Encoding`: the classic smuggling vector
     /// (RFC 9112 §6.1 permits rejecting; ampd always does).

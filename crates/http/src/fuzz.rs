@@ -4,7 +4,7 @@
 //! Owns the invariants checked on arbitrary input. Must not be used by the server; every
 //! check panics on violation because a panic is what the fuzzer reports.
 
-use crate::chunked::ChunkedDecoder;
+use crate::chunked::{ChunkedDecoder, ChunkedError};
 use crate::conditional::{evaluate, if_range_allows_partial, Validators};
 use crate::date::{format_http_date, parse_http_date, MAX_HTTP_DATE};
 use crate::proxy_protocol::{self, ProxyHeader, V1_MAX, V2_FIXED, V2_MAX_PAYLOAD};
@@ -144,10 +144,21 @@ fn check_fields(head: &RequestHead) {
 fn check_chunked(body: &[u8]) {
     let mut decoder = ChunkedDecoder::with_limits(64, 256);
     let mut decoded = 0u64;
-    if let Ok(progress) = decoder.feed(body, &mut |data| decoded += data.len() as u64) {
+    let unlimited = decoder.feed(body, &mut |data| decoded += data.len() as u64);
+    if let Ok(progress) = unlimited {
         assert!(progress.consumed <= body.len());
         assert_eq!(decoded, decoder.body_bytes());
         assert!(decoded <= progress.consumed as u64);
+    }
+    // A body limit only ever turns an outcome into `BodyTooLarge`, and holds.
+    const MAX_BODY: u64 = 100;
+    let mut limited = ChunkedDecoder::with_limits(64, 256).with_max_body(MAX_BODY);
+    match limited.feed(body, &mut |_| {}) {
+        Err(ChunkedError::BodyTooLarge) => {}
+        outcome => {
+            assert_eq!(outcome, unlimited, "the limit changed the outcome");
+            assert!(limited.body_bytes() <= MAX_BODY);
+        }
     }
 }
 

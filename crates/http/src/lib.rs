@@ -5,6 +5,7 @@
 //! function can be unit-tested, property-tested and fuzzed, and every engine of the server
 //! shares one protocol implementation.
 //!
+//! * [`authority`]: `host [":" port]` of absolute-form targets and `Host`.
 //! * [`request`]: resumable request-head parser ([`HeadParser`]) and [`RequestHead`].
 //! * [`error`]: [`ParseError`], each variant with the status to answer.
 //! * [`response`]: status line and header encoder into a caller's buffer.
@@ -18,6 +19,7 @@
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
 #![forbid(unsafe_code)]
 
+pub mod authority;
 pub mod chunked;
 pub mod coding;
 pub mod conditional;

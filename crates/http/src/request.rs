@@ -12,6 +12,7 @@ use std::fmt;
 
 use memchr::memchr;
 
+use crate::authority::is_valid_authority;
 use crate::error::ParseError;
 use crate::framing;
 use crate::token::{is_field_value, is_ows, is_tchar, is_token, trim_ows};
@@ -193,8 +194,9 @@ impl RequestHead {
 /// origin-form `/p?q` gives `(None, "/p", Some("q"))`; absolute-form `http://h:1/p?q` gives
 /// `(Some("h:1"), "/p", Some("q"))`, with path `"/"` when the target has none (RFC 9112
 /// §3.2.1); asterisk-form gives `(None, "*", None)`. Returns `None` for anything else:
-/// authority-form, other schemes, an empty authority, or userinfo, which RFC 9110 §4.2.4 says
-/// to treat as an error.
+/// authority-form, other schemes, and an authority that is not `host [":" port]`
+/// (`authority::is_valid_authority`: an empty host, a bad port, or userinfo, which RFC 9110
+/// §4.2.4 says to treat as an error).
 #[must_use]
 pub fn split_target(target: &str) -> Option<(Option<&str>, &str, Option<&str>)> {
     if target == "*" {
@@ -207,7 +209,7 @@ pub fn split_target(target: &str) -> Option<(Option<&str>, &str, Option<&str>)> 
             .or_else(|| strip_prefix_ignore_case(target, "https://"))?;
         let end = after_scheme.find(['/', '?']).unwrap_or(after_scheme.len());
         let authority = &after_scheme[..end];
-        if authority.is_empty() || authority.contains('@') {
+        if !is_valid_authority(authority.as_bytes(), false) {
             return None;
         }
         (Some(authority), &after_scheme[end..])
@@ -269,8 +271,9 @@ struct RequestLine {
 enum State {
     /// Skipping empty lines before the request line (RFC 9112 §2.2 SHOULD ignore at least one).
     Leading,
-    /// Waiting for the LF that ends the request line starting at `start`.
-    RequestLine { start: usize },
+    /// Waiting for the LF that ends the request line starting at `start`; what has arrived of
+    /// it so far passed `check`.
+    RequestLine { start: usize, check: LineCheck },
     /// Collecting field lines; the current one starts at `line_start`.
     Fields {
         request: RequestLine,
@@ -349,7 +352,7 @@ impl HeadParser {
     fn step(&mut self, state: State, buf: &[u8]) -> Result<Step, ParseError> {
         match state {
             State::Leading => self.skip_empty_line(buf),
-            State::RequestLine { start } => self.on_request_line(start, buf),
+            State::RequestLine { start, check } => self.on_request_line(start, check, buf),
             State::Fields {
                 request,
                 headers,
@@ -364,7 +367,12 @@ impl HeadParser {
             (None, _) | (Some(b'\r'), None) => return Ok(Step::NeedMore(State::Leading)),
             (Some(b'\n'), _) => 1,
             (Some(b'\r'), Some(b'\n')) => 2,
-            _ => return Ok(Step::Continue(State::RequestLine { start: at })),
+            _ => {
+                return Ok(Step::Continue(State::RequestLine {
+                    start: at,
+                    check: LineCheck::default(),
+                }))
+            }
         };
         self.scanned += skip;
         if self.scanned > self.limits.max_head_bytes {
@@ -373,9 +381,21 @@ impl HeadParser {
         Ok(Step::Continue(State::Leading))
     }
 
-    fn on_request_line(&mut self, start: usize, buf: &[u8]) -> Result<Step, ParseError> {
+    fn on_request_line(
+        &mut self,
+        start: usize,
+        mut check: LineCheck,
+        buf: &[u8],
+    ) -> Result<Step, ParseError> {
+        // Only bytes within both limits are judged, so that a line over a limit gets the same
+        // answer whether it arrives whole or byte by byte.
+        let judged = self
+            .limits
+            .max_request_line
+            .min(self.limits.max_head_bytes.saturating_sub(start));
         let Some(lf) = self.find_lf(buf) else {
             let pending = &buf[start..];
+            check.advance(pending, judged, false)?;
             // A CR may still be waiting for its LF, so allow one byte over the limit for it.
             let over = pending.len() > self.limits.max_request_line
                 && !(pending.len() == self.limits.max_request_line.saturating_add(1)
@@ -384,9 +404,10 @@ impl HeadParser {
                 return Err(ParseError::RequestLineTooLong);
             }
             self.check_head_size(buf.len())?;
-            return Ok(Step::NeedMore(State::RequestLine { start }));
+            return Ok(Step::NeedMore(State::RequestLine { start, check }));
         };
         let line = strip_cr(&buf[start..lf]);
+        check.advance(line, judged, true)?;
         if line.len() > self.limits.max_request_line {
             return Err(ParseError::RequestLineTooLong);
         }
@@ -464,11 +485,105 @@ fn strip_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// `method SP request-target SP HTTP-version`, single spaces only (RFC 9112 §3).
-fn parse_request_line(line: &[u8]) -> Result<RequestLine, ParseError> {
-    if memchr(b'\r', line).is_some() {
-        return Err(ParseError::BareCr);
+/// The part of the request line a byte belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum LinePart {
+    #[default]
+    Method,
+    Target,
+    Version,
+}
+
+/// The left-to-right check of a request line, run on each piece as it arrives so that bytes
+/// which can never begin a valid request (binary garbage, a TLS ClientHello on the plain port)
+/// are answered at once instead of after the header timeout, as nginx does.
+///
+/// Each byte's verdict depends only on the bytes before it (a CR also on the byte after it), so
+/// the first fault is found at the same place however the line is split into reads.
+#[derive(Debug, Clone, Copy, Default)]
+struct LineCheck {
+    /// Bytes from the line's start that have passed.
+    checked: usize,
+    part: LinePart,
+    /// Bytes of `part` that have passed.
+    part_len: usize,
+}
+
+impl LineCheck {
+    /// The version a request line may end in, up to its major digit: anything else can never
+    /// become `HTTP/DIGIT.DIGIT` (RFC 9112 §2.3).
+    const VERSION_PREFIX: &'static [u8] = b"HTTP/";
+
+    /// Checks `line[self.checked..limit]`. `complete`: `line` is the whole line without its
+    /// CRLF; otherwise more may follow and a CR that is the last byte may be the line's end.
+    fn advance(&mut self, line: &[u8], limit: usize, complete: bool) -> Result<(), ParseError> {
+        let end = line.len().min(limit);
+        while self.checked < end {
+            let byte = line[self.checked];
+            if byte == b'\r' {
+                if !complete && self.checked + 1 == line.len() {
+                    return Ok(());
+                }
+                return Err(ParseError::BareCr);
+            }
+            if byte == b' ' && self.part != LinePart::Version {
+                self.next_part()?;
+            } else {
+                match self.part {
+                    LinePart::Method if !is_tchar(byte) => return Err(ParseError::BadMethod),
+                    LinePart::Target if !is_target_byte(byte) => return Err(ParseError::BadTarget),
+                    LinePart::Version => check_version_byte(self.part_len, byte)?,
+                    LinePart::Method | LinePart::Target => {}
+                }
+                self.part_len += 1;
+            }
+            self.checked += 1;
+        }
+        Ok(())
     }
+
+    /// The SP after the method or the target, which must not be empty.
+    fn next_part(&mut self) -> Result<(), ParseError> {
+        let (empty, next) = match self.part {
+            LinePart::Method => (ParseError::BadMethod, LinePart::Target),
+            LinePart::Target | LinePart::Version => (ParseError::BadTarget, LinePart::Version),
+        };
+        if self.part_len == 0 {
+            return Err(empty);
+        }
+        self.part = next;
+        self.part_len = 0;
+        Ok(())
+    }
+}
+
+/// The byte at `at` of `HTTP/DIGIT.DIGIT`. A major version other than 1 is `505` as soon as
+/// its digit arrives (RFC 9110 §6.2); a byte past the minor digit, or out of place, is `400`.
+fn check_version_byte(at: usize, byte: u8) -> Result<(), ParseError> {
+    let fits = match at {
+        0..=4 => byte == LineCheck::VERSION_PREFIX[at],
+        5 if byte.is_ascii_digit() && byte != b'1' => return Err(ParseError::UnsupportedVersion),
+        5 | 7 => byte.is_ascii_digit(),
+        6 => byte == b'.',
+        _ => false,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(ParseError::MalformedRequestLine)
+    }
+}
+
+/// A byte a request-target may hold: visible ASCII without `#` (a fragment is never sent,
+/// RFC 9112 §3.2).
+#[inline]
+fn is_target_byte(byte: u8) -> bool {
+    byte > b' ' && byte < 0x7f && byte != b'#'
+}
+
+/// `method SP request-target SP HTTP-version`, single spaces only (RFC 9112 §3). The line has
+/// passed `LineCheck`: what is left is its structure as a whole.
+fn parse_request_line(line: &[u8]) -> Result<RequestLine, ParseError> {
     let first_space = memchr(b' ', line).ok_or(ParseError::MalformedRequestLine)?;
     let last_space = memchr::memrchr(b' ', line).ok_or(ParseError::MalformedRequestLine)?;
     if first_space == last_space {
@@ -506,22 +621,21 @@ fn parse_version(version: &[u8]) -> Result<Version, ParseError> {
 /// Visible ASCII without `#` (a fragment is never sent, RFC 9112 §3.2), in one of the forms
 /// `split_target` accepts; asterisk-form only with OPTIONS (RFC 9112 §3.2.4).
 fn parse_target(target: &[u8], method: &Method) -> Result<Box<str>, ParseError> {
-    if target.is_empty() || !target.iter().all(|&b| b > b' ' && b < 0x7f && b != b'#') {
+    if target.is_empty() || !target.iter().copied().all(is_target_byte) {
         return Err(ParseError::BadTarget);
     }
     let target = std::str::from_utf8(target).map_err(|_| ParseError::BadTarget)?;
     // authority-form (`host:port`) is CONNECT's, and only CONNECT's (RFC 9112 §3.2.3); it is
     // parsed so the method can be answered as such (a static origin answers `405`).
+    // Its port is required (`uri-host ":" port`).
     if *method == Method::Connect {
-        return match target.rsplit_once(':') {
-            Some((host, port))
-                if !host.is_empty()
-                    && !port.is_empty()
-                    && port.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                Ok(target.into())
-            }
-            _ => Err(ParseError::BadTarget),
+        let has_port = target
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+        return if has_port && is_valid_authority(target.as_bytes(), false) {
+            Ok(target.into())
+        } else {
+            Err(ParseError::BadTarget)
         };
     }
     split_target(target).ok_or(ParseError::BadTarget)?;

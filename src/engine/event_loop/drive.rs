@@ -78,7 +78,8 @@ impl EventLoop {
                 }
             }
             if !read && !wrote {
-                return;
+                // Nothing more to read or write for now: done, if a drain is under way.
+                return self.close_if_drained(index);
             }
         }
         // Still busy after its turns: others go first, then it continues.

@@ -79,13 +79,25 @@ impl EventLoop {
             if let Some(slot) = self.slots[index].as_mut() {
                 slot.can_read = true;
             }
+            // Reads what it sent (a request that raced the stop is answered), then closes.
             self.drive(index);
-            let still_idle = self.slots[index]
-                .as_ref()
-                .is_some_and(|slot| slot.conn.phase() == Phase::Idle && !slot.lingering);
-            if still_idle {
-                self.begin_close(index);
-            }
+            self.close_if_drained(index);
+        }
+    }
+
+    /// While draining, a connection with nothing left to do closes at once, FIN after its last
+    /// byte: an idle one when the drain begins, and one whose response, begun before the stop
+    /// and so without `Connection: close`, has just gone out. Without this such a connection
+    /// stayed open, idle, until the grace period ended and reset it.
+    pub(super) fn close_if_drained(&mut self, index: usize) {
+        if !self.draining {
+            return;
+        }
+        let idle = self.slots[index].as_ref().is_some_and(|slot| {
+            slot.conn.phase() == Phase::Idle && !slot.job_out && !slot.lingering
+        });
+        if idle {
+            self.begin_close(index);
         }
     }
 

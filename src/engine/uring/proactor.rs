@@ -474,6 +474,7 @@ impl Proactor {
         if !self.start_send(index) {
             return;
         }
+        let drained = self.drained(index);
         let Some(slot) = self.slots[index].as_mut() else {
             return;
         };
@@ -486,6 +487,8 @@ impl Proactor {
                 }
                 self.begin_close(index);
             }
+            // Its response is out and a drain is under way: nothing more comes of it.
+            Need::Read if drained => self.begin_close(index),
             Need::Read => {
                 let wanted =
                     slot.conn.wants_input() && slot.conn.buffered_input() < INPUT_HIGH_WATER;

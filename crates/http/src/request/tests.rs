@@ -248,12 +248,16 @@ fn smuggling_corpus() {
         (b"GET / HTTP/1.10\r\nHost: h\r\n\r\n", ParseError::MalformedRequestLine),
         (b"GET /\r\n\r\n", ParseError::MalformedRequestLine),
         (b"GET  / HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
-        (b"GET / x HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
+        // Read left to right, the second SP ends the target: `x HTTP/1.1` is no version.
+        (b"GET / x HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::MalformedRequestLine),
         (b"GET /#frag HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"GET /\x7f HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"GET * HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"CONNECT /x HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"CONNECT h HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
+        (b"CONNECT h::443 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
+        (b"CONNECT 4713::abcd:8001 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
+        (b"CONNECT h:70000 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"GET h:443 HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"GET http://u@h/ HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadTarget),
         (b"G(T / HTTP/1.1\r\nHost: h\r\n\r\n", ParseError::BadMethod),
@@ -402,7 +406,7 @@ fn generated_head() -> impl Strategy<Value = Generated> {
         target,
         version,
         extra,
-        "[a-z0-9.-]{1,20}(:[0-9]{1,5})?",
+        "[a-z0-9.-]{1,20}(:[0-9]{1,4})?",
         body,
         any::<bool>(),
         prop_oneof![Just(None), Just(Some("close")), Just(Some("keep-alive"))],
@@ -516,4 +520,173 @@ proptest! {
         let whole = HeadParser::new(limits).parse(&input);
         prop_assert_eq!(parse_bytewise(&input, limits), whole);
     }
+
+    /// Near-valid request lines (the bytes a request line is made of, plus a few faults), so
+    /// that the early check meets every part of the line: it must find the same first fault
+    /// whole and byte by byte, and never refuse a prefix of a line the whole parse accepts.
+    #[test]
+    fn request_line_prefixes_agree_whole_and_bytewise(
+        input in prop::collection::vec(
+            prop::sample::select(&b"GET /aHTP1.2:\r\n \x00\x8a#"[..]),
+            0..60,
+        ),
+        head_limit in 20usize..80,
+    ) {
+        let mut bytes = b"GET /".to_vec();
+        bytes.extend_from_slice(&input);
+        let limits = Limits { max_request_line: 30, max_head_bytes: head_limit, max_headers: 4 };
+        let whole = HeadParser::new(limits).parse(&bytes);
+        prop_assert_eq!(parse_bytewise(&bytes, limits), whole.clone());
+        if whole.is_ok() {
+            for end in 0..bytes.len() {
+                prop_assert!(HeadParser::new(limits).parse(&bytes[..end]).is_ok());
+            }
+        }
+    }
+}
+
+/// Bytes that can never begin a valid request are refused as they arrive, without waiting for
+/// a line end (nginx answers such garbage at once): a non-token byte in the method, a byte a
+/// target may not hold, a version that cannot become `HTTP/1.x`.
+#[test]
+fn hopeless_request_lines_are_refused_before_their_line_end() {
+    let cases: &[(&[u8], ParseError)] = &[
+        (b"\x8a\x81\xa0", ParseError::BadMethod),
+        // A TLS ClientHello on the plain port.
+        (
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+            ParseError::BadMethod,
+        ),
+        (b"GE\x00", ParseError::BadMethod),
+        (b"GET\t/", ParseError::BadMethod),
+        (b" GET", ParseError::BadMethod),
+        (b"GET /a\x01", ParseError::BadTarget),
+        (b"GET /\xff", ParseError::BadTarget),
+        (b"GET  /", ParseError::BadTarget),
+        (b"GET / HTTQ", ParseError::MalformedRequestLine),
+        (b"GET / http/", ParseError::MalformedRequestLine),
+        (b"GET / HTTP/1,", ParseError::MalformedRequestLine),
+        (b"GET / HTTP/1.1x", ParseError::MalformedRequestLine),
+        (b"GET / HTTP/1.1 ", ParseError::MalformedRequestLine),
+        (b"GET / HTTP/2", ParseError::UnsupportedVersion),
+        (b"GET / HTTP/1.1\rX", ParseError::BareCr),
+        (b"\r\nGET\r/", ParseError::BareCr),
+    ];
+    for (input, expected) in cases {
+        let mut parser = HeadParser::new(Limits::default());
+        assert_eq!(
+            parser.parse(input),
+            Err(*expected),
+            "{}",
+            input.escape_ascii()
+        );
+        // The same verdict for the whole line, however it arrives.
+        let mut line = input.to_vec();
+        line.extend_from_slice(b" HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(
+            parse_whole(&line),
+            Err(*expected),
+            "{}",
+            line.escape_ascii()
+        );
+        assert_eq!(
+            parse_bytewise(&line, Limits::default()),
+            Err(*expected),
+            "{}",
+            line.escape_ascii()
+        );
+    }
+    // Prefixes of valid lines wait for more.
+    for partial in [
+        &b"G"[..],
+        b"GET",
+        b"GET ",
+        b"GET /a?b=c",
+        b"GET / ",
+        b"GET / HT",
+        b"GET / HTTP/1.",
+        b"GET / HTTP/1.1",
+        b"GET / HTTP/1.1\r",
+        b"PROPFIND http://h:1/x HTTP/1.0",
+    ] {
+        let mut parser = HeadParser::new(Limits::default());
+        assert_eq!(parser.parse(partial), Ok(Parse::Partial), "{partial:?}");
+    }
+}
+
+/// The authority of an absolute-form target and the `Host` value must be `host [":" port]`
+/// (RFC 9112 §3.2.2, RFC 3986 §3.2, RFC 9110 §7.2): nginx answers `400` to the rest.
+#[test]
+fn authorities_are_validated() {
+    for bad in [
+        "http://localhost:80x/",
+        "http://localhost:80:80/",
+        "http://localhost::80/",
+        "http://4713::abcd:8001/",
+        "http://[::1/",
+        "http://[::g]/",
+        "http://[::1]x/",
+        "http://h:65536/",
+        "http://:80/",
+        "http://h%zz/",
+        "http://a<b/",
+    ] {
+        let request = format!("GET {bad} HTTP/1.0\r\n\r\n");
+        assert_eq!(
+            parse_whole(request.as_bytes()),
+            Err(ParseError::BadTarget),
+            "{bad}"
+        );
+    }
+    for good in [
+        "http://localhost/",
+        "http://localhost:80/x",
+        "https://Example.COM.:443",
+        "http://127.0.0.1:8080/",
+        "http://[::1]:80/",
+        "http://[2001:db8::a]/",
+        "http://h:/",
+        "http://xn--bcher-kva.de/",
+        "http://h%41/",
+        "http://h:65535/",
+    ] {
+        let request = format!("GET {good} HTTP/1.0\r\n\r\n");
+        assert!(
+            matches!(parse_whole(request.as_bytes()), Ok(Parse::Complete { .. })),
+            "{good}"
+        );
+    }
+    for bad in [
+        "localhost:80x",
+        "localhost:80:80",
+        "localhost::80",
+        "4713::abcd:8001",
+        "[::1",
+        ":80",
+        "h:99999",
+        "u@h",
+    ] {
+        let request = format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n");
+        assert_eq!(
+            parse_whole(request.as_bytes()),
+            Err(ParseError::BadHost),
+            "{bad}"
+        );
+    }
+    for good in ["", "h", "h:8080", "[::1]:80", "1.2.3.4", "h:"] {
+        let request = format!("GET / HTTP/1.1\r\nHost: {good}\r\n\r\n");
+        assert!(
+            matches!(parse_whole(request.as_bytes()), Ok(Parse::Complete { .. })),
+            "{good:?}"
+        );
+    }
+}
+
+/// Absolute-form wins over `Host` (RFC 9112 §3.2.2).
+#[test]
+fn absolute_form_authority_wins_over_host() {
+    let (head, _) = complete(b"GET http://a.example:81/x HTTP/1.1\r\nHost: b.example\r\n\r\n");
+    assert_eq!(head.host(), Some("a.example:81"));
+    let (head, _) = complete(b"GET /x HTTP/1.1\r\nHost: b.example\r\n\r\n");
+    assert_eq!(head.host(), Some("b.example"));
 }

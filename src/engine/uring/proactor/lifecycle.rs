@@ -58,17 +58,30 @@ impl Proactor {
         }
         self.listener = None;
         for index in 0..self.slots.len() {
-            let idle = self.slots[index].as_ref().is_some_and(|slot| {
-                slot.clock.phase() == Phase::Idle
+            self.close_if_drained(index);
+        }
+    }
+
+    /// While draining, a connection with nothing left to do closes at once, FIN after its last
+    /// byte: an idle one when the drain begins, and one whose response, begun before the stop
+    /// and so without `Connection: close`, has just gone out. Without this such a connection
+    /// stayed open, idle, until the grace period ended and reset it.
+    pub(super) fn close_if_drained(&mut self, index: usize) {
+        if self.drained(index) {
+            self.begin_close(index);
+        }
+    }
+
+    /// Draining, and the connection is idle with nothing in flight.
+    pub(super) fn drained(&self, index: usize) -> bool {
+        self.draining
+            && self.slots[index].as_ref().is_some_and(|slot| {
+                slot.conn.phase() == Phase::Idle
                     && slot.conn.buffered_input() == 0
                     && !slot.job_out
                     && !slot.lingering
                     && matches!(slot.sending, Sending::Nothing)
-            });
-            if idle {
-                self.begin_close(index);
-            }
-        }
+            })
     }
 
     /// Apply each connection's timeouts; publish counters; hand the access-log buffer over.

@@ -112,7 +112,8 @@ impl Proactor {
         }
         let started = if let Some(range) = slot.conn.output.front_file() {
             let chunk = splice_chunk(self.generation.config.limits.min_send_rate);
-            slot.clock.set_slack(chunk as u64);
+            slot.clock
+                .set_slack(chunk as u64, std::time::Instant::now());
             let len = usize::try_from(range.end - range.offset)
                 .unwrap_or(usize::MAX)
                 .min(chunk) as u32;
