@@ -101,6 +101,7 @@ struct ConfigFile {
 
 impl ConfigFile {
     fn path(self) -> PathBuf {
+        // The group is required: clap has refused a command line without either.
         self.file.or(self.config).unwrap_or_default()
     }
 }
