@@ -167,7 +167,13 @@ pub fn apply(control: &Arc<Control>, command: Command) {
             if control.run_state() != RunState::Running {
                 return;
             }
-            // Drain first: whoever reads the log line may rely on the stop having begun.
+            // systemd hears of the stop before it begins: with nothing to drain, the process
+            // can exit before this thread runs again, and a STOPPING=1 sent after the drain
+            // would be lost.
+            if matches!(control.role, Role::Server) {
+                notify("STOPPING=1");
+            }
+            // Drain before the log line: whoever reads it may rely on the stop having begun.
             if let Err(failure) = control.drain() {
                 error::log(
                     Level::Error,
@@ -178,7 +184,6 @@ pub fn apply(control: &Arc<Control>, command: Command) {
                 control.drain_now();
             }
             if matches!(control.role, Role::Server) {
-                notify("STOPPING=1");
                 let delay = control.current().config.process.drain_delay;
                 if delay.is_zero() {
                     error::log(
