@@ -10,14 +10,12 @@
 //! Must not touch: trust (decided at accept), the HTTP head (`mod.rs` reads it next).
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ampd_http::proxy_protocol::{self, Origin, Parse};
 
 use super::{Conn, Context, Ending, Need, State};
 use crate::config::Level;
-use crate::log::error;
+use crate::log::error::Throttle;
 use crate::log::stats::{LoopStats, ProxyRefusal};
 
 impl Conn {
@@ -78,44 +76,13 @@ fn canonical(address: IpAddr) -> IpAddr {
     }
 }
 
-/// Seconds between two log lines about refused PROXY connections: a scan or a misconfigured
-/// balancer refuses every connection, and one line per connection would flood the log.
-const LOG_EVERY_SECS: u64 = 10;
-/// When the next line may be written (unix seconds), and how many were left out since.
-static NEXT_LINE: AtomicU64 = AtomicU64::new(0);
-static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
-
-/// Count a connection closed over the PROXY protocol, and log it at info (rate-limited).
+/// Count a connection closed over the PROXY protocol, and log it at info: throttled, since a
+/// scan or a misconfigured balancer refuses every connection.
 pub fn refused(stats: &LoopStats, why: ProxyRefusal, peer: IpAddr, what: &str) {
+    static REFUSED: Throttle = Throttle::new();
     stats.proxy_refused(why);
-    if !error::enabled(Level::Info) {
-        return;
-    }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
-    let next = NEXT_LINE.load(Ordering::Relaxed);
-    let won = now >= next
-        && NEXT_LINE
-            .compare_exchange(
-                next,
-                now + LOG_EVERY_SECS,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok();
-    if !won {
-        LEFT_OUT.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    let left_out = LEFT_OUT.swap(0, Ordering::Relaxed);
-    let more = if left_out > 0 {
-        format!(" ({left_out} more such connections since the last line)")
-    } else {
-        String::new()
-    };
-    error::log(
+    REFUSED.log(
         Level::Info,
-        format_args!("PROXY protocol: connection from {peer} closed: {what}{more}"),
+        format_args!("PROXY protocol: connection from {peer} closed: {what}"),
     );
 }
