@@ -340,6 +340,13 @@ impl Conn {
         }
     }
 
+    /// Whether a response has gone out on this connection: one that has answered nothing yet
+    /// is waiting for the request its client is about to send, not idle between requests.
+    #[must_use]
+    pub fn has_answered(&self) -> bool {
+        self.served > 0
+    }
+
     #[must_use]
     pub fn phase(&self) -> Phase {
         match self.state {

@@ -30,6 +30,13 @@ pub enum Expired {
     Quietly,
 }
 
+/// While a graceful stop drains, how long a connection that has not sent its first request yet
+/// may still send it. A client writes its request as soon as the connect completes, so a
+/// connection accepted just before the stop usually has it on the way: closing it at once
+/// fails that request (in a binary upgrade, one the successor would have served). One quiet
+/// this long is a speculative pre-connect, and is closed.
+pub const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 pub struct PhaseClock {
     phase: Phase,
@@ -87,6 +94,14 @@ impl PhaseClock {
     #[must_use]
     pub fn since(&self) -> Instant {
         self.since
+    }
+
+    /// Whether a graceful drain may close an idle connection (`Phase::Idle`, nothing in
+    /// flight) now: it is between requests (`answered`: a response has gone out), or it has
+    /// been quiet since it was accepted for `FIRST_REQUEST_GRACE`.
+    #[must_use]
+    pub fn drain_may_close(&self, answered: bool, now: Instant) -> bool {
+        answered || now.saturating_duration_since(self.since) >= FIRST_REQUEST_GRACE
     }
 
     /// The connection is in `phase` now; `progressed`: bytes moved since the last note.
@@ -164,6 +179,20 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::log::stats::Stats;
+
+    #[test]
+    fn a_drain_closes_a_connection_between_requests_at_once_and_a_new_one_after_a_grace() {
+        let stats = Stats::new(1).unwrap().add_loop();
+        let accepted = Instant::now();
+        let clock = PhaseClock::opened(&stats, accepted);
+        // Accepted, its first request not yet received (uring: the receive is still out).
+        assert!(!clock.drain_may_close(false, accepted));
+        assert!(!clock.drain_may_close(false, accepted + FIRST_REQUEST_GRACE / 2));
+        // Quiet since the accept for the whole grace: a pre-connect, closed.
+        assert!(clock.drain_may_close(false, accepted + FIRST_REQUEST_GRACE));
+        // Idle after a response: closed at once.
+        assert!(clock.drain_may_close(true, accepted));
+    }
 
     #[test]
     fn phases_time_out_and_a_slow_reader_is_caught() {

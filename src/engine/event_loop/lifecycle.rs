@@ -48,6 +48,12 @@ impl EventLoop {
                 Expired::Quietly => self.close(index),
             }
         }
+        if self.draining {
+            // Connections that were still to send their first request when the drain began.
+            for index in 0..self.slots.len() {
+                self.close_if_drained(index);
+            }
+        }
         self.publish();
         self.link.log.flush();
     }
@@ -93,8 +99,12 @@ impl EventLoop {
         if !self.draining {
             return;
         }
+        let now = Instant::now();
         let idle = self.slots[index].as_ref().is_some_and(|slot| {
-            slot.conn.phase() == Phase::Idle && !slot.job_out && !slot.lingering
+            slot.conn.phase() == Phase::Idle
+                && !slot.job_out
+                && !slot.lingering
+                && slot.clock.drain_may_close(slot.conn.has_answered(), now)
         });
         if idle {
             self.begin_close(index);

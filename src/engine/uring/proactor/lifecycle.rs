@@ -81,6 +81,9 @@ impl Proactor {
                     && !slot.job_out
                     && !slot.lingering
                     && matches!(slot.sending, Sending::Nothing)
+                    && slot
+                        .clock
+                        .drain_may_close(slot.conn.has_answered(), Instant::now())
             })
     }
 
@@ -116,6 +119,12 @@ impl Proactor {
                 }
                 Expired::Sending => self.abort(index),
                 Expired::Quietly => self.close(index),
+            }
+        }
+        if self.draining {
+            // Connections that were still to send their first request when the drain began.
+            for index in 0..self.slots.len() {
+                self.close_if_drained(index);
             }
         }
         self.publish();
