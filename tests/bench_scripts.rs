@@ -1,0 +1,161 @@
+//! The benchmarks run from a clone: every script in `bench/` parses, nothing the project ships
+//! points into `../shared/` (a reference folder beside the project, not part of it), and
+//! `bench/setup.sh` builds the document root the benchmarks request and the Howl floor server,
+//! which then answers a real request. The peers themselves are Debian packages that setup.sh
+//! installs as root; that half is not run here (`SKIP_PACKAGES=1`).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn project() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_bench_script_parses() {
+    let mut scripts = Vec::new();
+    files_under(&project().join("bench"), &mut scripts);
+    scripts.retain(|path| path.extension().is_some_and(|ext| ext == "sh"));
+    assert!(scripts.len() >= 10, "{scripts:?}");
+    for script in scripts {
+        let status = Command::new("bash")
+            .arg("-n")
+            .arg(&script)
+            .status()
+            .expect("bash");
+        assert!(status.success(), "bash -n {}", script.display());
+    }
+}
+
+#[test]
+fn nothing_shipped_depends_on_the_shared_folder() {
+    let mut files = Vec::new();
+    for dir in ["bench", "docs", "scripts", "dist", "examples", ".ci"] {
+        files_under(&project().join(dir), &mut files);
+    }
+    files.push(project().join("README.md"));
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue; // binary files (charts, compressed samples)
+        };
+        assert!(
+            !text.contains("../shared") && !text.contains("shared/bench"),
+            "{} refers to the shared folder",
+            file.display()
+        );
+    }
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port nothing listens on right now (howl takes a port number, not a socket).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("bind port 0")
+        .port()
+}
+
+#[test]
+fn setup_builds_the_document_root_and_howl() {
+    if Command::new("gcc").arg("--version").output().is_err() {
+        panic!("gcc is needed to build bench/howl.c (Debian package gcc)");
+    }
+    let root = std::env::temp_dir().join(format!("ampd-bench-setup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let output = Command::new("bash")
+        .arg(project().join("bench/setup.sh"))
+        .env("SKIP_PACKAGES", "1")
+        .env("BENCH_ROOT", &root)
+        .env("SPEC_DIRS", "2")
+        .output()
+        .expect("bench/setup.sh");
+    assert!(
+        output.status.success(),
+        "setup.sh: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let www = root.join("www");
+    for (name, size) in [
+        ("f64.bin", 64),
+        ("f1k.bin", 1024),
+        ("f4k.bin", 4096),
+        ("f16k.bin", 16_384),
+        ("f100k.bin", 102_400),
+        ("f1m.bin", 1_048_576),
+        ("f10m.bin", 10_485_760),
+    ] {
+        let meta = std::fs::metadata(www.join(name)).expect(name);
+        assert_eq!(meta.len(), size, "{name}");
+    }
+    // SPECweb96's file set: class C file I holds (I+1) * 1024 * 10^C / 10 bytes.
+    for dir in 0..2 {
+        for class in 0..4u32 {
+            for index in 0..9u64 {
+                let path = www.join(format!("specweb/dir{dir:05}/class{class}_{index}"));
+                let expected = (index + 1) * 1024 * 10u64.pow(class) / 10;
+                let meta = std::fs::metadata(&path)
+                    .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+                assert_eq!(meta.len(), expected, "{}", path.display());
+            }
+        }
+    }
+
+    // Howl answers a request with its pre-built response of the size asked for.
+    let port = free_port();
+    let howl = Killed(
+        Command::new(root.join("bin/howl"))
+            .args([&port.to_string(), "1024", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start howl"),
+    );
+    let started = Instant::now();
+    let mut stream = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => break stream,
+            Err(error) if started.elapsed() < Duration::from_secs(10) => {
+                let _ = error;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => panic!("howl never listened on {port}: {error}"),
+        }
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let head_end = text.find("\r\n\r\n").expect("a whole head") + 4;
+    assert_eq!(response.len() - head_end, 1024, "{text}");
+    drop(howl);
+    let _ = std::fs::remove_dir_all(&root);
+}
