@@ -352,18 +352,19 @@ impl Control {
             })
             .is_ok();
         if began {
-            self.listeners
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clear();
-            self.stopping.notify();
-            self.wake_all();
+            self.release();
         }
     }
 
     /// Stop now (the grace period is cut short).
     pub fn stop(&self) {
         self.state.store(STOPPED, Ordering::Release);
+        self.release();
+    }
+
+    /// The stop has begun: the listeners kept for an upgrade are closed, and every thread and
+    /// loop hears of it.
+    fn release(&self) {
         self.listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

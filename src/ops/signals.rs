@@ -146,6 +146,23 @@ pub fn spawn_commands(control: Arc<Control>, pipe: OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
+/// The error log's line for a graceful stop that has begun (the server's, or mp's master).
+pub fn log_stop_begun(drain_delay: Duration) {
+    if drain_delay.is_zero() {
+        error::log(
+            Level::Info,
+            format_args!("graceful stop: draining connections"),
+        );
+    } else {
+        error::log(
+            Level::Info,
+            format_args!(
+                "graceful stop: health answers 503, listening {drain_delay:?} more (drain_delay), then draining connections"
+            ),
+        );
+    }
+}
+
 /// Carry out `command` in this process.
 pub fn apply(control: &Arc<Control>, command: Command) {
     match command {
@@ -184,21 +201,7 @@ pub fn apply(control: &Arc<Control>, command: Command) {
                 control.drain_now();
             }
             if matches!(control.role, Role::Server) {
-                let delay = control.current().config.process.drain_delay;
-                if delay.is_zero() {
-                    error::log(
-                        Level::Info,
-                        format_args!("graceful stop: draining connections"),
-                    );
-                } else {
-                    error::log(
-                        Level::Info,
-                        format_args!(
-                            "graceful stop: health answers 503, listening {:?} more (drain_delay), then draining connections",
-                            delay
-                        ),
-                    );
-                }
+                log_stop_begun(control.current().config.process.drain_delay);
             }
         }
         Command::Stop => {

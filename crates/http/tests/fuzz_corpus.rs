@@ -5,9 +5,11 @@
 use std::fs;
 use std::path::Path;
 
-#[test]
-fn request_head_corpus_replays_cleanly() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/request_head");
+/// Runs every file of `fuzz/corpus/NAME` (at least `at_least` of them) through `target`.
+fn replay(name: &str, at_least: usize, target: fn(&[u8])) {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(name);
     let mut entries: Vec<_> = fs::read_dir(&corpus)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", corpus.display()))
         .map(|entry| entry.expect("readable corpus entry").path())
@@ -15,36 +17,24 @@ fn request_head_corpus_replays_cleanly() {
         .collect();
     entries.sort();
     assert!(
-        entries.len() >= 20,
-        "expected at least 20 seeds in {}, found {}",
+        entries.len() >= at_least,
+        "expected at least {at_least} seeds in {}, found {}",
         corpus.display(),
         entries.len()
     );
     for path in entries {
         let data = fs::read(&path).expect("readable corpus file");
-        let outcome = std::panic::catch_unwind(|| ampd_http::fuzz::request_head(&data));
+        let outcome = std::panic::catch_unwind(|| target(&data));
         assert!(outcome.is_ok(), "corpus file {} panicked", path.display());
     }
 }
 
 #[test]
+fn request_head_corpus_replays_cleanly() {
+    replay("request_head", 20, ampd_http::fuzz::request_head);
+}
+
+#[test]
 fn proxy_header_corpus_replays_cleanly() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/proxy_header");
-    let mut entries: Vec<_> = fs::read_dir(&corpus)
-        .unwrap_or_else(|error| panic!("cannot read {}: {error}", corpus.display()))
-        .map(|entry| entry.expect("readable corpus entry").path())
-        .filter(|path| path.is_file())
-        .collect();
-    entries.sort();
-    assert!(
-        entries.len() >= 15,
-        "expected at least 15 seeds in {}, found {}",
-        corpus.display(),
-        entries.len()
-    );
-    for path in entries {
-        let data = fs::read(&path).expect("readable corpus file");
-        let outcome = std::panic::catch_unwind(|| ampd_http::fuzz::proxy_header(&data));
-        assert!(outcome.is_ok(), "corpus file {} panicked", path.display());
-    }
+    replay("proxy_header", 15, ampd_http::fuzz::proxy_header);
 }

@@ -41,7 +41,7 @@ use crate::config::Level;
 use crate::log::access::LogFile;
 use crate::log::error;
 use crate::ops::notify::{monotonic_usec, notify};
-use crate::ops::signals::{Command, HANDLED};
+use crate::ops::signals::{self, Command, HANDLED};
 use crate::ops::{reload, upgrade, RunState, Shared};
 use crate::site::Generation;
 
@@ -239,19 +239,7 @@ impl Master {
                 let delay = process.drain_delay;
                 self.tell_workers(command);
                 notify("STOPPING=1");
-                if delay.is_zero() {
-                    error::log(
-                        Level::Info,
-                        format_args!("graceful stop: draining connections"),
-                    );
-                } else {
-                    error::log(
-                        Level::Info,
-                        format_args!(
-                            "graceful stop: health answers 503, listening {delay:?} more (drain_delay), then draining connections"
-                        ),
-                    );
-                }
+                signals::log_stop_begun(delay);
             }
             Command::Stop => {
                 error::log(
