@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ampd_http::coding::Coding;
+use ampd_sys::errno;
 use ampd_sys::file::{self, FileKind, ResolveFlags};
 use ampd_sys::inotify::{self, Inotify};
 
@@ -258,30 +259,17 @@ fn finish(resolution: Resolution, watch: Option<i32>) -> Resolved {
 }
 
 fn open_error(err: &io::Error) -> Resolution {
-    match err.raw_os_error() {
-        Some(libc_errno::ENOENT | libc_errno::ENOTDIR | libc_errno::ENAMETOOLONG) => {
-            Resolution::NotFound
-        }
-        // EXDEV/ELOOP: the path tried to leave the root (RESOLVE_BENEATH). Answer as if the
-        // file did not exist, so the response does not confirm what lies outside.
-        Some(libc_errno::EXDEV | libc_errno::ELOOP) => Resolution::NotFound,
-        Some(libc_errno::EACCES | libc_errno::EPERM) => Resolution::Forbidden,
-        Some(libc_errno::EMFILE | libc_errno::ENFILE) => Resolution::Exhausted,
-        _ => Resolution::Failed,
+    // A path that left the root is answered as if the file did not exist, so the response does
+    // not confirm what lies outside.
+    if errno::names_nothing(err) || errno::left_the_root(err) {
+        Resolution::NotFound
+    } else if errno::access_refused(err) {
+        Resolution::Forbidden
+    } else if errno::out_of_descriptors(err) {
+        Resolution::Exhausted
+    } else {
+        Resolution::Failed
     }
-}
-
-/// errno values, named here so this module needs no `libc` dependency.
-mod libc_errno {
-    pub const EPERM: i32 = 1;
-    pub const ENOENT: i32 = 2;
-    pub const EACCES: i32 = 13;
-    pub const EXDEV: i32 = 18;
-    pub const ENOTDIR: i32 = 20;
-    pub const ENFILE: i32 = 23;
-    pub const EMFILE: i32 = 24;
-    pub const ENAMETOOLONG: i32 = 36;
-    pub const ELOOP: i32 = 40;
 }
 
 fn static_file(
@@ -408,9 +396,6 @@ fn directory(
     }
 }
 
-/// ENOMEM, ENFILE, EMFILE: errors of the moment, not of the entry.
-const OUT_OF_RESOURCES: [i32; 3] = [12, 23, 24];
-
 /// Read a directory through its open descriptor (`/proc/self/fd/N`), so the listing is of the
 /// directory that passed the `RESOLVE_BENEATH` check, not of whatever the path names now.
 ///
@@ -445,13 +430,7 @@ fn list(
             Ok(fd) => fd,
             // Out of descriptors or memory: the listing would silently miss entries, so the
             // request fails instead (and can be retried).
-            Err(err)
-                if err
-                    .raw_os_error()
-                    .is_some_and(|errno| OUT_OF_RESOURCES.contains(&errno)) =>
-            {
-                return Err(err)
-            }
+            Err(err) if errno::out_of_resources(&err) => return Err(err),
             // Missing since read, refused, escaping, a socket: not fetchable, not listed.
             Err(_) => continue,
         };

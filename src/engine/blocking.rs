@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ampd_sys::{io as sysio, poll, socket};
+use ampd_sys::{errno, io as sysio, poll, socket};
 
 use super::phase_clock::{Expired, PhaseClock};
 use crate::config::Limits;
@@ -297,7 +297,7 @@ impl Worker {
                 }
             }
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => Accepted::Empty,
-            Err(error) if matches!(error.raw_os_error(), Some(23 | 24 | 105 | 12)) => {
+            Err(error) if errno::out_of_resources(&error) => {
                 super::accept_exhausted(&error, &self.caches.caches);
                 Accepted::Exhausted
             }

@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ampd_sys::socket;
+use ampd_sys::{errno, socket};
 
 use crate::config::{Arch, Config, HelperMode, Level};
 use crate::conn::Conn;
@@ -368,20 +368,15 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
 /// that accepting can resume; either way the error log says so, at most once per interval.
 pub fn accept_exhausted(error: &io::Error, caches: &Caches) {
     static NO_MEMORY: Throttle = Throttle::new();
-    match error.raw_os_error() {
-        Some(EMFILE | ENFILE) => {
-            caches.relieve("accept");
-        }
-        _ => NO_MEMORY.log(
+    if errno::out_of_descriptors(error) {
+        caches.relieve("accept");
+    } else {
+        NO_MEMORY.log(
             Level::Error,
             format_args!("accept: {error}; accepting pauses"),
-        ),
+        );
     }
 }
-
-/// The system's and the process's descriptors are used up.
-const ENFILE: i32 = 23;
-const EMFILE: i32 = 24;
 
 /// What admission control says about a new connection from `peer`, counted on `stats`: its
 /// `Conn` (one that answers `503` if it came in over a cap) and its place in the counts, or

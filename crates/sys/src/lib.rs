@@ -23,6 +23,7 @@
 
 pub mod child;
 pub mod epoll;
+pub mod errno;
 pub mod eventfd;
 pub mod file;
 pub mod inotify;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ampd_sys::epoll::{Epoll, Events, Interest};
-use ampd_sys::socket;
+use ampd_sys::{errno, socket};
 
 use super::helpers::{Helpers, PoolSize, Token};
 use super::phase_clock::PhaseClock;
@@ -351,7 +351,7 @@ impl EventLoop {
                 // on a listener that stays readable. Other errors (the client gave up between
                 // SYN and accept, a signal) just move on to the next connection.
                 Err(error) => {
-                    if let Some(23 | 24 | 105 | 12) = error.raw_os_error() {
+                    if errno::out_of_resources(&error) {
                         super::accept_exhausted(&error, &self.caches);
                         self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
                         return;

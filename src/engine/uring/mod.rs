@@ -16,6 +16,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
+use ampd_sys::errno;
 use ampd_sys::uring::Ring;
 
 use crate::content::budget::CacheBudget;
@@ -34,8 +35,8 @@ pub const DENY_ENV: &str = "AMPD_TEST_DENY_IO_URING";
 pub fn probe() -> Result<(), String> {
     if let Ok(name) = std::env::var(DENY_ENV) {
         let errno = match name.as_str() {
-            "EPERM" => libc_errno::EPERM,
-            "ENOSYS" => libc_errno::ENOSYS,
+            "EPERM" => errno::EPERM,
+            "ENOSYS" => errno::ENOSYS,
             other => return Err(format!("{DENY_ENV}={other}: expected EPERM or ENOSYS")),
         };
         ampd_sys::seccomp::deny(ampd_sys::seccomp::SYS_io_uring_setup, errno)
@@ -51,16 +52,9 @@ pub fn probe() -> Result<(), String> {
     }
 }
 
-/// The errno values the probe tells apart (kept here so the engine needs no libc).
-mod libc_errno {
-    pub const EPERM: i32 = 1;
-    pub const ENOSYS: i32 = 38;
-    pub const EINVAL: i32 = 22;
-}
-
 fn explain(error: &io::Error) -> String {
     match error.raw_os_error() {
-        Some(libc_errno::EPERM) => {
+        Some(errno::EPERM) => {
             let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
                 .map(|text| text.trim().to_owned())
                 .unwrap_or_default();
@@ -70,8 +64,8 @@ fn explain(error: &io::Error) -> String {
                 "EPERM: refused by a seccomp profile (containers often forbid io_uring)".to_owned()
             }
         }
-        Some(libc_errno::ENOSYS) => "ENOSYS: this kernel has no io_uring".to_owned(),
-        Some(libc_errno::EINVAL) => {
+        Some(errno::ENOSYS) => "ENOSYS: this kernel has no io_uring".to_owned(),
+        Some(errno::EINVAL) => {
             "EINVAL: kernel too old (multishot receive and buffer rings need Linux 6.0)".to_owned()
         }
         _ => error.to_string(),

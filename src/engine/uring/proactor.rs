@@ -12,8 +12,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ampd_sys::socket;
 use ampd_sys::uring::{Completion, OpId, Ring};
+use ampd_sys::{errno, socket};
 
 use crate::config::Level;
 use crate::conn::{Conn, Context, Ending, Need, Phase};
@@ -322,7 +322,7 @@ impl Proactor {
     fn accepted(&mut self, completion: Completion) {
         if let Some(fd) = completion.accepted {
             self.admit(fd);
-        } else if matches!(-completion.result, 23 | 24 | 105 | 12) {
+        } else if errno::out_of_resources_errno(-completion.result) {
             // Out of descriptors or memory: pause, clients wait in the backlog.
             let error = io::Error::from_raw_os_error(-completion.result);
             super::super::accept_exhausted(&error, &self.caches);
