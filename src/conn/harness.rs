@@ -35,6 +35,8 @@ struct World {
     stats: Stats,
     loop_stats: LoopStats,
     rates: RateLimiter,
+    /// A graceful stop is under way (`Context::draining`).
+    draining: bool,
 }
 
 impl World {
@@ -49,7 +51,7 @@ impl World {
             stats: &self.loop_stats,
             metrics: &self.stats,
             rates: &self.rates,
-            draining: false,
+            draining: self.draining,
         }
     }
 }
@@ -124,10 +126,32 @@ impl Harness {
                 stats,
                 loop_stats,
                 rates: RateLimiter::new().unwrap(),
+                draining: false,
             },
             conn,
             sent: Vec::new(),
         }
+    }
+
+    /// The same connection as admission control turned it away (`Conn::refusing`).
+    pub fn refusing(configure: impl FnOnce(&mut Config)) -> Harness {
+        let mut harness = Harness::new(configure);
+        harness.conn = Conn::refusing(
+            &harness.world.generation.config,
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+        );
+        harness
+    }
+
+    /// From now on the engine says a graceful stop is under way.
+    pub fn start_draining(&mut self) {
+        self.world.draining = true;
+    }
+
+    /// The engine's timer for the connection's phase ran out.
+    pub fn time_out(&mut self) -> Need {
+        self.conn.timed_out(&mut self.world.context());
+        self.run()
     }
 
     /// Hand `bytes` to the connection as one read, then run it until it needs something the
@@ -156,24 +180,38 @@ impl Harness {
         self.run()
     }
 
-    /// The engine's loop: advance; a job runs at once (as `sped` runs it) and its result goes
-    /// back; queued output is "sent" whole (a client that reads everything at once).
-    fn run(&mut self) -> Need {
+    /// Hand `bytes` over and advance, running jobs, but send nothing: what a client that does
+    /// not read leaves the connection with.
+    pub fn feed_unread(&mut self, bytes: &[u8]) -> Need {
+        self.conn.receive(bytes);
+        self.step()
+    }
+
+    /// Advance until the connection needs something other than a job; each job runs at once
+    /// (as `sped` runs it) and its result goes back.
+    fn step(&mut self) -> Need {
         loop {
-            let need = self.conn.advance(&mut self.world.context());
-            match need {
+            match self.conn.advance(&mut self.world.context()) {
                 Need::Job(first) => {
                     let mut next = Some(first);
                     while let Some(job) = next {
                         next = self.conn.job_done(job::run(job), &mut self.world.context());
                     }
                 }
-                // Backpressure: the client read it, go on.
-                Need::Flush => self.flush(),
-                need => {
-                    self.flush();
-                    return need;
-                }
+                need => return need,
+            }
+        }
+    }
+
+    /// The engine's loop: step, and "send" queued output whole (a client that reads everything
+    /// at once), until the connection needs input or ends.
+    pub fn run(&mut self) -> Need {
+        loop {
+            let need = self.step();
+            self.flush();
+            // Backpressure: the client read it all, go on.
+            if !matches!(need, Need::Flush) {
+                return need;
             }
         }
     }
@@ -203,8 +241,8 @@ impl Harness {
         }
     }
 
-    /// The responses sent so far (and not taken before), parsed; `heads_only[i]` says the
-    /// i-th answers a HEAD (its `Content-Length` describes a body that is not sent). Panics on
+    /// The responses sent so far (and not taken before), parsed, interim (1xx) ones included;
+    /// `heads_only[i]` says the i-th final response answers a HEAD (its `Content-Length` describes a body that is not sent). Panics on
     /// bytes that do not parse as whole responses: a test must see every byte accounted for.
     pub fn responses(&mut self, heads_only: &[bool]) -> Vec<Response> {
         let bytes = std::mem::take(&mut self.sent);
@@ -232,6 +270,7 @@ pub fn big_body() -> Vec<u8> {
 
 fn parse_responses(mut bytes: &[u8], heads_only: &[bool]) -> Vec<Response> {
     let mut responses = Vec::new();
+    let mut finals = 0;
     while !bytes.is_empty() {
         let end = bytes
             .windows(4)
@@ -251,7 +290,7 @@ fn parse_responses(mut bytes: &[u8], heads_only: &[bool]) -> Vec<Response> {
             .collect();
         bytes = &bytes[end + 4..];
         let informational = status < 200;
-        let head_only = !informational && heads_only.get(responses.len()) == Some(&true);
+        let head_only = !informational && heads_only.get(finals) == Some(&true);
         let length = headers
             .iter()
             .find(|(name, _)| name == "content-length")
@@ -268,9 +307,8 @@ fn parse_responses(mut bytes: &[u8], heads_only: &[bool]) -> Vec<Response> {
         assert!(bytes.len() >= length, "short body for {status_line}");
         let body = bytes[..length].to_vec();
         bytes = &bytes[length..];
-        if informational {
-            // A 100 Continue is not an answer: it does not take a `heads_only` place.
-            continue;
+        if !informational {
+            finals += 1;
         }
         responses.push(Response {
             status,

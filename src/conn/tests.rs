@@ -2,7 +2,7 @@
 //! and the keep-alive / close decision (RFC 9112 §9), with no socket.
 
 use super::harness::{big_body, Harness, INDEX};
-use super::{Ending, Need};
+use super::{Ending, Need, OUTPUT_HIGH_WATER};
 
 fn get(path: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n")
@@ -285,4 +285,108 @@ fn a_partial_head_when_the_client_finishes_closes_without_an_answer() {
     assert!(is_read(&harness.feed(b"GET /index.ht")));
     assert_eq!(closes(&harness.finish()), Some(Ending::Close));
     assert!(harness.take().is_empty());
+}
+
+#[test]
+fn expect_continue_is_invited_then_the_body_discarded() {
+    let mut harness = Harness::new(|_| {});
+    let need = harness.feed(
+        b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n",
+    );
+    assert!(is_read(&need), "{need:?}");
+    assert_eq!(
+        harness.statuses(),
+        [100],
+        "the invitation goes out before the body"
+    );
+    harness.feed(format!("abc{}", get("/index.html")).as_bytes());
+    assert_eq!(harness.statuses(), [200, 200]);
+}
+
+#[test]
+fn expect_continue_to_a_refused_method_gets_the_refusal_and_a_lingering_close() {
+    let mut harness = Harness::new(|_| {});
+    let need = harness.feed(
+        b"POST /index.html HTTP/1.1\r\nHost: a.test\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n",
+    );
+    assert_eq!(closes(&need), Some(Ending::Linger));
+    let responses = harness.take();
+    assert_eq!(
+        responses.len(),
+        1,
+        "no 100 Continue for a body that is refused"
+    );
+    assert_eq!(responses[0].status, 405);
+    assert_eq!(responses[0].header("connection"), Some("close"));
+}
+
+#[test]
+fn draining_answers_with_connection_close() {
+    let mut harness = Harness::new(|_| {});
+    assert!(is_read(&harness.feed(get("/index.html").as_bytes())));
+    assert_eq!(harness.statuses(), [200]);
+    harness.start_draining();
+    let need = harness.feed(get("/index.html").as_bytes());
+    assert_eq!(closes(&need), Some(Ending::Close));
+    let responses = harness.take();
+    assert_eq!(responses[0].status, 200);
+    assert_eq!(responses[0].header("connection"), Some("close"));
+}
+
+#[test]
+fn a_refused_connection_answers_its_first_request_503_and_closes() {
+    let mut harness = Harness::refusing(|_| {});
+    let need = harness.feed(get("/index.html").as_bytes());
+    assert_eq!(closes(&need), Some(Ending::Close));
+    let responses = harness.take();
+    assert_eq!(responses.len(), 1);
+    assert_eq!(responses[0].status, 503);
+    assert!(responses[0].header("retry-after").is_some());
+    assert_eq!(responses[0].header("connection"), Some("close"));
+}
+
+#[test]
+fn a_timeout_mid_head_gets_408_and_an_idle_one_closes_silently() {
+    let mut harness = Harness::new(|_| {});
+    assert!(is_read(&harness.feed(b"GET /index.ht")));
+    assert_eq!(closes(&harness.time_out()), Some(Ending::Linger));
+    assert_eq!(harness.statuses(), [408]);
+
+    let mut harness = Harness::new(|_| {});
+    assert!(is_read(&harness.feed(get("/index.html").as_bytes())));
+    assert_eq!(harness.statuses(), [200]);
+    // `timed_out` ends every connection lingering, even one with nothing unread (the event
+    // loop closes idle connections without calling it; the blocking engines' drain does not).
+    assert_eq!(closes(&harness.time_out()), Some(Ending::Linger));
+    assert!(
+        harness.take().is_empty(),
+        "an idle keep-alive connection gets no 408"
+    );
+}
+
+#[test]
+fn a_timeout_mid_body_gets_408() {
+    let mut harness = Harness::new(|_| {});
+    let need =
+        harness.feed(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nContent-Length: 10\r\n\r\nab");
+    assert!(is_read(&need), "{need:?}");
+    assert_eq!(closes(&harness.time_out()), Some(Ending::Linger));
+    assert_eq!(harness.statuses(), [408]);
+}
+
+#[test]
+fn parsing_stops_while_output_is_past_the_high_water_mark() {
+    let mut harness = Harness::new(|_| {});
+    let requests = get("/big.bin").repeat(4);
+    // Three 100 KiB answers pass the 256 KiB mark: the fourth request waits, unparsed.
+    let need = harness.feed_unread(requests.as_bytes());
+    assert!(matches!(need, Need::Flush), "{need:?}");
+    let pending = harness.conn.output.pending();
+    assert!(pending > OUTPUT_HIGH_WATER, "{pending}");
+    assert!(pending < 4 * big_body().len() as u64, "{pending}");
+    // Once the client reads, the rest is answered in order.
+    assert!(is_read(&harness.run()));
+    let responses = harness.take();
+    assert_eq!(responses.len(), 4);
+    assert!(responses.iter().all(|response| response.body == big_body()));
 }
