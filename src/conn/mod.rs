@@ -9,10 +9,14 @@
 //! Must not touch: sockets, threads, the disk (a `Job` goes back to the engine), `ops` (the
 //! engine passes what lifecycle and admission decided: `draining`, a refused connection).
 
+#[cfg(test)]
+mod harness;
 pub mod output;
 pub mod proxy_header;
 mod reply;
 mod route;
+#[cfg(test)]
+mod tests;
 
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -1,0 +1,320 @@
+//! A sans-I/O driver for `Conn` in unit tests: bytes in, parsed responses and the final `Need`
+//! out, with no socket and no engine.
+//!
+//! Owns: a world for one connection (a generation over a temporary document root, caches,
+//! clock, counters, a log that writes nowhere), the engine's loop in miniature (advance, run
+//! each job at once with the real `job::run` as `sped` does, collect the output), and a
+//! parser of the bytes sent back. Must not touch: `Conn`'s decisions — it drives the same
+//! public calls an engine makes, so what the tests see is what an engine would send.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+use super::{Conn, Context, Need};
+use crate::config::Config;
+use crate::content::budget::CacheBudget;
+use crate::content::caches::Caches;
+use crate::content::job;
+use crate::content::serve::DiskAccess;
+use crate::log::access::{AccessLog, LogFile, LogThread};
+use crate::log::clock::Clock;
+use crate::log::stats::{LoopStats, Stats};
+use crate::site::rate::RateLimiter;
+use crate::site::Generation;
+
+/// Everything a `Context` borrows, kept apart from the `Conn` so both can be borrowed at once.
+struct World {
+    root: PathBuf,
+    generation: Generation,
+    caches: Caches,
+    clock: Clock,
+    log: AccessLog,
+    /// Keeps the log's writer alive for `log`; it writes nowhere.
+    _log_thread: LogThread,
+    stats: Stats,
+    loop_stats: LoopStats,
+    rates: RateLimiter,
+    /// A graceful stop is under way (`Context::draining`).
+    draining: bool,
+}
+
+impl World {
+    fn context(&mut self) -> Context<'_> {
+        Context {
+            config: &self.generation.config,
+            sites: &self.generation.sites,
+            caches: &self.caches,
+            clock: &self.clock,
+            disk: DiskAccess::Inline,
+            log: &mut self.log,
+            stats: &self.loop_stats,
+            metrics: &self.stats,
+            rates: &self.rates,
+            draining: self.draining,
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// One response as the client reads it.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// `(lower-case name, value)` in order.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// One connection under test.
+pub struct Harness {
+    world: World,
+    pub conn: Conn,
+    /// Every byte the connection sent, in order.
+    sent: Vec<u8>,
+}
+
+/// `index.html`'s contents.
+pub const INDEX: &[u8] = b"<h1>hello</h1>\n";
+
+impl Harness {
+    /// A connection from 127.0.0.1 to a server with default settings changed by `configure`,
+    /// serving a fresh directory holding `index.html` (`INDEX`) and `big.bin` (`big_body()`).
+    pub fn new(configure: impl FnOnce(&mut Config)) -> Harness {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "ampd-conn-harness-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("index.html"), INDEX).unwrap();
+        std::fs::write(root.join("big.bin"), big_body()).unwrap();
+        let mut config = Config::new(root.clone());
+        configure(&mut config);
+        let caches = Caches::new(&config.caches, 1, &CacheBudget::of(&config, 1, 1));
+        let generation = Generation::build(config, 1).unwrap();
+        let log_thread = LogThread::start(LogFile::open(None).unwrap()).unwrap();
+        let log = log_thread.handle(None);
+        let stats = Stats::new(1).unwrap();
+        let loop_stats = stats.add_loop();
+        let conn = Conn::new(&generation.config, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        Harness {
+            world: World {
+                root,
+                generation,
+                caches,
+                clock: Clock::at(1_700_000_000),
+                log,
+                _log_thread: log_thread,
+                stats,
+                loop_stats,
+                rates: RateLimiter::new().unwrap(),
+                draining: false,
+            },
+            conn,
+            sent: Vec::new(),
+        }
+    }
+
+    /// The same connection as admission control turned it away (`Conn::refusing`).
+    pub fn refusing(configure: impl FnOnce(&mut Config)) -> Harness {
+        let mut harness = Harness::new(configure);
+        harness.conn = Conn::refusing(
+            &harness.world.generation.config,
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+        );
+        harness
+    }
+
+    /// From now on the engine says a graceful stop is under way.
+    pub fn start_draining(&mut self) {
+        self.world.draining = true;
+    }
+
+    /// The engine's timer for the connection's phase ran out.
+    pub fn time_out(&mut self) -> Need {
+        self.conn.timed_out(&mut self.world.context());
+        self.run()
+    }
+
+    /// Hand `bytes` to the connection as one read, then run it until it needs something the
+    /// test must give (more input) or ends.
+    pub fn feed(&mut self, bytes: &[u8]) -> Need {
+        self.conn.receive(bytes);
+        self.run()
+    }
+
+    /// Feed `bytes` one read per byte (every split point of a head, a body, a chunk size);
+    /// returns the last `Need`.
+    pub fn feed_bytewise(&mut self, bytes: &[u8]) -> Need {
+        let mut need = Need::Read;
+        for byte in bytes {
+            need = self.feed(std::slice::from_ref(byte));
+            if matches!(need, Need::Close(_)) {
+                break;
+            }
+        }
+        need
+    }
+
+    /// The client closed its sending side.
+    pub fn finish(&mut self) -> Need {
+        self.conn.peer_finished();
+        self.run()
+    }
+
+    /// Hand `bytes` over and advance, running jobs, but send nothing: what a client that does
+    /// not read leaves the connection with.
+    pub fn feed_unread(&mut self, bytes: &[u8]) -> Need {
+        self.conn.receive(bytes);
+        self.step()
+    }
+
+    /// Advance until the connection needs something other than a job; each job runs at once
+    /// (as `sped` runs it) and its result goes back.
+    fn step(&mut self) -> Need {
+        loop {
+            match self.conn.advance(&mut self.world.context()) {
+                Need::Job(first) => {
+                    let mut next = Some(first);
+                    while let Some(job) = next {
+                        next = self.conn.job_done(job::run(job), &mut self.world.context());
+                    }
+                }
+                need => return need,
+            }
+        }
+    }
+
+    /// The engine's loop: step, and "send" queued output whole (a client that reads everything
+    /// at once), until the connection needs input or ends.
+    pub fn run(&mut self) -> Need {
+        loop {
+            let need = self.step();
+            self.flush();
+            // Backpressure: the client read it all, go on.
+            if !matches!(need, Need::Flush) {
+                return need;
+            }
+        }
+    }
+
+    /// Move every queued byte to `sent`: memory as it is, file ranges read from the file.
+    fn flush(&mut self) {
+        let output = &mut self.conn.output;
+        while !output.is_empty() {
+            let sent = if let Some(range) = output.front_file() {
+                let mut bytes = vec![0; usize::try_from(range.end - range.offset).unwrap()];
+                range
+                    .file
+                    .file
+                    .read_exact_at(&mut bytes, range.offset)
+                    .unwrap();
+                self.sent.extend_from_slice(&bytes);
+                bytes.len()
+            } else {
+                let slices = output.memory_slices();
+                let before = self.sent.len();
+                for slice in &slices {
+                    self.sent.extend_from_slice(slice);
+                }
+                self.sent.len() - before
+            };
+            output.advance(sent as u64);
+        }
+    }
+
+    /// The responses sent so far (and not taken before), parsed, interim (1xx) ones included;
+    /// `heads_only[i]` says the i-th final response answers a HEAD (its `Content-Length` describes a body that is not sent). Panics on
+    /// bytes that do not parse as whole responses: a test must see every byte accounted for.
+    pub fn responses(&mut self, heads_only: &[bool]) -> Vec<Response> {
+        let bytes = std::mem::take(&mut self.sent);
+        parse_responses(&bytes, heads_only)
+    }
+
+    /// The responses sent so far, none to a HEAD.
+    pub fn take(&mut self) -> Vec<Response> {
+        self.responses(&[])
+    }
+
+    /// Just the statuses of `take()`.
+    pub fn statuses(&mut self) -> Vec<u16> {
+        self.take().iter().map(|response| response.status).collect()
+    }
+}
+
+/// `big.bin`'s contents: 100 KiB, past the default `sendfile_threshold` (64 KiB), so it goes out
+/// as a file range rather than memory; each byte its offset mod 251 (a prime, so a range read from
+/// the wrong offset shows).
+#[must_use]
+pub fn big_body() -> Vec<u8> {
+    (0..100 << 10).map(|at: u32| (at % 251) as u8).collect()
+}
+
+fn parse_responses(mut bytes: &[u8], heads_only: &[bool]) -> Vec<Response> {
+    let mut responses = Vec::new();
+    let mut finals = 0;
+    while !bytes.is_empty() {
+        let end = bytes
+            .windows(4)
+            .position(|window| window == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no end of head in {:?}", String::from_utf8_lossy(bytes)));
+        let head = std::str::from_utf8(&bytes[..end]).unwrap();
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap();
+        let mut parts = status_line.splitn(3, ' ');
+        assert_eq!(parts.next(), Some("HTTP/1.1"), "{status_line}");
+        let status: u16 = parts.next().unwrap().parse().unwrap();
+        let headers: Vec<(String, String)> = lines
+            .map(|line| {
+                let (name, value) = line.split_once(':').unwrap();
+                (name.to_ascii_lowercase(), value.trim().to_owned())
+            })
+            .collect();
+        bytes = &bytes[end + 4..];
+        let informational = status < 200;
+        let head_only = !informational && heads_only.get(finals) == Some(&true);
+        let length = headers
+            .iter()
+            .find(|(name, _)| name == "content-length")
+            .map_or(0, |(_, value)| value.parse::<usize>().unwrap());
+        assert!(
+            !headers.iter().any(|(name, _)| name == "transfer-encoding"),
+            "the harness reads Content-Length bodies only"
+        );
+        let length = if informational || head_only || status == 304 {
+            0
+        } else {
+            length
+        };
+        assert!(bytes.len() >= length, "short body for {status_line}");
+        let body = bytes[..length].to_vec();
+        bytes = &bytes[length..];
+        if !informational {
+            finals += 1;
+        }
+        responses.push(Response {
+            status,
+            headers,
+            body,
+        });
+    }
+    responses
+}
