@@ -39,14 +39,24 @@ for_each_arch!(fn out_of_descriptors_pauses_accept(arch) {
     let spent = cpu_ticks(server.pid()) - before;
     assert!(spent < 30, "{arch}: {spent} ticks of CPU in 1 s while out of descriptors (spinning?)");
 
-    // Free the descriptors; the listener must still be there and serving.
+    // Free the descriptors; the listener must still be there and serving. The server closes
+    // its side of each connection as it reads the end of stream (the waiting ones once it has
+    // accepted them): until then a request may still find the table full and be answered
+    // 503 + Retry-After (tests/descriptor_budget.rs), never anything else; within a bounded
+    // time every request is served.
     held.clear();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut served = 0;
-    for _ in 0..20 {
+    while served < 20 {
         let mut conn = Conn::open(server.addr());
         let response = conn.get("/ok.txt", &[]);
-        assert_eq!(response.status, 200);
-        served += 1;
+        match response.status {
+            200 => served += 1,
+            503 if std::time::Instant::now() < deadline => {
+                assert!(response.header("Retry-After").is_some(), "{response:?}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            status => panic!("{arch}: {status} after the clients left: {response:?}"),
+        }
     }
-    assert_eq!(served, 20);
 });
