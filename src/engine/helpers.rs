@@ -105,8 +105,8 @@ impl Shared {
     /// every job that arrived after it, not at the front: when many come back at once (read
     /// ahead reclaimed under a memory limit), page-ins that arrived before them would otherwise
     /// wait behind all of them. Measured at 512 clients on the latency device, with up to 2,900
-    /// given back a second: the slowest requests waited 0.6-2.1 s, in arrival order 0.2-0.34 s
-    /// (docs/architectures.md, "Eighth run").
+    /// given back a second: the slowest requests wait 0.6-2.1 s at the front, 0.2-0.34 s in
+    /// arrival order (docs/architectures.md).
     fn enqueue_in_place(&self, token: Token, job: Job, Place(arrival): Place) {
         let mut queue = lock(&self.queue);
         let index = queue

@@ -5,10 +5,10 @@
 //!
 //! Why: on a device whose reads are slow rather than few (network storage, FUSE, a deep-queue
 //! SSD), the disk-bound rate is the number of reads in flight, and a helper keeps one in flight
-//! at a time. When the pool is at `helpers_max`, a page-in that waited for a helper used to
-//! hold that helper for most of its read even after read-ahead had started it: measured on
-//! the latency device at 375 MiB, a queued page-in waited 4.5-6.6 ms for a helper and then held
-//! it 5-7 ms (docs/architectures.md, "Sixth run"). `WILLNEED` only queues the reads, so one
+//! at a time. When the pool is at `helpers_max`, a page-in that waits for a helper would hold
+//! that helper for most of its read even after read-ahead had started it: measured on the
+//! latency device at 375 MiB, a queued page-in waits 4.5-6.6 ms for a helper and then holds it
+//! 5-7 ms (docs/architectures.md). `WILLNEED` only queues the reads, so one
 //! thread can start dozens; and as reads of one device complete in about the order they were
 //! started, one thread that waits for them in that order (the *finisher*) waits about as long
 //! as the first one and finds the others done, instead of a helper per read.

@@ -1,8 +1,8 @@
 //! COUNTS_FILE: the operations served, by type (`read`, `lookup`, `getattr`, `open`, ...) and,
 //! as `TYPE:THREAD`, by the name of the thread that asked (`amped-0-helper-`, `nginx`, ...),
 //! written as JSON every half second. Two snapshots around a measurement divided by its requests
-//! give the FUSE round trips per request: how docs/architectures.md ("Third run") found ampd
-//! reopening files that nginx kept open.
+//! give the FUSE round trips per request, which shows a server that reopens files another keeps
+//! open (docs/architectures.md).
 //!
 //! Owns: the counters and the thread that writes them.
 //! Must not touch: anything the filesystem serves.

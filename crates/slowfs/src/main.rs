@@ -7,11 +7,11 @@
 //! ampd-slowfs SOURCE_DIR MOUNTPOINT DELAY_SECONDS [COUNTS_FILE]
 //! ```
 //!
-//! Why not the Python passthrough (tests/fixtures/slowfs.py) the benchmark used before: it
-//! slept a thread per read and spent about 190 µs of CPU per read under the GIL, 87 % of a core
-//! at 4,500 reads/s, a third of it on the server's core, so the device took CPU from the
-//! server it was measuring (docs/architectures.md, "Fifth run"). Here a read costs a `pread`
-//! and a reply, and the wait is a timer, not a thread.
+//! Why Rust and a timer rather than a Python passthrough (tests/fixtures/slowfs.py, kept for
+//! the root package's tests): that one sleeps a thread per read and spends about 190 µs of CPU
+//! per read under the GIL, 87 % of a core at 4,500 reads/s, a third of it on the server's core,
+//! so the device would take CPU from the server it measures. Here a read costs a `pread` and a
+//! reply, and the wait is a timer, not a thread.
 //!
 //! Layout:
 //!
