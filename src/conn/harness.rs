@@ -161,6 +161,16 @@ impl Harness {
         self.run()
     }
 
+    /// `feed` whole, or one byte per read when `bytewise` (a state machine must answer the
+    /// same however its input is cut).
+    pub fn feed_split(&mut self, bytes: &[u8], bytewise: bool) -> Need {
+        if bytewise {
+            self.feed_bytewise(bytes)
+        } else {
+            self.feed(bytes)
+        }
+    }
+
     /// Feed `bytes` one read per byte (every split point of a head, a body, a chunk size);
     /// returns the last `Need`.
     pub fn feed_bytewise(&mut self, bytes: &[u8]) -> Need {

@@ -54,11 +54,7 @@ fn pipelined_requests_are_answered_in_order_whole_or_bytewise() {
     .concat();
     for bytewise in [false, true] {
         let mut harness = Harness::new(|_| {});
-        let need = if bytewise {
-            harness.feed_bytewise(requests.as_bytes())
-        } else {
-            harness.feed(requests.as_bytes())
-        };
+        let need = harness.feed_split(requests.as_bytes(), bytewise);
         assert!(is_read(&need), "bytewise {bytewise}: {need:?}");
         let responses = harness.take();
         let statuses: Vec<u16> = responses.iter().map(|response| response.status).collect();
@@ -79,11 +75,7 @@ fn a_content_length_body_is_discarded_before_the_next_request() {
     );
     for bytewise in [false, true] {
         let mut harness = Harness::new(|_| {});
-        let need = if bytewise {
-            harness.feed_bytewise(requests.as_bytes())
-        } else {
-            harness.feed(requests.as_bytes())
-        };
+        let need = harness.feed_split(requests.as_bytes(), bytewise);
         assert!(is_read(&need), "{need:?}");
         assert_eq!(harness.statuses(), [200, 200], "bytewise {bytewise}");
     }
@@ -101,11 +93,7 @@ fn a_chunked_body_is_discarded_before_the_next_request() {
     );
     for bytewise in [false, true] {
         let mut harness = Harness::new(|_| {});
-        let need = if bytewise {
-            harness.feed_bytewise(requests.as_bytes())
-        } else {
-            harness.feed(requests.as_bytes())
-        };
+        let need = harness.feed_split(requests.as_bytes(), bytewise);
         assert!(is_read(&need), "{need:?}");
         assert_eq!(harness.statuses(), [200, 200], "bytewise {bytewise}");
     }
