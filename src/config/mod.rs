@@ -13,6 +13,7 @@ mod merge;
 mod proxy_protocol;
 mod raw;
 mod text;
+pub mod upstream;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -20,6 +21,10 @@ use std::time::Duration;
 
 pub use load::{check_file, load_file, ConfigError};
 pub use text::{is_token_byte, parse_duration, parse_listen, parse_size, LISTEN_FORMS};
+pub use upstream::{
+    ActiveHealth, Balance, PassiveHealth, ProxyHost, ProxySettings, UpstreamAddress, UpstreamPool,
+    UpstreamServer,
+};
 
 /// Which concurrency architecture serves connections (Flash §3, JAWS §3). Every variant runs the
 /// same `conn` and `content` code; only who owns threads, processes and caches differs.
@@ -388,6 +393,8 @@ pub enum Handler {
     Status,
     /// `200` while serving, `503` while draining (for load balancers).
     Health,
+    /// Another server answers (`LocationSettings::proxy`).
+    Proxy,
 }
 
 /// A redirect answered without touching the disk.
@@ -421,6 +428,12 @@ pub struct LocationSettings {
     pub handler: Handler,
     /// Whether `admission.requests_per_second` applies here.
     pub rate_limit: bool,
+    /// The upstream a `Handler::Proxy` location forwards to.
+    pub proxy: Option<ProxySettings>,
+    /// Reachable only by an upstream's `X-Accel-Redirect`; a client asking gets `404`.
+    pub internal: bool,
+    /// Largest request body this location reads; `None`: `limits.max_body`. Past it `413`.
+    pub max_body: Option<u64>,
 }
 
 /// A `[[site.location]]`: a path prefix (or exact path) and its settings.
@@ -466,6 +479,9 @@ pub struct Config {
     pub process: ProcessOptions,
     /// At least one; the first default site (or else the first site) answers unknown hosts.
     pub sites: Vec<Site>,
+    /// `[upstream.NAME]` pools and those implied by `proxy_pass` addresses, in the order
+    /// `ProxySettings::pool` indexes.
+    pub upstreams: Vec<UpstreamPool>,
 }
 
 impl LocationSettings {
@@ -491,6 +507,9 @@ impl LocationSettings {
             access: Access::default(),
             handler: Handler::Static,
             rate_limit: true,
+            proxy: None,
+            internal: false,
+            max_body: None,
         }
     }
 }
@@ -584,6 +603,7 @@ impl Config {
                     settings: LocationSettings::new(root),
                 }],
             }],
+            upstreams: Vec::new(),
         }
     }
 }

@@ -50,6 +50,7 @@ impl World {
             log: &mut self.log,
             stats: &self.loop_stats,
             metrics: &self.stats,
+            upstreams: &self.generation.upstreams,
             rates: &self.rates,
             draining: self.draining,
         }

@@ -38,6 +38,7 @@ use crate::log::clock::Clock;
 use crate::log::stats::{LoopStats, Stats};
 use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
+use crate::upstream::Upstreams;
 use output::Output;
 
 /// Methods a static resource allows (RFC 9110 §10.2.1 `Allow`).
@@ -62,6 +63,8 @@ pub struct Context<'a> {
     pub stats: &'a LoopStats,
     /// All loops' counters (the status handler renders them).
     pub metrics: &'a Stats,
+    /// The proxy's pools (the generation's).
+    pub upstreams: &'a Upstreams,
     /// Request-rate state per client address, shared by all loops (and `mp` processes).
     pub rates: &'a RateLimiter,
     /// A graceful stop is under way: answer with `Connection: close`, health says `503`.

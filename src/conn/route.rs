@@ -240,6 +240,9 @@ impl Conn {
         }
         match route.settings.handler {
             Handler::Static => {}
+            // The configuration loader does not produce proxy locations until the proxy
+            // exchange is in place.
+            Handler::Proxy => return self.answer(&exchange, Some(&route), 502, &[], context),
             Handler::Status => {
                 let text = metrics::render(context.metrics, context.draining);
                 return self.answer_text(

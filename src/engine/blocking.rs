@@ -409,6 +409,7 @@ impl Worker {
             log: &mut self.link.log,
             stats: &self.link.stats,
             metrics: &self.control.stats,
+            upstreams: &self.generation.upstreams,
             rates: &self.control.rates,
             draining,
         }

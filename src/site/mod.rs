@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use crate::config::{Config, Handler, HostName, LocationSettings};
 use crate::content::resolve::DocRoot;
+use crate::upstream::Upstreams;
 use access::Access;
 
 /// One loaded configuration. Requests take the newest at the time their head is parsed; a
@@ -29,6 +30,8 @@ pub struct Generation {
     pub number: u64,
     pub config: Config,
     pub sites: Sites,
+    /// The proxy's pools and what they know of their servers.
+    pub upstreams: Upstreams,
 }
 
 /// Building a generation failed: a document root cannot be opened.
@@ -56,10 +59,12 @@ impl Generation {
     /// A static location's root cannot be opened as a directory.
     pub fn build(config: Config, number: u64) -> Result<Generation, BuildError> {
         let sites = Sites::build(&config)?;
+        let upstreams = Upstreams::new(&config.upstreams);
         Ok(Generation {
             number,
             config,
             sites,
+            upstreams,
         })
     }
 }

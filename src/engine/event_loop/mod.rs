@@ -75,6 +75,7 @@ macro_rules! context {
             log: &mut $self.link.log,
             stats: &$self.link.stats,
             metrics: &$self.settings.control.stats,
+            upstreams: &$self.generation.upstreams,
             rates: &$self.settings.control.rates,
             draining: $self.draining || $self.announcing,
         }

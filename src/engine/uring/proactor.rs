@@ -100,6 +100,7 @@ macro_rules! context {
             log: &mut $self.link.log,
             stats: &$self.link.stats,
             metrics: &$self.control.stats,
+            upstreams: &$self.generation.upstreams,
             rates: &$self.control.rates,
             draining: $self.draining || $self.announcing,
         }
