@@ -20,8 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ampd_sys::{errno, io as sysio, poll, socket};
+use ampd_sys::{io as sysio, poll, socket};
 
+use super::client::{self, Client, Door};
 use super::phase_clock::{Expired, PhaseClock};
 use crate::config::Limits;
 use crate::conn::{Conn, Context, Ending, Need, Phase};
@@ -278,30 +279,37 @@ impl Worker {
         self.link.log.flush();
     }
 
-    /// Accept one connection from `listener` and admit it (`ops::admission`).
+    /// Accept one connection from `listener` and admit it (`client::Door`).
     pub fn accept(&mut self, listener: BorrowedFd<'_>) -> Accepted {
-        match socket::accept(listener) {
-            Ok((fd, peer)) => {
-                let stats = self.link.stats;
-                match super::admit(&self.control, &self.generation, &stats, peer.ip()) {
-                    Some((conn, ticket)) => Accepted::Connection(Box::new(Connection {
-                        fd,
-                        conn,
-                        registered: false,
-                        lingering: false,
-                        clock: PhaseClock::opened(&stats, Instant::now()),
-                        stats,
-                        _ticket: ticket,
-                    })),
-                    None => Accepted::Skipped,
-                }
+        let stats = self.link.stats;
+        let door = Door {
+            control: &self.control,
+            generation: &self.generation,
+            stats: &stats,
+            caches: &self.caches.caches,
+        };
+        match door.accept(listener) {
+            client::Accepted::Client(admitted) => {
+                let Client {
+                    fd,
+                    conn,
+                    clock,
+                    ticket,
+                    ..
+                } = *admitted;
+                Accepted::Connection(Box::new(Connection {
+                    fd,
+                    conn,
+                    registered: false,
+                    lingering: false,
+                    clock,
+                    stats,
+                    _ticket: ticket,
+                }))
             }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => Accepted::Empty,
-            Err(error) if errno::out_of_resources(&error) => {
-                super::accept_exhausted(&error, &self.caches.caches);
-                Accepted::Exhausted
-            }
-            Err(_) => Accepted::Skipped,
+            client::Accepted::Empty => Accepted::Empty,
+            client::Accepted::Skipped => Accepted::Skipped,
+            client::Accepted::Exhausted => Accepted::Exhausted,
         }
     }
 
