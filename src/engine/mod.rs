@@ -3,7 +3,7 @@
 //!
 //! Owns: binding listeners, choosing the architecture that runs (falling back from `uring` to
 //! `reactor` where io_uring is unavailable), starting it under `ops::Control`, and the steps
-//! every engine takes with a new connection (`admit`) and its timeouts (`phase_clock.rs`).
+//! every engine takes with a new connection (`client.rs`) and its timeouts (`phase_clock.rs`).
 //! Must not touch: HTTP or content decisions — every engine runs the same `conn` and `content`
 //! code, so a comparison measures the architecture alone (Flash §6).
 //! Sources: Flash §3–4 (SPED, AMPED, MT, MP); JAWS §3 (thread pool, thread per connection,
