@@ -17,6 +17,7 @@ mod reply;
 mod route;
 #[cfg(test)]
 mod tests;
+pub mod upstream;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
 use crate::upstream::Upstreams;
 use output::Output;
+pub use upstream::{Connect, Opened, Release};
 
 /// Methods a static resource allows (RFC 9110 §10.2.1 `Allow`).
 const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
@@ -84,6 +86,10 @@ pub enum Need {
     Wait,
     /// Send what is queued, then end the connection as `Ending` says.
     Close(Ending),
+    /// Open a connection to an upstream server (from the loop's idle pool when `reuse`
+    /// allows), then call `upstream_opened`, or `upstream_failed` if no socket could be made;
+    /// then `advance` again (`upstream.rs` has the whole contract).
+    Connect(Connect),
 }
 
 /// How a finished connection ends (RFC 9112 §9.6).
@@ -112,6 +118,8 @@ pub enum Phase {
     Sending,
     /// Finished: flushing and closing.
     Closing,
+    /// Waiting on an upstream server (its own timeouts govern: `Conn::upstream_deadline`).
+    Upstream,
 }
 
 impl Phase {
@@ -124,6 +132,7 @@ impl Phase {
             Phase::Busy => 2,
             Phase::Sending => 3,
             Phase::Closing => 4,
+            Phase::Upstream => 5,
         }
     }
 }
@@ -224,6 +233,14 @@ pub struct Conn {
     /// Admitted over a connection cap: the first request is answered `503` + `Retry-After`
     /// and the connection closed (a reply the client can read, rather than a reset).
     refused: bool,
+    /// `Need::Connect` is out: the engine is to attach an upstream socket with these timeouts.
+    awaiting_link: Option<upstream::Timeouts>,
+    /// The upstream socket attached, seen from this side.
+    link: Option<upstream::Link>,
+    /// No upstream socket could be made after `Need::Connect`.
+    open_failure: Option<upstream::Failure>,
+    /// An upstream socket to hand back to the engine (`take_upstream_release`).
+    release: Option<Release>,
 }
 
 impl Conn {
@@ -248,6 +265,10 @@ impl Conn {
             served: 0,
             peer,
             refused: false,
+            awaiting_link: None,
+            link: None,
+            open_failure: None,
+            release: None,
         }
     }
 
