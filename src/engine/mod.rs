@@ -28,6 +28,7 @@ pub mod read_ahead;
 pub mod slab;
 mod sweep;
 pub mod tpc;
+pub mod upstream;
 pub mod uring;
 pub mod waiting_room;
 
