@@ -13,6 +13,7 @@ use std::time::Instant;
 use ampd_sys::{errno, socket};
 
 use super::phase_clock::{Expired, PhaseClock};
+use super::upstream::Upstream;
 use crate::config::{Level, Limits};
 use crate::conn::{Conn, Phase};
 use crate::content::caches::Caches;
@@ -34,6 +35,9 @@ pub struct Client {
     pub job_out: bool,
     /// Write side shut; input is read and discarded until the client closes (lingering close).
     pub lingering: bool,
+    /// The upstream socket it drives besides its client socket (`Need::Connect`); closed
+    /// with the connection, never pooled then.
+    pub upstream: Option<Upstream>,
     /// Given back to admission control when the connection is dropped.
     pub ticket: Ticket,
 }
@@ -47,11 +51,23 @@ pub enum Verdict {
     Reset,
     /// Idle too long, or a lingering close the client never finished: close.
     Close,
+    /// The exchange's upstream timeout ran out (`Conn::upstream_deadline`):
+    /// `Conn::upstream_timed_out`, then the connection decides (a `504`, or another server).
+    UpstreamTimedOut,
 }
 
 impl Client {
     /// Whether the connection is past a limit at `now` (`PhaseClock::check`), and what follows.
+    /// The upstream's deadline first: while the connection waits on its upstream the client
+    /// phase sets none (`Phase::Upstream`).
     pub fn verdict(&mut self, now: Instant, limits: &Limits) -> Option<Verdict> {
+        if self
+            .conn
+            .upstream_deadline()
+            .is_some_and(|deadline| now >= deadline)
+        {
+            return Some(Verdict::UpstreamTimedOut);
+        }
         Some(match self.clock.check(now, limits, self.job_out)? {
             Expired::Request => Verdict::AnswerTimeout,
             Expired::Sending => Verdict::Reset,
@@ -68,6 +84,7 @@ impl Client {
             && !busy
             && !self.job_out
             && !self.lingering
+            && self.upstream.is_none()
             && self.clock.drain_may_close(self.conn.has_answered(), now)
     }
 }
@@ -112,6 +129,7 @@ impl Door<'_> {
                 clock: PhaseClock::opened(self.stats, Instant::now()),
                 job_out: false,
                 lingering: false,
+                upstream: None,
                 ticket,
             })),
             None => Accepted::Skipped,

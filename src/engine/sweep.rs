@@ -32,6 +32,8 @@ pub(crate) trait Driver {
     /// Close with a reset (a stalled or too slow response).
     fn reset(&mut self, index: usize);
     fn close(&mut self, index: usize);
+    /// `Conn::upstream_timed_out`, then drive the connection (it answers or tries again).
+    fn upstream_timed_out(&mut self, index: usize);
     /// End a connection the drain may close: FIN after its last byte (lingering close).
     fn begin_close(&mut self, index: usize);
 }
@@ -48,6 +50,7 @@ pub(crate) fn sweep<D: Driver>(driver: &mut D, now: Instant, limits: &Limits) {
             Verdict::AnswerTimeout => driver.answer_timeout(index),
             Verdict::Reset => driver.reset(index),
             Verdict::Close => driver.close(index),
+            Verdict::UpstreamTimedOut => driver.upstream_timed_out(index),
         }
     }
     if driver.draining() {

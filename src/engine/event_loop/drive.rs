@@ -15,6 +15,7 @@ use super::{EventLoop, Slot, Watched, READ_CHUNK, TURNS};
 use crate::conn::{Context, Ending, Need, Phase};
 use crate::content::job::Job;
 use crate::content::serve::{self, DiskAccess};
+use crate::engine::upstream;
 
 impl EventLoop {
     /// Run one connection's read → decide → write cycle as far as it goes without blocking,
@@ -45,10 +46,21 @@ impl EventLoop {
                 Ok(read) => read,
                 Err(_) => return self.close(index),
             };
+            // The upstream's side of the cycle: request bytes out, response bytes in (as far
+            // as `Conn` wants them: a slow client stops the reading here).
+            let pumped = match slot.client.upstream.as_mut() {
+                Some(socket) => upstream::pump(socket, &mut slot.client.conn, &mut self.scratch),
+                None => false,
+            };
             let need = {
                 let mut context = context!(self);
                 slot.client.conn.advance(&mut context)
             };
+            self.settle_upstream(index);
+            if let Need::Connect(connect) = &need {
+                self.connect_upstream(index, connect);
+                continue;
+            }
             if let Need::Job(job) = need {
                 self.submit(index, job);
                 // SPED ran it already; AMPED resumes on completion.
@@ -63,12 +75,13 @@ impl EventLoop {
             }
             // The connection closes at once after this output (see `end`): the close will carry
             // the last segment's FIN, so hold that segment back for it.
-            let closes_after = matches!(need, Need::Close(Ending::Close)) && !slot.can_read;
+            let closes_after = matches!(need, Need::Close(Ending::Close))
+                && self.slots.get(index).is_some_and(|slot| !slot.can_read);
             let wrote = match self.flush(index, closes_after) {
                 Ok(wrote) => wrote,
                 Err(_) => return self.close(index),
             };
-            self.note_phase(index, read || wrote);
+            self.note_phase(index, read || wrote || pumped);
             let Some(slot) = self.slots.get(index) else {
                 return;
             };
@@ -77,7 +90,12 @@ impl EventLoop {
                     return self.end(index, ending);
                 }
             }
-            if !read && !wrote {
+            let upstream_can_move = slot
+                .client
+                .upstream
+                .as_ref()
+                .is_some_and(|socket| socket.can_move(&slot.client.conn));
+            if !read && !wrote && !pumped && !upstream_can_move {
                 // Nothing more to read or write for now: done, if a drain is under way.
                 return self.close_if_drained(index);
             }
@@ -218,6 +236,8 @@ impl EventLoop {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
+        // The exchange is over or abandoned: an upstream socket still attached is closed.
+        slot.client.upstream = None;
         if socket::shutdown_write(slot.client.fd.as_fd()).is_err() {
             return self.close(index);
         }

@@ -24,6 +24,7 @@ impl EventLoop {
     pub(super) fn sweep(&mut self, now: Instant) {
         let generation = self.generation.clone();
         sweep::sweep(self, now, &generation.config.limits);
+        self.upstream_pool.sweep(now);
         self.publish();
         self.link.log.flush();
     }
@@ -137,6 +138,7 @@ impl Driver for EventLoop {
             slot.client.conn.timed_out(&mut context);
             slot.can_read = false;
         }
+        self.settle_upstream(index);
         self.drive(index);
         // If the 408 could not go out at once, the client is not reading: end it.
         if self
@@ -154,6 +156,13 @@ impl Driver for EventLoop {
 
     fn close(&mut self, index: usize) {
         EventLoop::close(self, index);
+    }
+
+    fn upstream_timed_out(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.conn.upstream_timed_out();
+        }
+        self.drive(index);
     }
 
     fn begin_close(&mut self, index: usize) {

@@ -20,6 +20,7 @@ use ampd_sys::epoll::{Epoll, Events, Interest};
 use super::client::{Accepted, Client, Door};
 use super::helpers::{Helpers, PoolSize, Token};
 use super::slab::{Kind, Slab};
+use super::upstream::IdlePool;
 use crate::config::Level;
 use crate::conn::{Context, Spare};
 use crate::content::budget::CacheBudget;
@@ -85,6 +86,7 @@ macro_rules! context {
 mod drive;
 mod lifecycle;
 mod page_ins;
+mod upstream;
 
 pub use page_ins::PagesInFlight;
 
@@ -146,6 +148,8 @@ pub struct EventLoop {
     scratch: Box<[u8]>,
     /// Buffers lent to the connection being driven.
     spare: Spare,
+    /// Idle keep-alive connections to upstream servers, this loop's own.
+    upstream_pool: IdlePool,
 }
 
 impl EventLoop {
@@ -193,6 +197,7 @@ impl EventLoop {
             completions: Vec::new(),
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             spare: Spare::default(),
+            upstream_pool: IdlePool::default(),
         })
     }
 
@@ -246,13 +251,10 @@ impl EventLoop {
                         self.link.waker.drain();
                     }
                     token => {
-                        let Some(index) = self.slot_of(token) else {
+                        let Some((index, kind)) = self.slots.resolve(token) else {
                             continue;
                         };
-                        if let Some(slot) = self.slots.get_mut(index) {
-                            slot.can_read |= event.readable || event.hangup || event.error;
-                            slot.can_write |= event.writable || event.error;
-                        }
+                        self.note_event(index, kind, &event);
                         self.drive(index);
                     }
                 }
@@ -423,6 +425,7 @@ impl EventLoop {
                 let mut context = context!(self);
                 slot.client.conn.job_done(done, &mut context)
             };
+            self.settle_upstream(index);
             match next {
                 Some(job) => self.submit(index, job),
                 None => self.drive(index),
@@ -449,6 +452,7 @@ impl EventLoop {
                     let mut context = context!(self);
                     slot.client.conn.job_done(done, &mut context)
                 };
+                self.settle_upstream(index);
                 if let Some(job) = next {
                     self.submit(index, job);
                 }

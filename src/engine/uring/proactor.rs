@@ -24,6 +24,7 @@ use crate::content::serve::DiskAccess;
 use crate::engine::client::{Accepted, Client, Door};
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::slab::{Kind, Slab};
+use crate::engine::upstream::IdlePool;
 use crate::log::clock::Clock;
 use crate::log::error::Throttle;
 use crate::ops::{Control, LoopLink};
@@ -73,6 +74,8 @@ pub(crate) struct Slot {
     pipe: Option<(OwnedFd, OwnedFd)>,
     /// The client closed its sending side (a receive returned end of stream).
     eof: bool,
+    /// The poll in flight on the connection's upstream socket.
+    upstream_poll: Option<OpId>,
 }
 
 /// A `Context` for a connection, from the proactor's fields (a macro, so the borrows of the
@@ -98,6 +101,7 @@ macro_rules! context {
 // After the macro, which they use.
 mod lifecycle;
 mod send;
+mod upstream;
 
 struct Proactor {
     name: String,
@@ -125,6 +129,10 @@ struct Proactor {
     /// waits here for the operation's last completion (after the ring, in drop order).
     orphaned_pipes: Vec<(OpId, (OwnedFd, OwnedFd))>,
     last_sweep: Instant,
+    /// Idle keep-alive connections to upstream servers, this ring's own.
+    upstream_pool: IdlePool,
+    /// The read buffer of upstream sockets (read by plain `read` after a poll).
+    scratch: Box<[u8]>,
 }
 
 /// Run one proactor until a graceful stop has drained it (or a stop).
@@ -164,6 +172,8 @@ pub fn run(
         spare: Vec::new(),
         orphaned_pipes: Vec::new(),
         last_sweep: Instant::now(),
+        upstream_pool: IdlePool::default(),
+        scratch: vec![0u8; BUFFER_SIZE].into_boxed_slice(),
         generation,
         control,
     };
@@ -289,8 +299,7 @@ impl Proactor {
                     Kind::Send => self.sent(index, completion),
                     Kind::SpliceIn => self.spliced_in(index, completion.result),
                     Kind::SpliceOut => self.spliced_out(index, completion.result),
-                    // Nothing polls an upstream socket yet.
-                    Kind::Upstream => {}
+                    Kind::Upstream => self.upstream_polled(index, &completion),
                 }
             }
         }
@@ -334,6 +343,7 @@ impl Proactor {
             send_op: None,
             pipe: None,
             eof: false,
+            upstream_poll: None,
         };
         // A full slab (2^29 connections) cannot happen before descriptors run out.
         if let Some(index) = self.slots.insert(slot) {
@@ -407,6 +417,7 @@ impl Proactor {
                 let mut context = context!(self);
                 slot.client.conn.job_done(done, &mut context)
             };
+            self.settle_upstream(index);
             match next {
                 Some(job) => self.submit(index, job),
                 None => self.ready.push_back(index),
@@ -432,18 +443,31 @@ impl Proactor {
         {
             return;
         }
-        let need = {
-            let mut context = context!(self);
-            slot.client.conn.advance(&mut context)
-        };
-        let need = match need {
-            Need::Job(job) => {
-                self.submit(index, job);
-                Need::Wait
+        let mut pumped = self.pump_upstream(index);
+        let need = loop {
+            let Some(slot) = self.slots.get_mut(index) else {
+                return;
+            };
+            let need = {
+                let mut context = context!(self);
+                slot.client.conn.advance(&mut context)
+            };
+            self.settle_upstream(index);
+            match need {
+                Need::Connect(connect) => {
+                    self.connect_upstream(index, &connect);
+                    // A connection already there (reused, or a unix socket) takes its
+                    // request now.
+                    pumped |= self.pump_upstream(index);
+                }
+                Need::Job(job) => {
+                    self.submit(index, job);
+                    break Need::Wait;
+                }
+                other => break other,
             }
-            other => other,
         };
-        self.note_phase(index, false);
+        self.note_phase(index, pumped);
         // Everything the requests received so far produced goes out in one send; its
         // completion drives the connection again (for the next pipelined requests too).
         if !self.start_send(index) {
@@ -477,6 +501,7 @@ impl Proactor {
             }
             _ => {}
         }
+        self.watch_upstream(index);
     }
 
     fn note_phase(&mut self, index: usize, progressed: bool) {
@@ -489,6 +514,8 @@ impl Proactor {
     /// The response is out and the connection must end: FIN after the data, then discard
     /// input until the client closes (lingering close).
     pub(super) fn begin_close(&mut self, index: usize) {
+        // The exchange is over or abandoned: an upstream socket still attached is closed.
+        self.drop_upstream(index);
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
@@ -519,7 +546,10 @@ impl Proactor {
                     self.orphaned_pipes.push((op, pipe));
                 }
             }
-            for op in [slot.receive, slot.send_op].into_iter().flatten() {
+            for op in [slot.receive, slot.send_op, slot.upstream_poll]
+                .into_iter()
+                .flatten()
+            {
                 let _ = self.ring.cancel(op);
             }
             slot.client.clock.closed(&self.link.stats);

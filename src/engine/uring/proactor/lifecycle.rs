@@ -80,6 +80,7 @@ impl Proactor {
         }
         let generation = self.generation.clone();
         sweep::sweep(self, now, &generation.config.limits);
+        self.upstream_pool.sweep(now);
         self.publish();
         self.link.log.flush();
     }
@@ -145,7 +146,15 @@ impl Driver for Proactor {
         }
         let mut context = context!(self);
         slot.client.conn.timed_out(&mut context);
+        self.settle_upstream(index);
         // The 408 goes out, then the connection closes (bounded by linger).
+        self.drive(index);
+    }
+
+    fn upstream_timed_out(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.conn.upstream_timed_out();
+        }
         self.drive(index);
     }
 
