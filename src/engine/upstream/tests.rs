@@ -198,7 +198,12 @@ fn a_slow_upstream_and_a_slow_client_apply_backpressure_both_ways() {
     });
     let (_theirs, got) = reader.join().unwrap();
     assert!(got == body, "every byte in order");
+    // An engine that watches both directions (edge-triggered epoll) reports the bytes
+    // readable: still nothing is read while none is wanted.
+    upstream.ready(true, true, false);
+    assert!(!pump(&mut upstream, &mut endpoint, &mut scratch));
     assert!(endpoint.input.is_empty(), "no input while none is wanted");
+    assert!(!upstream.can_move(&endpoint));
     assert!(!upstream.wants(&endpoint).read);
     endpoint.want_up_to = 4;
     pump_until(&mut upstream, &mut endpoint, |endpoint| {
