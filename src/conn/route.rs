@@ -244,7 +244,8 @@ impl Conn {
             // exchange is in place.
             Handler::Proxy => return self.answer(&exchange, Some(&route), 502, &[], context),
             Handler::Status => {
-                let text = metrics::render(context.metrics, context.draining);
+                let mut text = metrics::render(context.metrics, context.draining);
+                context.upstreams.render_metrics(&mut text);
                 return self.answer_text(
                     &exchange,
                     &route,
