@@ -302,7 +302,8 @@ impl Conn {
                 return None;
             }
             Handler::Status => {
-                let text = metrics::render(context.metrics, context.draining);
+                let mut text = metrics::render(context.metrics, context.draining);
+                context.upstreams.render_metrics(&mut text);
                 return self.answer_text(
                     &exchange,
                     &route,
