@@ -10,8 +10,11 @@
 mod blocks;
 pub mod load;
 mod merge;
+mod pools;
+mod proxy_keys;
 mod proxy_protocol;
 mod raw;
+mod targets;
 mod text;
 pub mod upstream;
 
