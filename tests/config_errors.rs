@@ -350,6 +350,18 @@ fn proxy_handler_errors() {
         line.contains("conflicts with handler = \"static\""),
         "{line}"
     );
+    // A redirect or a rewrite answers before the handler: a proxy_pass beside it would never
+    // be used.
+    for other in ["redirect", "rewrite"] {
+        let line = error_for(&format!(
+            "{POOL}{SITE}[[site.location]]\npath = \"/a/\"\n{other} = \"/b/\"\nproxy_pass = \"http://app\"\n"
+        ));
+        assert_place(&line, "8:14", "site.location.proxy_pass");
+        assert!(
+            line.contains(&format!("conflicts with {other} in the same block")),
+            "{line}"
+        );
+    }
     let line = error_for(&format!(
         "{SITE}[[site.location]]\npath = \"/a/\"\nwebsocket = true\n"
     ));

@@ -4,7 +4,8 @@
 //! their errors.
 //!
 //! Owns: reading them into a `Partial` and the checks that need the block (a proxy handler
-//! without a target, a target beside another handler, a proxy key where nothing proxies).
+//! without a target, a target beside another handler, a redirect or a rewrite, a proxy key
+//! where nothing proxies).
 //! Must not touch: pools (`pools.rs`), inheritance (`merge.rs`).
 
 use std::ops::Range;
@@ -43,6 +44,21 @@ impl Loader<'_> {
                         &key("proxy_pass"),
                         format!("conflicts with handler = \"{}\"", name.get_ref()),
                         "a location with proxy_pass is a proxy: drop one of the two",
+                    ));
+                }
+            }
+            // Both answer before the handler runs (docs/config.md, the request phases), so the
+            // proxy_pass would never be used.
+            for (other, set) in [
+                ("redirect", block.redirect.is_some()),
+                ("rewrite", block.rewrite.is_some()),
+            ] {
+                if set {
+                    return Err(self.hinted(
+                        value.span(),
+                        &key("proxy_pass"),
+                        format!("conflicts with {other} in the same block"),
+                        format!("a request is either answered by the {other} or proxied"),
                     ));
                 }
             }
