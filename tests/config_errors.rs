@@ -330,6 +330,20 @@ fn proxy_pass_errors() {
         assert_place(&line, "7:14", "site.location.proxy_pass");
         assert!(line.contains(message), "{target}: {line}");
     }
+    // A pool's name with a port is a host to resolve; when it does not resolve, the hint says
+    // how a pool is named.
+    let line = error_for(&format!(
+        "[upstream.\"no-such-pool.invalid\"]\nservers = [\"127.0.0.1:9001\"]\n{SITE}[[site.location]]\npath = \"/api/\"\nproxy_pass = \"http://no-such-pool.invalid:80/\"\n"
+    ));
+    assert_place(&line, "7:14", "site.location.proxy_pass");
+    assert!(
+        line.contains("cannot resolve 'no-such-pool.invalid'"),
+        "{line}"
+    );
+    assert!(
+        line.contains("hint: a pool is named without a port: http://no-such-pool.invalid/"),
+        "{line}"
+    );
 }
 
 #[test]

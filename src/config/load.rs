@@ -5,8 +5,9 @@
 //! blocks, password hashes), and errors that name the file, line, column and key — with a hint
 //! where one helps (the nearest known key for a typo). Relative paths in the file are taken
 //! relative to the file's own directory, so a config and its site can move together.
-//! Must not touch: sockets, threads. It reads the file and checks that roots, users and
-//! groups exist, so `ampd check` catches what would stop `ampd run`.
+//! Must not touch: sockets, threads. It reads the file, checks that roots, users and groups
+//! exist and resolves upstream host names (`pools.rs`), so `ampd check` catches what would stop
+//! `ampd run`.
 
 use std::cell::RefCell;
 use std::fmt;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::load::{Loaded, Loader};
+use super::load::{ConfigError, Loaded, Loader};
 use super::raw::{Quantity, RawHealthCheck, RawServer, RawUpstream};
 use super::targets::{
     is_pool_name, parse_address, parse_proxy_pass, AddressText, PassError, PassTarget,
@@ -409,7 +409,21 @@ impl Loader<'_> {
                 )
             })?,
             PassTarget::Address(address) => {
-                let addresses = self.resolve(&address, value.span(), key)?;
+                let addresses = self
+                    .resolve(&address, value.span(), key)
+                    .map_err(|error| match address {
+                        // `http://app:80` meant for `[upstream.app]`.
+                        AddressText::Name { host, .. } if self.pools.borrow().named(host).is_some() => {
+                            ConfigError {
+                                hint: Some(format!(
+                                    "a pool is named without a port: http://{host}{}",
+                                    pass.path.unwrap_or_default()
+                                )),
+                                ..error
+                            }
+                        }
+                        _ => error,
+                    })?;
                 self.pools.borrow_mut().implicit(addresses, text)
             }
         };
