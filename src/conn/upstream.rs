@@ -43,7 +43,6 @@ pub enum Release {
 
 /// How the upstream connection failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code, reason = "the proxy exchange reads these")]
 pub(super) enum Failure {
     /// No socket could be made, or `connect` failed (refused, unreachable, no such socket).
     Connect(io::ErrorKind),
@@ -65,7 +64,6 @@ pub(super) struct Timeouts {
 
 /// The connection's view of its upstream socket.
 #[derive(Debug)]
-#[allow(dead_code, reason = "the proxy exchange reads these")]
 pub(super) struct Link {
     pub opened: Opened,
     pub connected: bool,
@@ -105,7 +103,6 @@ impl Link {
         self.out.len() - self.sent
     }
 
-    #[allow(dead_code, reason = "the proxy exchange writes through it")]
     /// Queue bytes for the upstream, reclaiming what was already written.
     pub(super) fn queue(&mut self) -> &mut Vec<u8> {
         if self.sent == self.out.len() {
@@ -135,10 +132,6 @@ impl Conn {
         if self.awaiting_link.take().is_some() {
             self.open_failure = Some(Failure::Connect(kind));
         }
-    }
-
-    fn proxy_wants_input(&self) -> bool {
-        false
     }
 
     /// The engine attached an upstream socket after `Need::Connect`.
@@ -176,7 +169,7 @@ impl Conn {
     /// client is slower than the upstream and its output is full: backpressure).
     #[must_use]
     pub fn upstream_wants_input(&self) -> bool {
-        self.proxy_wants_input()
+        self.proxy_reads_upstream()
     }
 
     /// Bytes read from the upstream.
@@ -228,7 +221,7 @@ impl Conn {
         if link.pending() > 0 {
             return Some(link.moved + link.timeouts.send);
         }
-        self.proxy_wants_input()
+        self.proxy_reads_upstream()
             .then_some(link.moved + link.timeouts.read)
     }
 
