@@ -9,10 +9,10 @@
 //! Must not touch: sockets, threads, the disk (a `Job` goes back to the engine), `ops` (the
 //! engine passes what lifecycle and admission decided: `draining`, a refused connection).
 
+mod handler;
 #[cfg(test)]
 mod harness;
 pub mod output;
-mod proxy;
 pub mod proxy_header;
 mod reply;
 mod route;
@@ -44,9 +44,6 @@ use crate::site::{Route, Sites};
 use crate::upstream::Upstreams;
 use output::Output;
 pub use upstream::{Connect, Opened, Release};
-
-/// Methods a static resource allows (RFC 9110 §10.2.1 `Allow`).
-const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 
 /// Stop parsing pipelined requests while this much output is queued, so a client that sends
 /// faster than it reads cannot make the server buffer without bound.
@@ -210,7 +207,7 @@ enum State {
     /// A helper checks the request's password (`Job::Verify`).
     Authenticating(Box<Authenticating>),
     /// An upstream server answers the request (`proxy/`).
-    Proxying(Box<proxy::Proxy>),
+    Proxying(Box<handler::proxy::Proxy>),
     /// No more requests: send what is queued, then end as `Ending` says.
     Closing(Ending),
 }

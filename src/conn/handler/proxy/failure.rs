@@ -31,7 +31,7 @@ impl Failure {
 
 impl Conn {
     /// The current attempt failed: try the next server, or answer.
-    pub(super) fn proxy_failed(
+    pub(in crate::conn) fn proxy_failed(
         &mut self,
         mut proxy: Box<Proxy>,
         failure: Failure,
@@ -80,7 +80,7 @@ impl Conn {
     }
 
     /// The upstream's response head (or its `101`) is not valid HTTP/1.1: never passed on.
-    pub(super) fn invalid_response(
+    pub(in crate::conn) fn invalid_response(
         &mut self,
         proxy: Box<Proxy>,
         why: &str,
@@ -94,7 +94,7 @@ impl Conn {
     }
 
     /// Answer the client with `status` (nothing of a response has gone out), log why.
-    pub(super) fn proxy_error(
+    pub(in crate::conn) fn proxy_error(
         &mut self,
         mut proxy: Box<Proxy>,
         status: u16,
@@ -122,7 +122,7 @@ impl Conn {
 
     /// The response is under way and cannot be completed: send what is queued, then close, so
     /// the client sees a body shorter than announced (or a chunked body without its end).
-    pub(super) fn cut_short(
+    pub(in crate::conn) fn cut_short(
         &mut self,
         proxy: Box<Proxy>,
         why: &str,
@@ -159,7 +159,11 @@ impl Conn {
 
     /// The client closed its side before sending the whole body: the request cannot be
     /// completed, so it gets `400` and the connection ends.
-    pub(super) fn client_gone(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+    pub(in crate::conn) fn client_gone(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        context: &mut Context<'_>,
+    ) -> Step {
         self.drop_link(Release::Close);
         proxy.exchange.persistence = Persistence::Close;
         let route = proxy.route.clone();
@@ -169,7 +173,7 @@ impl Conn {
     }
 
     /// The client's body cannot be forwarded (`400` broken chunking, `413` past the limit).
-    pub(super) fn body_refused(
+    pub(in crate::conn) fn body_refused(
         &mut self,
         mut proxy: Box<Proxy>,
         refused: BodyRefused,

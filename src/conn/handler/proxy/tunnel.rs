@@ -14,7 +14,7 @@ use crate::upstream::Report;
 
 impl Conn {
     /// The upstream agreed to switch: pass its `101` on and start tunnelling.
-    pub(super) fn begin_tunnel(
+    pub(in crate::conn) fn begin_tunnel(
         &mut self,
         mut proxy: Box<Proxy>,
         head: &ResponseHead,
@@ -35,7 +35,11 @@ impl Conn {
     }
 
     /// Move what each side sent to the other, as far as there is room.
-    pub(super) fn tunnel(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+    pub(in crate::conn) fn tunnel(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        context: &mut Context<'_>,
+    ) -> Step {
         let Some(link) = self.link.as_mut() else {
             return Step::Wait(proxy, Need::Wait);
         };

@@ -22,8 +22,10 @@ use std::sync::Arc;
 use ampd_http::request::{Method, Version};
 use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponseParser};
 
-use super::upstream::{Connect, Failure, Release, Timeouts};
-use super::{Conn, Context, Ending, Exchange, Job, Need, State};
+use super::{Methods, Routed};
+use crate::conn::upstream::{Connect, Failure, Release, Timeouts};
+use crate::conn::{Conn, Context, Ending, Exchange, Job, Need, RedirectBase, State};
+use crate::content::path::{self, CleanPath};
 use crate::content::serve::Sink;
 use crate::response::Persistence;
 use crate::site::Route;
@@ -32,11 +34,11 @@ use relay::{BodyRefused, RequestRelay, ResponseRelay};
 
 /// Bytes queued towards either side past which the other side is not read: the bound on what
 /// one proxied connection buffers in each direction.
-pub(super) const HIGH_WATER: usize = 64 << 10;
+pub(in crate::conn) const HIGH_WATER: usize = 64 << 10;
 
 /// One proxied request.
 #[derive(Debug)]
-pub(super) struct Proxy {
+pub(in crate::conn) struct Proxy {
     pub exchange: Exchange,
     pub route: Arc<Route>,
     pool: Arc<Pool>,
@@ -81,7 +83,7 @@ enum Stage {
 }
 
 /// What a step of the exchange leaves the connection to do.
-enum Step {
+pub(in crate::conn) enum Step {
     /// Go on with the exchange (its stage changed).
     Again(Box<Proxy>),
     /// Return this to the engine, the exchange still in progress.
@@ -92,9 +94,29 @@ enum Step {
     Job(Job),
 }
 
+/// What a proxy location answers `405` with.
+const PROXY_ALLOW: &[u8] = b"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// A proxy location passes every method to its upstream (which decides, `OPTIONS` included),
+/// except tunnels to arbitrary hosts and request echoes, which are not a reverse proxy's to
+/// pass on (nginx answers them the same way).
+pub(super) fn methods(method: &Method) -> Methods {
+    match method {
+        Method::Connect | Method::Trace => Methods::NotAllowed(PROXY_ALLOW),
+        _ => Methods::Take,
+    }
+}
+
 impl Conn {
+    /// The proxy handler.
+    pub(super) fn serve_proxy(&mut self, routed: Routed, context: &mut Context<'_>) -> Option<Job> {
+        let target = proxy_target(&routed.route, &routed.clean, &routed.redirect);
+        self.start_proxy(routed.exchange, routed.route, target, context);
+        None
+    }
+
     /// Begin proxying `exchange` (its body, if any, still unread) to the location's upstream.
-    pub(super) fn start_proxy(
+    fn start_proxy(
         &mut self,
         exchange: Exchange,
         route: Arc<Route>,
@@ -144,7 +166,7 @@ impl Conn {
     }
 
     /// Take the exchange as far as it goes; `None` when it is over (the state says what next).
-    pub(super) fn advance_proxy(&mut self, context: &mut Context<'_>) -> Option<Need> {
+    pub(in crate::conn) fn advance_proxy(&mut self, context: &mut Context<'_>) -> Option<Need> {
         let State::Proxying(mut proxy) = std::mem::replace(&mut self.state, State::ReadingHead)
         else {
             return None;
@@ -311,7 +333,10 @@ impl Conn {
                             },
                             Err(error) => {
                                 let why = error.map_or_else(
-                                    || "a 101 Switching Protocols that was not asked for".to_owned(),
+                                    || {
+                                        "a 101 Switching Protocols that was not asked for"
+                                            .to_owned()
+                                    },
                                     |error| error.to_string(),
                                 );
                                 self.invalid_response(proxy, &why, context)
@@ -346,8 +371,11 @@ impl Conn {
             // be read on the client's connection before another request; close instead.
             proxy.exchange.persistence = Persistence::Close;
         }
-        let response =
-            super::reply::response_context(context, proxy.exchange.persistence, Some(&proxy.route));
+        let response = crate::conn::reply::response_context(
+            context,
+            proxy.exchange.persistence,
+            Some(&proxy.route),
+        );
         let out = self.output.bytes();
         let before = out.len();
         head::write_response_head(out, head, relay.framing, &response.head);
@@ -429,7 +457,7 @@ impl Conn {
             context,
         );
         let persistence = proxy.exchange.persistence;
-        self.settle(super::Outcome::Responded(persistence));
+        self.settle(crate::conn::Outcome::Responded(persistence));
         if !proxy.request.done() {
             self.state = State::Closing(Ending::Linger);
         }
@@ -437,7 +465,7 @@ impl Conn {
     }
 
     /// Hand the upstream socket back to the engine.
-    pub(super) fn drop_link(&mut self, release: Release) {
+    pub(in crate::conn) fn drop_link(&mut self, release: Release) {
         self.awaiting_link = None;
         self.open_failure = None;
         if self.link.take().is_some() {
@@ -446,7 +474,7 @@ impl Conn {
     }
 
     /// Whether reading from the upstream is useful now.
-    pub(super) fn proxy_reads_upstream(&self) -> bool {
+    pub(in crate::conn) fn proxy_reads_upstream(&self) -> bool {
         let State::Proxying(proxy) = &self.state else {
             return false;
         };
@@ -466,7 +494,7 @@ impl Conn {
     }
 
     /// Whether reading from the client is useful now (its body, or a tunnel's bytes).
-    pub(super) fn proxy_reads_client(&self) -> bool {
+    pub(in crate::conn) fn proxy_reads_client(&self) -> bool {
         let State::Proxying(proxy) = &self.state else {
             return false;
         };
@@ -486,7 +514,7 @@ impl Conn {
     }
 
     /// Whether the exchange is still reading the client's body (the body timeout applies).
-    pub(super) fn proxy_reading_body(&self) -> bool {
+    pub(in crate::conn) fn proxy_reading_body(&self) -> bool {
         matches!(&self.state, State::Proxying(proxy) if !proxy.request.done())
     }
 }
@@ -508,3 +536,32 @@ fn wants_websocket(exchange: &Exchange) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// The path and query a proxy location requests upstream: with a path in `proxy_pass`, it
+/// replaces the location's prefix (the rest re-encoded from the normalised path); without one,
+/// the target as the client sent it, or as a rewrite made it (nginx `proxy_pass` semantics).
+fn proxy_target(route: &Route, clean: &CleanPath, redirect: &RedirectBase) -> String {
+    let prefix = route
+        .settings
+        .proxy
+        .as_ref()
+        .and_then(|proxy| proxy.path.as_deref());
+    let mut target = match prefix {
+        Some(prefix) => {
+            let rest = route.rest(clean.as_str());
+            let mut target = prefix.to_owned();
+            if target.ends_with('/') && rest.starts_with('/') {
+                target.pop();
+            }
+            target.push_str(&path::encode_path(rest));
+            target
+        }
+        None if redirect.rewritten => path::encode_path(clean.as_str()),
+        None => redirect.path.clone(),
+    };
+    if let Some(query) = &redirect.query {
+        target.push('?');
+        target.push_str(query);
+    }
+    target
+}

@@ -11,6 +11,7 @@ use ampd_http::request::{split_target, BodyFraming, Method};
 use ampd_http::upstream::{ResponseBody, ResponseHead};
 
 use super::{Proxy, Step};
+use crate::conn::handler::Routed;
 use crate::conn::upstream::Release;
 use crate::conn::{Conn, Context, RedirectBase, State};
 use crate::content::path::{self, PathOptions};
@@ -27,7 +28,7 @@ const SENDFILE_PATHS: PathOptions = PathOptions {
 impl Conn {
     /// If the upstream's `head` hands the response back to ampd, serve it here; otherwise give
     /// the exchange back untouched.
-    pub(super) fn deferred(
+    pub(in crate::conn) fn deferred(
         &mut self,
         proxy: Box<Proxy>,
         head: &ResponseHead,
@@ -127,7 +128,15 @@ impl Conn {
             rewritten: false,
         };
         Ok(self
-            .serve_static(exchange, route, clean, redirect, context)
+            .serve_static(
+                Routed {
+                    exchange,
+                    route,
+                    clean,
+                    redirect,
+                },
+                context,
+            )
             .map_or(Step::Over, Step::Job))
     }
 }

@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use ampd_http::response::{write_header, write_status_line};
+use ampd_http::response::{write_content_length, write_header, write_status_line};
 use ampd_http::upstream::{
     is_hop_by_hop, write_request, ForwardBody, ForwardRequest, Limits as ResponseLimits,
     ResponseHead,
@@ -127,8 +127,8 @@ pub(super) fn write_response_head(
         ClientFraming::Length | ClientFraming::None => {
             // A length is the body's (or, for HEAD and 304, the representation's it
             // describes): passed on as the upstream gave it, one value.
-            if let Some(length) = head.header("content-length") {
-                write_header(out, "Content-Length", length);
+            if let Some(length) = head.content_length() {
+                write_content_length(out, length);
             }
         }
         ClientFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),

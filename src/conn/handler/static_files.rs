@@ -1,0 +1,197 @@
+//! The static-file handler (AFPA's cached and uncached responses): the path cache, or a
+//! translation job on a helper, then the response from `content::serve` (or a redirect to
+//! `path/`, a listing, an error page).
+//!
+//! Owns: a static location's own rules (dot-files, `~user`, `alias`) and turning a translation
+//! into a response. Must not touch: how files are found and sent (`content`), sockets.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ampd_http::request::Method;
+
+use super::Routed;
+use crate::conn::reply::response_context;
+use crate::conn::route::ROUTING;
+use crate::conn::{Conn, Context, Job, Outcome, Pending};
+use crate::content::autoindex;
+use crate::content::file::{Resolution, Resolved};
+use crate::content::path::{self, CleanPath, PathOptions};
+use crate::content::path_cache::Lookup;
+use crate::content::serve::{self, DiskAccess, Served, Sink};
+use crate::response::status_page;
+
+impl Conn {
+    /// The static-file handler: the path cache, or a translation job, then the response.
+    pub(in crate::conn) fn serve_static(
+        &mut self,
+        routed: Routed,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let Routed {
+            exchange,
+            route,
+            mut clean,
+            redirect: redirect_base,
+        } = routed;
+        let Some(root) = route.root.clone() else {
+            return self.answer(&exchange, Some(&route), 500, &[], context);
+        };
+        let options = &route.settings.static_files;
+        if options.userdir.is_some() {
+            // `~user` paths may not climb out of `/~user` with `..`: judge again under that rule.
+            let with_userdir = PathOptions {
+                allow_dotfiles: true,
+                userdir: true,
+            };
+            clean = match path::normalize(&clean.to_uri(), &with_userdir) {
+                Ok(clean) => clean,
+                Err(error) => {
+                    return self.answer(&exchange, Some(&route), error.status(), &[], context)
+                }
+            };
+        }
+        if !options.dotfiles && path::is_hidden(&clean) {
+            return self.answer(&exchange, Some(&route), 404, &[], context);
+        }
+        let path = if route.settings.alias {
+            clean.below(&route.path).unwrap_or_else(CleanPath::root)
+        } else {
+            clean
+        };
+        let pending = Pending {
+            exchange,
+            route,
+            path,
+            redirect: redirect_base,
+            resolved: None,
+            retried: false,
+        };
+        let previous = match context
+            .caches
+            .lookup(root.id, pending.path.as_str(), Instant::now())
+        {
+            Lookup::Fresh(resolved) => {
+                let disk = context.disk;
+                let outcome = self.respond(pending, resolved, context, disk);
+                return self.settle(outcome);
+            }
+            Lookup::Stale(previous) => Some(previous),
+            Lookup::Missing => None,
+        };
+        let job = Job::Resolve {
+            root,
+            path: pending.path.clone(),
+            watcher: context.caches.watcher.clone(),
+            previous,
+        };
+        self.settle(Outcome::NeedJob(job, Box::new(pending)))
+    }
+
+    /// Respond to `pending` from its translation.
+    pub(in crate::conn) fn respond(
+        &mut self,
+        pending: Pending,
+        resolved: Arc<Resolved>,
+        context: &mut Context<'_>,
+        disk: DiskAccess,
+    ) -> Outcome {
+        let mark = self.output.mark();
+        let route = pending.route.clone();
+        let exchange = &pending.exchange;
+        let mut response = response_context(context, exchange.persistence, Some(&route));
+        response.disk = disk;
+        // Error pages carry the location's headers but not its cache headers.
+        let mut error_response = response_context(context, exchange.persistence, Some(&route));
+        error_response.head.cache_control = None;
+        error_response.head.expires = None;
+        let head_only = exchange.head.method == Method::Head;
+        let out = &mut self.output;
+        let status = match &resolved.resolution {
+            Resolution::File(file) => {
+                match serve::serve_file(
+                    &exchange.head,
+                    file,
+                    resolved.watch,
+                    context.caches,
+                    &response,
+                    out,
+                ) {
+                    Served::Sent { status } => status,
+                    Served::NeedData(job) => {
+                        let pending = Pending {
+                            resolved: Some(resolved.clone()),
+                            ..pending
+                        };
+                        return Outcome::NeedJob(job, Box::new(pending));
+                    }
+                }
+            }
+            Resolution::AddSlash => {
+                let mut location = pending.redirect.path.clone();
+                location.push('/');
+                if let Some(query) = &pending.redirect.query {
+                    location.push('?');
+                    location.push_str(query);
+                }
+                status_page::write(
+                    out.bytes(),
+                    301,
+                    &error_response.head,
+                    &[("Location", location.as_bytes())],
+                    !head_only,
+                );
+                301
+            }
+            Resolution::Listing(listing) => {
+                match autoindex::View::from_query(pending.redirect.query.as_deref()) {
+                    Ok(view) => {
+                        // Titled and linked by the path the client asked for (an alias or a
+                        // rewrite looks up another one below the root).
+                        let directory = path::normalize(&pending.redirect.path, &ROUTING)
+                            .unwrap_or_else(|_| pending.path.clone());
+                        let page = autoindex::render(&directory, listing, &view);
+                        autoindex::respond(&exchange.head, &page, &response, &error_response, out)
+                    }
+                    Err(_) => {
+                        status_page::write(out.bytes(), 400, &error_response.head, &[], !head_only);
+                        400
+                    }
+                }
+            }
+            Resolution::DirectoryForbidden | Resolution::Forbidden => {
+                status_page::write(out.bytes(), 403, &error_response.head, &[], !head_only);
+                403
+            }
+            Resolution::NotFound => {
+                status_page::write(out.bytes(), 404, &error_response.head, &[], !head_only);
+                404
+            }
+            Resolution::Failed => {
+                status_page::write(out.bytes(), 500, &error_response.head, &[], !head_only);
+                500
+            }
+            // Out of descriptors even after the caches let go of theirs: a passing overload,
+            // so a client may retry (RFC 9110 §15.6.4), as for a connection cap.
+            Resolution::Exhausted => {
+                let retry = context
+                    .config
+                    .admission
+                    .retry_after
+                    .as_secs()
+                    .max(1)
+                    .to_string();
+                status_page::write(
+                    out.bytes(),
+                    503,
+                    &error_response.head,
+                    &[("Retry-After", retry.as_bytes())],
+                    !head_only,
+                );
+                503
+            }
+        };
+        self.record(Some(&pending.exchange), status, mark, context);
+        Outcome::Responded(pending.exchange.persistence)
+    }
+}
