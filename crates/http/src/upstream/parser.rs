@@ -19,8 +19,9 @@ use super::error::UpstreamError;
 use super::framing;
 use super::head::{Limits, ResponseHead, ResponseParse};
 
-/// `HTTP-version SP`, the part of a status line checked as it arrives.
+/// The start of every version ampd accepts; the minor digit and a SP follow it.
 const VERSION_PREFIX: &[u8] = b"HTTP/1.";
+/// `HTTP/1.x SP`: the part of a status line checked as it arrives, before its LF.
 const VERSION_AND_SPACE: usize = 9;
 
 /// The status line, kept while the field lines arrive.
