@@ -169,6 +169,16 @@ impl Pool {
         }
     }
 
+    /// An active check's verdict on `id`: `Err` says why it failed.
+    pub(super) fn record_check(&self, id: ServerId, verdict: Result<(), String>) {
+        let Some(check) = &self.settings.active else {
+            return;
+        };
+        if let Some(transition) = self.servers[id].checked(verdict, check.rise, check.fall) {
+            transition.log(&self.settings.name, &self.server_name(id));
+        }
+    }
+
     /// A server's name in logs and metrics: its address.
     pub(super) fn server_name(&self, id: ServerId) -> String {
         self.settings.servers[id].address.to_string()
