@@ -6,7 +6,8 @@
 //! Owns: `Upstreams` (one `Pool` per `config::UpstreamPool`), choosing a server for a request,
 //! passive and active health, their metrics.
 //! Must not touch: the proxy's sockets and connections (the engines own those; `conn` asks
-//! here which address to connect to and says how the attempt went).
+//! here which address to connect to and says how the attempt went). The only sockets made
+//! here are the active checks' own (`probe`).
 //!
 //! Files: `pool` (a pool, `choose`, `report`, `Pick`), `choosing` (the balance methods),
 //! `health` (a server's health state machine), `probe` (one active check's request), `checks`
