@@ -13,9 +13,6 @@
 //! timeout one request probes the server; a failure takes it out again, a success brings it
 //! back); nginx plus `health_check` `passes`/`fails`.
 
-// The active checks' verdicts (`checked`) are driven by the check thread of the next commit.
-#![allow(dead_code)]
-
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};

@@ -169,6 +169,16 @@ impl Pool {
         }
     }
 
+    /// An active check's verdict on `id`: `Err` says why it failed.
+    pub(super) fn record_check(&self, id: ServerId, verdict: Result<(), String>) {
+        let Some(check) = &self.settings.active else {
+            return;
+        };
+        if let Some(transition) = self.servers[id].checked(verdict, check.rise, check.fall) {
+            transition.log(&self.settings.name, &self.server_name(id));
+        }
+    }
+
     /// A server's name in logs and metrics: its address.
     pub(super) fn server_name(&self, id: ServerId) -> String {
         self.settings.servers[id].address.to_string()
@@ -291,31 +301,29 @@ mod tests {
 
     #[test]
     fn hash_keeps_a_key_on_its_server_and_spreads_keys() {
-        for (balance, keyed) in [
-            (
-                Balance::Uri,
-                Box::new(|n: u8| format!("/item/{n}")) as Box<dyn Fn(u8) -> String>,
-            ),
-            (Balance::ClientAddress, Box::new(|n: u8| n.to_string())),
-        ] {
-            let pool = pool(balance, vec![server(1, 1), server(2, 1), server(3, 1)]);
-            let choose = |n: u8| {
-                let uri = keyed(n);
-                let key = if balance == Balance::Uri {
-                    key(&uri)
-                } else {
-                    client([198, 51, 100, n])
-                };
-                pool.choose(key, &[]).unwrap().id
-            };
-            let mut used = [false; 3];
-            for n in 0..60 {
-                let first = choose(n);
-                assert_eq!(choose(n), first, "{balance:?} key {n} moved");
-                used[first] = true;
-            }
-            assert_eq!(used, [true; 3], "{balance:?}");
+        let servers = || vec![server(1, 1), server(2, 1), server(3, 1)];
+        let by_uri = pool(Balance::Uri, servers());
+        let by_client = pool(Balance::ClientAddress, servers());
+        let (mut uri_used, mut client_used) = ([false; 3], [false; 3]);
+        for n in 0..60u8 {
+            let uri = format!("/item/{n}");
+            let first = by_uri.choose(key(&uri), &[]).unwrap().id;
+            assert_eq!(
+                by_uri.choose(key(&uri), &[]).unwrap().id,
+                first,
+                "{uri} moved"
+            );
+            uri_used[first] = true;
+            let address = [198, 51, 100, n];
+            let first = by_client.choose(client(address), &[]).unwrap().id;
+            assert_eq!(
+                by_client.choose(client(address), &[]).unwrap().id,
+                first,
+                "{address:?} moved"
+            );
+            client_used[first] = true;
         }
+        assert_eq!((uri_used, client_used), ([true; 3], [true; 3]));
     }
 
     #[test]
@@ -426,5 +434,39 @@ mod tests {
         assert_eq!(pool.servers[0].in_flight.load(Ordering::Relaxed), 1);
         drop(pick);
         assert_eq!(pool.servers[0].in_flight.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn threads_choosing_at_once_keep_the_counts_straight() {
+        for balance in [
+            Balance::RoundRobin,
+            Balance::LeastConnections,
+            Balance::ClientAddress,
+        ] {
+            let pool = pool(balance, vec![server(1, 3), server(2, 1), backup(3)]);
+            std::thread::scope(|scope| {
+                for thread in 0..4u8 {
+                    let pool = &pool;
+                    scope.spawn(move || {
+                        for n in 0..2_000u16 {
+                            let [high, low] = n.to_be_bytes();
+                            let pick = pool.choose(client([10, thread, high, low]), &[]).unwrap();
+                            pool.report(pick.id, Report::Success);
+                        }
+                    });
+                }
+            });
+            let attempts: u64 = pool
+                .servers
+                .iter()
+                .map(|server| server.successes.load(Ordering::Relaxed))
+                .sum();
+            assert_eq!(attempts, 8_000, "{balance:?}");
+            assert!(pool
+                .servers
+                .iter()
+                .all(|server| server.in_flight.load(Ordering::Relaxed) == 0));
+            assert_eq!(pool.servers[2].successes.load(Ordering::Relaxed), 0);
+        }
     }
 }
