@@ -443,7 +443,7 @@ impl Proactor {
         {
             return;
         }
-        let mut pumped = self.pump_upstream(index);
+        let pumped = self.pump_upstream(index);
         let need = loop {
             let Some(slot) = self.slots.get_mut(index) else {
                 return;
@@ -455,10 +455,9 @@ impl Proactor {
             self.settle_upstream(index);
             match need {
                 Need::Connect(connect) => {
+                    // Then `advance` again: it queues the request, which `watch_upstream`
+                    // sends on its way (at once on a socket connected already).
                     self.connect_upstream(index, &connect);
-                    // A connection already there (reused, or a unix socket) takes its
-                    // request now.
-                    pumped |= self.pump_upstream(index);
                 }
                 Need::Job(job) => {
                     self.submit(index, job);
