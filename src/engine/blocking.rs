@@ -435,9 +435,11 @@ impl Worker {
         }
     }
 
-    /// The `Context` a connection decides in.
-    fn context(&mut self, draining: bool) -> Context<'_> {
-        Context {
+    /// The `Context` a connection decides in, and the idle upstream pool beside it (borrowed
+    /// from the same worker without cloning the shared `Arc`, whose count every thread of
+    /// the group would otherwise write on every request).
+    fn context(&mut self, draining: bool) -> (Context<'_>, &Mutex<IdlePool>) {
+        let context = Context {
             config: &self.generation.config,
             sites: &self.generation.sites,
             caches: &self.caches.caches,
@@ -449,7 +451,8 @@ impl Worker {
             upstreams: &self.generation.upstreams,
             rates: &self.control.rates,
             draining,
-        }
+        };
+        (context, &self.caches.upstream_pool)
     }
 
     /// Let the connection decide on what it has read; run any jobs it asks for in place.
@@ -457,26 +460,22 @@ impl Worker {
     /// (`settle_upstream`); `Need::Connect` is carried out in place, like a job.
     fn advance(&mut self, connection: &mut Connection, draining: bool) -> Need {
         self.clock.tick();
-        let caches = self.caches.clone();
-        let mut context = self.context(draining);
+        let (mut context, pool) = self.context(draining);
         loop {
             let need = connection.conn.advance(&mut context);
-            settle_upstream(connection, &caches);
+            settle_upstream(connection, pool);
             match need {
                 Need::Job(first) => {
                     let mut next = Some(first);
                     while let Some(job) = next {
                         next = connection.conn.job_done(job::run(job), &mut context);
-                        settle_upstream(connection, &caches);
+                        settle_upstream(connection, pool);
                     }
                 }
                 Need::Connect(connect) => {
                     connection.upstream = None;
-                    connection.upstream = upstream::open(
-                        &connect,
-                        &mut connection.conn,
-                        &mut lock(&caches.upstream_pool),
-                    );
+                    connection.upstream =
+                        upstream::open(&connect, &mut connection.conn, &mut lock(pool));
                 }
                 need => return need,
             }
@@ -599,10 +598,9 @@ impl Worker {
     /// The head or body did not arrive in time: `408` if it can go out at once, then close.
     fn answer_timeout(&mut self, connection: &mut Connection, on_wait: OnWait) -> Step {
         let draining = self.control.run_state() != RunState::Running;
-        let caches = self.caches.clone();
-        let mut context = self.context(draining);
+        let (mut context, pool) = self.context(draining);
         connection.conn.timed_out(&mut context);
-        settle_upstream(connection, &caches);
+        settle_upstream(connection, pool);
         let slices = connection.conn.output.memory_slices();
         let pending: usize = slices.iter().map(|slice| slice.len()).sum();
         match sysio::writev(connection.fd.as_fd(), &slices) {
@@ -689,7 +687,7 @@ pub fn finish(worker: &mut Worker) {
 
 /// After a decision: the upstream socket `Conn` is done with goes to the shared idle pool or
 /// is closed.
-fn settle_upstream(connection: &mut Connection, caches: &SharedCaches) {
+fn settle_upstream(connection: &mut Connection, pool: &Mutex<IdlePool>) {
     if connection.upstream.is_none() {
         // Nothing to pool or close (the common case: no lock taken).
         let _ = connection.conn.take_upstream_release();
@@ -698,7 +696,7 @@ fn settle_upstream(connection: &mut Connection, caches: &SharedCaches) {
     upstream::release(
         &mut connection.conn,
         &mut connection.upstream,
-        &mut lock(&caches.upstream_pool),
+        &mut lock(pool),
         |_| {},
     );
 }

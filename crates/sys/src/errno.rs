@@ -33,6 +33,18 @@ pub fn out_of_resources_errno(errno: i32) -> bool {
     )
 }
 
+/// An io_uring receive that takes a provided buffer found none free (`ENOBUFS`, negated in
+/// the completion): the data waits in the socket, and a receive armed again takes it.
+pub fn no_provided_buffer(completion_result: i32) -> bool {
+    completion_result == -libc::ENOBUFS
+}
+
+/// An io_uring operation ended because it was cancelled (`ECANCELED`, negated in the
+/// completion): not a fault of its descriptor.
+pub fn cancelled(completion_result: i32) -> bool {
+    completion_result == -libc::ECANCELED
+}
+
 /// The path names no file: a component is missing (`ENOENT`), is not a directory (`ENOTDIR`),
 /// or the path is too long to exist (`ENAMETOOLONG`). A server answers these `404`.
 pub fn names_nothing(error: &io::Error) -> bool {
@@ -102,6 +114,19 @@ mod tests {
             assert_eq!(out_of_resources_errno(errno), members.contains(&errno));
         }
         assert!(!out_of_resources_errno(0));
+    }
+
+    #[test]
+    fn completion_results_name_a_missing_buffer_and_a_cancel() {
+        assert!(no_provided_buffer(-libc::ENOBUFS));
+        assert!(cancelled(-libc::ECANCELED));
+        for errno in SEEN.into_iter().filter(|&errno| errno != libc::ENOBUFS) {
+            assert!(!no_provided_buffer(-errno), "{errno}");
+            assert!(!cancelled(-errno), "{errno}");
+        }
+        // Positive results are bytes moved, never an error.
+        assert!(!no_provided_buffer(libc::ENOBUFS) && !cancelled(libc::ECANCELED));
+        assert!(!no_provided_buffer(0) && !cancelled(0));
     }
 
     #[test]

@@ -52,7 +52,14 @@ impl IdlePool {
         if keepalive == 0 || timeout.is_zero() {
             return;
         }
-        let queue = self.idle.entry(address.clone()).or_default();
+        // The key is cloned only for an address seen for the first time (a unix path is an
+        // allocation).
+        if !self.idle.contains_key(address) {
+            self.idle.insert(address.clone(), VecDeque::new());
+        }
+        let Some(queue) = self.idle.get_mut(address) else {
+            return;
+        };
         queue.push_back(Idle {
             fd,
             since: now,

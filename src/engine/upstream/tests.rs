@@ -101,6 +101,7 @@ fn a_fresh_connection_connects_writes_the_request_reads_the_response_and_sees_th
     let connect = tcp_connect(listener.local_addr().unwrap(), true);
     let mut upstream = open(&connect, &mut endpoint, &mut pool).expect("a socket");
     assert_eq!(endpoint.opened, Some(Opened::Fresh), "the pool was empty");
+    assert!(socket::nodelay(upstream.fd.as_fd()).unwrap(), "TCP_NODELAY");
     pump_until(&mut upstream, &mut endpoint, |endpoint| {
         endpoint.sent == endpoint.out.len()
     });

@@ -12,8 +12,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ampd_sys::socket;
 use ampd_sys::uring::{Completion, OpId, Ring};
+use ampd_sys::{errno, socket};
 
 use crate::config::Level;
 use crate::conn::{Context, Ending, Need, Phase};
@@ -390,9 +390,9 @@ impl Proactor {
                 slot.client.conn.peer_finished();
             }
             // Out of provided buffers: the data waits in the socket; receive again next turn.
-            -105 => {}
+            result if errno::no_provided_buffer(result) => {}
             result if result < 0 => {
-                if slot.receive.is_none() && result != -125 {
+                if slot.receive.is_none() && !errno::cancelled(result) {
                     return self.close(index);
                 }
             }
@@ -443,7 +443,7 @@ impl Proactor {
         {
             return;
         }
-        let mut pumped = self.pump_upstream(index);
+        let pumped = self.pump_upstream(index);
         let need = loop {
             let Some(slot) = self.slots.get_mut(index) else {
                 return;
@@ -455,10 +455,9 @@ impl Proactor {
             self.settle_upstream(index);
             match need {
                 Need::Connect(connect) => {
+                    // Then `advance` again: it queues the request, which `watch_upstream`
+                    // sends on its way (at once on a socket connected already).
                     self.connect_upstream(index, &connect);
-                    // A connection already there (reused, or a unix socket) takes its
-                    // request now.
-                    pumped |= self.pump_upstream(index);
                 }
                 Need::Job(job) => {
                     self.submit(index, job);
