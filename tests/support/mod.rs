@@ -6,6 +6,7 @@
 
 pub mod bulk;
 pub mod http;
+pub mod proxy;
 pub mod pyupstream;
 pub mod root;
 pub mod server;
