@@ -171,7 +171,10 @@ fn proxy_bench_configurations_are_accepted() {
         .expect("bash");
     assert!(help.status.success());
     let text = String::from_utf8_lossy(&help.stdout);
-    assert!(text.contains("nginx") && text.contains("--configs"), "{text}");
+    assert!(
+        text.contains("nginx") && text.contains("--configs"),
+        "{text}"
+    );
 
     let dir = std::env::temp_dir().join(format!("ampd-bench-proxy-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -212,7 +215,9 @@ fn proxy_bench_configurations_are_accepted() {
             );
         }
     } else {
-        println!("nginx is not installed (bench/setup.sh installs it): its configurations unchecked");
+        println!(
+            "nginx is not installed (bench/setup.sh installs it): its configurations unchecked"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
