@@ -11,8 +11,13 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
+use std::net::SocketAddr;
+
+use super::upstream::{Connect, Opened, Release};
 use super::{Conn, Context, Need};
-use crate::config::Config;
+use crate::config::{
+    Config, Handler, ProxySettings, UpstreamAddress, UpstreamPool, UpstreamServer,
+};
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::job;
@@ -268,6 +273,88 @@ impl Harness {
     /// Just the statuses of `take()`.
     pub fn statuses(&mut self) -> Vec<u16> {
         self.take().iter().map(|response| response.status).collect()
+    }
+
+    /// The bytes sent so far (and not taken before), unparsed.
+    pub fn take_raw(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.sent)
+    }
+}
+
+/// The engine's part for an upstream socket, played by the test: the connection's `/`
+/// location proxies to a pool of `servers` addresses that are never connected to.
+impl Harness {
+    pub fn proxying(servers: u16, configure: impl FnOnce(&mut Config)) -> Harness {
+        Harness::new(|config| {
+            let servers = (0..servers)
+                .map(|index| UpstreamServer {
+                    address: UpstreamAddress::Tcp(SocketAddr::from(([127, 0, 0, 1], 9001 + index))),
+                    weight: 1,
+                    backup: false,
+                })
+                .collect();
+            config
+                .upstreams
+                .push(UpstreamPool::new("app".to_owned(), servers));
+            let location = config.serve_location();
+            location.handler = Handler::Proxy;
+            location.proxy = Some(ProxySettings::new(0));
+            configure(config);
+        })
+    }
+
+    /// Carry out `need`, a `Need::Connect`: a fresh socket whose connect completes at once.
+    pub fn connect(&mut self, need: &Need) -> Connect {
+        let Need::Connect(connect) = need else {
+            panic!("expected Need::Connect, got {need:?}");
+        };
+        self.conn.upstream_opened(Opened::Fresh);
+        self.conn.upstream_connected();
+        connect.clone()
+    }
+
+    /// Everything the connection writes to the upstream until it has nothing more (a socket
+    /// that takes every byte), advancing it in between; returns the bytes and the last `Need`.
+    pub fn upstream_take(&mut self) -> (Vec<u8>, Need) {
+        let mut taken = Vec::new();
+        loop {
+            let need = self.run();
+            let bytes = self.conn.upstream_output().to_vec();
+            if bytes.is_empty() {
+                return (taken, need);
+            }
+            self.conn.upstream_sent(bytes.len());
+            taken.extend_from_slice(&bytes);
+        }
+    }
+
+    /// The upstream sends `bytes`.
+    pub fn upstream_reply(&mut self, bytes: &[u8]) -> Need {
+        self.conn.upstream_receive(bytes);
+        self.run()
+    }
+
+    /// The upstream closes its side.
+    pub fn upstream_close(&mut self) -> Need {
+        self.conn.upstream_finished();
+        self.run()
+    }
+
+    /// The upstream socket fails with `kind` (refused while connecting, reset later).
+    pub fn upstream_fail(&mut self, kind: std::io::ErrorKind) -> Need {
+        self.conn.upstream_failed(&std::io::Error::from(kind));
+        self.run()
+    }
+
+    /// The upstream's timeout ran out.
+    pub fn upstream_time_out(&mut self) -> Need {
+        self.conn.upstream_timed_out();
+        self.run()
+    }
+
+    /// What the connection says to do with its upstream socket, once.
+    pub fn release(&mut self) -> Option<Release> {
+        self.conn.take_upstream_release()
     }
 }
 

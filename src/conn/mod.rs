@@ -12,11 +12,13 @@
 #[cfg(test)]
 mod harness;
 pub mod output;
+mod proxy;
 pub mod proxy_header;
 mod reply;
 mod route;
 #[cfg(test)]
 mod tests;
+pub mod upstream;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -27,7 +29,7 @@ use ampd_http::request::{
     BodyFraming, HeadParser, Limits as ParseLimits, Parse, RequestHead, Version,
 };
 
-use crate::config::{Config, ProxyProtocol};
+use crate::config::{Config, Handler, ProxyProtocol};
 use crate::content::caches::Caches;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::job::{Job, JobDone};
@@ -40,6 +42,7 @@ use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
 use crate::upstream::Upstreams;
 use output::Output;
+pub use upstream::{Connect, Opened, Release};
 
 /// Methods a static resource allows (RFC 9110 §10.2.1 `Allow`).
 const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
@@ -84,6 +87,10 @@ pub enum Need {
     Wait,
     /// Send what is queued, then end the connection as `Ending` says.
     Close(Ending),
+    /// Open a connection to an upstream server (from the loop's idle pool when `reuse`
+    /// allows), then call `upstream_opened`, or `upstream_failed` if no socket could be made;
+    /// then `advance` again (`upstream.rs` has the whole contract).
+    Connect(Connect),
 }
 
 /// How a finished connection ends (RFC 9112 §9.6).
@@ -112,6 +119,8 @@ pub enum Phase {
     Sending,
     /// Finished: flushing and closing.
     Closing,
+    /// Waiting on an upstream server (its own timeouts govern: `Conn::upstream_deadline`).
+    Upstream,
 }
 
 impl Phase {
@@ -124,6 +133,7 @@ impl Phase {
             Phase::Busy => 2,
             Phase::Sending => 3,
             Phase::Closing => 4,
+            Phase::Upstream => 5,
         }
     }
 }
@@ -137,6 +147,12 @@ struct Exchange {
     started: Instant,
     /// The user Basic authentication let in.
     user: Option<String>,
+    /// The request body still to be read, for a handler that uses it (a proxy location's);
+    /// other handlers' bodies are read and discarded before they are routed.
+    body: Option<BodyLeft>,
+    /// Routed again inside ampd by an upstream's `X-Accel-Redirect`: `internal` locations
+    /// answer it.
+    internal: bool,
 }
 
 /// A request held while a job runs for it.
@@ -192,6 +208,8 @@ enum State {
     Waiting(Box<Pending>),
     /// A helper checks the request's password (`Job::Verify`).
     Authenticating(Box<Authenticating>),
+    /// An upstream server answers the request (`proxy/`).
+    Proxying(Box<proxy::Proxy>),
     /// No more requests: send what is queued, then end as `Ending` says.
     Closing(Ending),
 }
@@ -224,6 +242,14 @@ pub struct Conn {
     /// Admitted over a connection cap: the first request is answered `503` + `Retry-After`
     /// and the connection closed (a reply the client can read, rather than a reset).
     refused: bool,
+    /// `Need::Connect` is out: the engine is to attach an upstream socket with these timeouts.
+    awaiting_link: Option<upstream::Timeouts>,
+    /// The upstream socket attached, seen from this side.
+    link: Option<upstream::Link>,
+    /// No upstream socket could be made after `Need::Connect`.
+    open_failure: Option<upstream::Failure>,
+    /// An upstream socket to hand back to the engine (`take_upstream_release`).
+    release: Option<Release>,
 }
 
 impl Conn {
@@ -248,6 +274,10 @@ impl Conn {
             served: 0,
             peer,
             refused: false,
+            awaiting_link: None,
+            link: None,
+            open_failure: None,
+            release: None,
         }
     }
 
@@ -343,6 +373,7 @@ impl Conn {
             State::ReadingProxyHeader | State::ReadingHead | State::DiscardingBody { .. } => {
                 !self.peer_finished
             }
+            State::Proxying(_) => !self.peer_finished && self.proxy_reads_client(),
             State::Waiting(_) | State::Authenticating(_) | State::Closing(_) => false,
         }
     }
@@ -366,6 +397,8 @@ impl Conn {
             State::DiscardingBody { .. } | State::Waiting(_) | State::Authenticating(_) => {
                 Phase::Busy
             }
+            State::Proxying(_) if self.proxy_reading_body() => Phase::Busy,
+            State::Proxying(_) => Phase::Upstream,
         }
     }
 
@@ -376,6 +409,12 @@ impl Conn {
         match std::mem::replace(&mut self.state, State::Closing(Ending::Linger)) {
             State::DiscardingBody { exchange, .. } => {
                 self.reply_to(Some(&exchange), 408, Persistence::Close, &[], context);
+            }
+            State::Proxying(proxy) => {
+                self.drop_link(Release::Close);
+                if phase == Phase::Busy && self.output.is_empty() {
+                    self.reply_to(Some(&proxy.exchange), 408, Persistence::Close, &[], context);
+                }
             }
             // No HTTP has been spoken yet: close without a response.
             State::ReadingProxyHeader => self.proxy_header_timed_out(context.stats),
@@ -408,6 +447,11 @@ impl Conn {
                     }
                 }
                 State::Waiting(_) | State::Authenticating(_) => return Need::Wait,
+                State::Proxying(_) => {
+                    if let Some(need) = self.advance_proxy(context) {
+                        return need;
+                    }
+                }
                 State::DiscardingBody { left, .. } => {
                     match discard(left, &self.input[self.consumed..]) {
                         Discard::Consumed { used, done } => {
@@ -576,14 +620,28 @@ impl Conn {
         } else {
             Persistence::Implicit
         };
+        // A request with a body is located first: its location may forward the body (a proxy)
+        // and sets how large it may be.
+        let has_body = !matches!(head.body, BodyFraming::None | BodyFraming::Length(0));
+        let located = if has_body {
+            self.locate(&head, context).ok()
+        } else {
+            None
+        };
+        let max_body = located
+            .as_ref()
+            .and_then(|located| located.route.settings.max_body)
+            .unwrap_or(limits.max_body);
         let body = match head.body {
             BodyFraming::None | BodyFraming::Length(0) => None,
-            BodyFraming::Length(length) if length > limits.max_body => {
+            BodyFraming::Length(length) if length > max_body => {
                 let exchange = Exchange {
                     head,
                     persistence: Persistence::Close,
                     started: Instant::now(),
                     user: None,
+                    body: None,
+                    internal: false,
                 };
                 self.answer(&exchange, None, 413, &[], context);
                 // The client may be sending the body we refused.
@@ -592,9 +650,24 @@ impl Conn {
             }
             BodyFraming::Length(length) => Some(BodyLeft::Length(length)),
             BodyFraming::Chunked => Some(BodyLeft::Chunked(
-                ChunkedDecoder::new().with_max_body(limits.max_body),
+                ChunkedDecoder::new().with_max_body(max_body),
             )),
         };
+        if let Some(located) = located {
+            if located.route.settings.handler == Handler::Proxy && !self.refused {
+                // The body goes to the upstream as it arrives (`proxy/`), after the location's
+                // phases let the request through.
+                let exchange = Exchange {
+                    head,
+                    persistence,
+                    started: Instant::now(),
+                    user: None,
+                    body,
+                    internal: false,
+                };
+                return self.phases(exchange, located, context);
+            }
+        }
         // A client waiting for `100 Continue` sends the body only after it (RFC 9110 §10.1.1).
         // When the head alone decides the answer (a refused connection or method), that final
         // status goes out instead, and the connection closes, lingering: the client may send
@@ -607,6 +680,8 @@ impl Conn {
                     persistence: Persistence::Close,
                     started: Instant::now(),
                     user: None,
+                    body: None,
+                    internal: false,
                 };
                 let job = self.route(exchange, context);
                 debug_assert!(job.is_none(), "a refusal needs no job");
@@ -622,6 +697,8 @@ impl Conn {
             persistence,
             started: Instant::now(),
             user: None,
+            body: None,
+            internal: false,
         };
         match body {
             Some(left) => {
@@ -646,6 +723,8 @@ enum Outcome {
 struct RedirectBase {
     path: String,
     query: Option<String>,
+    /// A rewrite changed the path the request is routed by.
+    rewritten: bool,
 }
 
 enum Discard {

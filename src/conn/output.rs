@@ -64,6 +64,9 @@ pub struct Mark {
     buffer_len: usize,
 }
 
+/// Sent bytes at the front of the buffer past which it is compacted (`compact`).
+const COMPACT_AFTER: usize = 64 << 10;
+
 /// Most iovecs handed to one `writev` (Linux's `IOV_MAX` is 1024).
 const MAX_SLICES: usize = 64;
 
@@ -195,7 +198,7 @@ impl Output {
                     }
                     Segment::File { start, .. } => *start += sent,
                 }
-                return;
+                break;
             }
             sent -= len;
             self.segments.pop_front();
@@ -203,6 +206,29 @@ impl Output {
         if self.segments.is_empty() && self.sealed == self.buffer.len() {
             self.buffer.clear();
             self.sealed = 0;
+        } else {
+            self.compact();
+        }
+    }
+
+    /// Reclaim the sent front of the buffer once it is most of it: a response streamed from
+    /// an upstream appends while earlier bytes are still going out, so the buffer would
+    /// otherwise never empty and grow with the whole body.
+    fn compact(&mut self) {
+        let Some(Segment::Buffer { start: sent, .. }) = self.segments.front() else {
+            return;
+        };
+        let sent = *sent;
+        if sent < COMPACT_AFTER || sent * 2 < self.buffer.len() {
+            return;
+        }
+        self.buffer.drain(..sent);
+        self.sealed -= sent;
+        for segment in &mut self.segments {
+            if let Segment::Buffer { start, end } = segment {
+                *start -= sent;
+                *end -= sent;
+            }
         }
     }
 }
@@ -227,5 +253,49 @@ impl Sink for Output {
             self.pending += end - start;
             self.segments.push_back(Segment::File { file, start, end });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_appended_to_while_it_drains_stays_bounded_and_keeps_every_byte_in_order() {
+        let mut output = Output::default();
+        let mut sent = Vec::new();
+        let mut expected = Vec::new();
+        for round in 0..200u32 {
+            let piece: Vec<u8> = (0..10_000u32).map(|at| (at + round) as u8).collect();
+            output.bytes().extend_from_slice(&piece);
+            expected.extend_from_slice(&piece);
+            // The reader takes a little less than was written each round: never empty.
+            let slices = output.memory_slices();
+            let mut take = 9_000;
+            let mut moved = 0;
+            for slice in &slices {
+                let part = &slice[..slice.len().min(take)];
+                sent.extend_from_slice(part);
+                take -= part.len();
+                moved += part.len();
+            }
+            drop(slices);
+            output.advance(moved as u64);
+            assert!(
+                output.buffer.len() < 512 << 10,
+                "round {round}: {}",
+                output.buffer.len()
+            );
+        }
+        while !output.is_empty() {
+            let slices = output.memory_slices();
+            let moved: usize = slices.iter().map(|slice| slice.len()).sum();
+            for slice in &slices {
+                sent.extend_from_slice(slice);
+            }
+            drop(slices);
+            output.advance(moved as u64);
+        }
+        assert_eq!(sent, expected);
     }
 }

@@ -11,7 +11,7 @@ use ampd_http::request::Method;
 use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 use super::output::Mark;
-use super::{Conn, Context, Exchange, Job, Outcome};
+use super::{Conn, Context, Ending, Exchange, Job, Outcome, State};
 use crate::config::Level;
 use crate::content::serve::{common_headers, Persistence, ResponseContext, Sink};
 use crate::content::status_page;
@@ -83,15 +83,20 @@ impl Conn {
         extra: &[(&str, &[u8])],
         context: &mut Context<'_>,
     ) -> Option<Job> {
-        self.page(
-            Some(exchange),
-            route,
-            status,
-            exchange.persistence,
-            extra,
-            context,
-        );
-        self.settle(Outcome::Responded(exchange.persistence))
+        // A body left unread (a proxy location answering before forwarding it) may still be
+        // arriving: the connection ends after this answer, lingering.
+        let body_unread = exchange.body.is_some();
+        let persistence = if body_unread {
+            Persistence::Close
+        } else {
+            exchange.persistence
+        };
+        self.page(Some(exchange), route, status, persistence, extra, context);
+        let next = self.settle(Outcome::Responded(persistence));
+        if body_unread {
+            self.state = State::Closing(Ending::Linger);
+        }
+        next
     }
 
     /// Answer with a body made here (metrics, health).
@@ -131,6 +136,18 @@ impl Conn {
         context: &mut Context<'_>,
     ) {
         let (head, body) = self.output.written_since(mark);
+        self.record_sizes(exchange, status, head, body, context);
+    }
+
+    /// Count and log a response of `head` + `body` bytes (a streamed one, counted as it went).
+    pub(super) fn record_sizes(
+        &mut self,
+        exchange: Option<&Exchange>,
+        status: u16,
+        head: u64,
+        body: u64,
+        context: &mut Context<'_>,
+    ) {
         let latency = exchange.map_or(Duration::ZERO, |exchange| exchange.started.elapsed());
         context.stats.response(status, head + body, latency);
         if status == 500 {

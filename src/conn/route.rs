@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ampd_http::request::{split_target, Method};
+use ampd_http::request::{split_target, Method, RequestHead};
 
 use super::reply::response_context;
 use super::{
@@ -45,7 +45,49 @@ impl Conn {
         self.refused || !matches!(method, Method::Get | Method::Head | Method::Options)
     }
 
-    /// Answer a request whose body (if any) has been read.
+    /// Where a request goes: its location (after rewrites), the path it was routed by, and
+    /// what a `301` to `path/` needs. Pure: nothing is answered here.
+    pub(super) fn locate(
+        &self,
+        head: &RequestHead,
+        context: &Context<'_>,
+    ) -> Result<Located, NotLocated> {
+        let (raw_path, query) = match split_target(&head.target) {
+            Some((_, raw_path, query)) if raw_path.starts_with('/') => (raw_path, query),
+            _ => return Err(NotLocated::BadTarget),
+        };
+        let mut redirect = RedirectBase {
+            path: raw_path.to_owned(),
+            query: query.map(str::to_owned),
+            rewritten: false,
+        };
+        let mut clean = path::normalize(raw_path, &ROUTING)
+            .map_err(|error| NotLocated::Status(error.status()))?;
+        let sites = context.sites;
+        // An absolute-form target's authority wins over `Host` (RFC 9112 §3.2.2).
+        let host = head.host().map(str::as_bytes);
+        let mut route = sites.route(host, clean.as_str()).clone();
+        let mut rewrites = 0;
+        while let Some(template) = &route.settings.rewrite {
+            rewrites += 1;
+            if rewrites > MAX_REWRITES {
+                return Err(NotLocated::Looping(clean));
+            }
+            let rewritten = expand(template, route.rest(clean.as_str()), &head.target);
+            clean = path::normalize(&rewritten, &ROUTING)
+                .map_err(|error| NotLocated::Status(error.status()))?;
+            route = sites.route(host, clean.as_str()).clone();
+            redirect.rewritten = true;
+        }
+        Ok(Located {
+            route,
+            clean,
+            redirect,
+        })
+    }
+
+    /// Answer a request whose body (if any) has been read, or (a proxy location) is to be
+    /// forwarded.
     pub(super) fn route(
         &mut self,
         mut exchange: Exchange,
@@ -67,53 +109,56 @@ impl Conn {
                 context,
             );
         }
-        match exchange.head.method {
-            Method::Get | Method::Head => {}
-            Method::Options => {
-                return self.answer(&exchange, None, 204, &[("Allow", ALLOW)], context)
+        let located = self.locate(&exchange.head, context);
+        let proxied =
+            matches!(&located, Ok(located) if located.route.settings.handler == Handler::Proxy);
+        // Static files, status and health take GET and HEAD (their method check comes first,
+        // whatever the path); a proxy location leaves methods to its upstream.
+        if !proxied {
+            match exchange.head.method {
+                Method::Get | Method::Head => {}
+                Method::Options => {
+                    return self.answer(&exchange, None, 204, &[("Allow", ALLOW)], context)
+                }
+                Method::Other(_) => return self.answer(&exchange, None, 501, &[], context),
+                _ => return self.answer(&exchange, None, 405, &[("Allow", ALLOW)], context),
             }
-            Method::Other(_) => return self.answer(&exchange, None, 501, &[], context),
-            _ => return self.answer(&exchange, None, 405, &[("Allow", ALLOW)], context),
         }
-
-        let (raw_path, query) = match split_target(&exchange.head.target) {
-            Some((_, raw_path, query)) if raw_path.starts_with('/') => (raw_path, query),
-            _ => {
+        match located {
+            Ok(located) => self.phases(exchange, located, context),
+            Err(NotLocated::BadTarget) => {
                 exchange.persistence = Persistence::Close;
-                return self.answer(&exchange, None, 400, &[], context);
+                self.answer(&exchange, None, 400, &[], context)
             }
-        };
-        let redirect_base = RedirectBase {
-            path: raw_path.to_owned(),
-            query: query.map(str::to_owned),
-        };
-        let mut clean = match path::normalize(raw_path, &ROUTING) {
-            Ok(clean) => clean,
-            Err(error) => return self.answer(&exchange, None, error.status(), &[], context),
-        };
-        let sites = context.sites;
-        // An absolute-form target's authority wins over `Host` (RFC 9112 §3.2.2).
-        let host = exchange.head.host().map(str::as_bytes);
-        let mut route = sites.route(host, clean.as_str()).clone();
-        let mut rewrites = 0;
-        while let Some(template) = &route.settings.rewrite {
-            rewrites += 1;
-            if rewrites > MAX_REWRITES {
+            Err(NotLocated::Status(status)) => self.answer(&exchange, None, status, &[], context),
+            Err(NotLocated::Looping(clean)) => {
                 static LOOPING: error::Throttle = error::Throttle::new();
                 LOOPING.log(
                     Level::Error,
                     format_args!("rewrite loop at {}", clean.as_str().escape_debug()),
                 );
-                return self.answer(&exchange, None, 500, &[], context);
+                self.answer(&exchange, None, 500, &[], context)
             }
-            let rewritten = expand(template, route.rest(clean.as_str()), &exchange.head.target);
-            clean = match path::normalize(&rewritten, &ROUTING) {
-                Ok(clean) => clean,
-                Err(error) => return self.answer(&exchange, None, error.status(), &[], context),
-            };
-            route = sites.route(host, clean.as_str()).clone();
         }
+    }
 
+    /// The phases after routing: internal locations, rate limit, access, then (`after_access`)
+    /// redirect and handler.
+    pub(super) fn phases(
+        &mut self,
+        mut exchange: Exchange,
+        located: Located,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let Located {
+            route,
+            clean,
+            redirect: redirect_base,
+        } = located;
+        if route.settings.internal && !exchange.internal {
+            // Only an upstream's `X-Accel-Redirect` reaches it (nginx `internal`).
+            return self.answer(&exchange, Some(&route), 404, &[], context);
+        }
         if route.settings.rate_limit {
             if let Err(wait) =
                 context
@@ -220,7 +265,7 @@ impl Conn {
         &mut self,
         exchange: Exchange,
         route: Arc<Route>,
-        mut clean: CleanPath,
+        clean: CleanPath,
         redirect_base: RedirectBase,
         context: &mut Context<'_>,
     ) -> Option<Job> {
@@ -240,11 +285,25 @@ impl Conn {
         }
         match route.settings.handler {
             Handler::Static => {}
-            // The configuration loader does not produce proxy locations until the proxy
-            // exchange is in place.
-            Handler::Proxy => return self.answer(&exchange, Some(&route), 502, &[], context),
+            Handler::Proxy => {
+                // Tunnels to arbitrary hosts and request echoes are not a reverse proxy's to
+                // pass on (nginx answers them the same way).
+                if matches!(exchange.head.method, Method::Connect | Method::Trace) {
+                    return self.answer(
+                        &exchange,
+                        Some(&route),
+                        405,
+                        &[("Allow", PROXY_ALLOW)],
+                        context,
+                    );
+                }
+                let target = proxy_target(&route, &clean, &redirect_base);
+                self.start_proxy(exchange, route, target, context);
+                return None;
+            }
             Handler::Status => {
-                let text = metrics::render(context.metrics, context.draining);
+                let mut text = metrics::render(context.metrics, context.draining);
+                context.upstreams.render_metrics(&mut text);
                 return self.answer_text(
                     &exchange,
                     &route,
@@ -268,7 +327,18 @@ impl Conn {
                 return self.answer_text(&exchange, &route, 200, b"text/plain", b"ok\n", context)
             }
         }
+        self.serve_static(exchange, route, clean, redirect_base, context)
+    }
 
+    /// The static-file handler: the path cache, or a translation job, then the response.
+    pub(super) fn serve_static(
+        &mut self,
+        exchange: Exchange,
+        route: Arc<Route>,
+        mut clean: CleanPath,
+        redirect_base: RedirectBase,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
         let Some(root) = route.root.clone() else {
             return self.answer(&exchange, Some(&route), 500, &[], context);
         };
@@ -429,6 +499,56 @@ impl Conn {
         self.record(Some(&pending.exchange), status, mark, context);
         Outcome::Responded(pending.exchange.persistence)
     }
+}
+
+/// What a proxy location answers `405` with.
+const PROXY_ALLOW: &[u8] = b"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// A request's location, found before anything is answered (`Conn::locate`).
+pub(super) struct Located {
+    pub route: Arc<Route>,
+    /// The decoded, normalised path it was routed by.
+    pub clean: CleanPath,
+    pub redirect: RedirectBase,
+}
+
+/// Why a request has no location.
+pub(super) enum NotLocated {
+    /// Not an origin-form (or absolute-form) target: `400`, and the connection closes.
+    BadTarget,
+    /// The path cannot be normalised (`400`, `404` …).
+    Status(u16),
+    /// Rewrites went round more than `MAX_REWRITES` times: a configuration loop, `500`.
+    Looping(CleanPath),
+}
+
+/// The path and query a proxy location requests upstream: with a path in `proxy_pass`, it
+/// replaces the location's prefix (the rest re-encoded from the normalised path); without one,
+/// the target as the client sent it, or as a rewrite made it (nginx `proxy_pass` semantics).
+fn proxy_target(route: &Route, clean: &CleanPath, redirect: &RedirectBase) -> String {
+    let prefix = route
+        .settings
+        .proxy
+        .as_ref()
+        .and_then(|proxy| proxy.path.as_deref());
+    let mut target = match prefix {
+        Some(prefix) => {
+            let rest = route.rest(clean.as_str());
+            let mut target = prefix.to_owned();
+            if target.ends_with('/') && rest.starts_with('/') {
+                target.pop();
+            }
+            target.push_str(&path::encode_path(rest));
+            target
+        }
+        None if redirect.rewritten => path::encode_path(clean.as_str()),
+        None => redirect.path.clone(),
+    };
+    if let Some(query) = &redirect.query {
+        target.push('?');
+        target.push_str(query);
+    }
+    target
 }
 
 /// A redirect or rewrite target with `{rest}` (the path after the location's prefix,

@@ -352,7 +352,7 @@ impl Worker {
                 // The output drained (flush blocks until it does): decide again.
                 Need::Flush => continue,
                 // Jobs run inline here, so nothing can be outstanding.
-                Need::Job(_) | Need::Wait => return Err(Reset),
+                Need::Job(_) | Need::Wait | Need::Connect(_) => return Err(Reset),
                 Need::Read if read_any && !drained => continue,
                 Need::Read => {}
             }
@@ -427,6 +427,10 @@ impl Worker {
                         next = connection.conn.job_done(job::run(job), &mut context);
                     }
                 }
+                // Upstream sockets are not driven by this engine yet: the exchange answers 502.
+                Need::Connect(_) => connection
+                    .conn
+                    .upstream_failed(&io::Error::from(io::ErrorKind::Unsupported)),
                 need => return need,
             }
         }

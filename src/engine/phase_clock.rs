@@ -139,6 +139,8 @@ impl PhaseClock {
             Phase::Head => limits.header_timeout,
             Phase::Busy if job_out => return None,
             Phase::Busy => limits.body_timeout,
+            // The exchange's upstream timeouts govern (`Conn::upstream_deadline`).
+            Phase::Upstream => return None,
             Phase::Sending => limits.send_timeout,
             Phase::Closing => limits.linger_timeout,
         };
@@ -155,7 +157,7 @@ impl PhaseClock {
             return Some(match self.phase {
                 Phase::Head | Phase::Busy => Expired::Request,
                 Phase::Sending => Expired::Sending,
-                Phase::Idle | Phase::Closing => Expired::Quietly,
+                Phase::Idle | Phase::Closing | Phase::Upstream => Expired::Quietly,
             });
         }
         let min_rate = limits.min_send_rate;

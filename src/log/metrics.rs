@@ -262,7 +262,7 @@ pub fn render(stats: &Stats, draining: bool) -> String {
 }
 
 /// `# HELP` and `# TYPE` of a metric family.
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 

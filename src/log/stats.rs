@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Connection states of the scoreboard, in the order of `Phase::index`.
-pub const STATES: [&str; 5] = ["idle", "reading", "busy", "sending", "closing"];
+pub const STATES: [&str; 6] = ["idle", "reading", "busy", "sending", "closing", "upstream"];
 /// Upper bounds (seconds) of the latency histogram's buckets; one more bucket is `+Inf`.
 pub const LATENCY_BOUNDS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
@@ -45,8 +45,8 @@ pub enum ProxyRefusal {
 /// Cells of one slot (a power of two, 512 bytes: whole cache lines).
 const SLOT: usize = 64;
 // Where each counter sits in a slot.
-const CONNECTIONS: usize = 0; // 5 gauges, stored as two's complement
-const ACCEPTED: usize = 5;
+const CONNECTIONS: usize = 0; // 6 gauges (`STATES`), stored as two's complement
+const ACCEPTED: usize = 45;
 const RESPONSES: usize = 6; // 5 status classes
 const BYTES: usize = 11;
 const LATENCY: usize = 12; // 13 buckets, the last +Inf

@@ -17,7 +17,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use crate::config::{Config, Handler, HostName, LocationSettings};
+use crate::config::{Config, Handler, HostName, LocationSettings, StaticOptions};
 use crate::content::resolve::DocRoot;
 use crate::upstream::Upstreams;
 use access::Access;
@@ -146,6 +146,33 @@ impl Sites {
                                 .map_err(|error| BuildError { root: path, error })?,
                         ))
                     }
+                    // The directory an upstream may name in `X-Sendfile` is served as a root
+                    // of its own, with the same confinement as any document root.
+                    Handler::Proxy => match location
+                        .settings
+                        .proxy
+                        .as_ref()
+                        .and_then(|proxy| proxy.x_sendfile_root.clone())
+                    {
+                        Some(directory) => {
+                            let options = StaticOptions {
+                                root: directory.clone(),
+                                index: Vec::new(),
+                                autoindex: false,
+                                dotfiles: false,
+                                follow_symlinks: false,
+                                userdir: None,
+                                precompressed: false,
+                            };
+                            Some(Arc::new(DocRoot::open(options).map_err(|error| {
+                                BuildError {
+                                    root: directory,
+                                    error,
+                                }
+                            })?))
+                        }
+                        None => None,
+                    },
                     _ => None,
                 };
                 let mut extra_headers = Vec::new();

@@ -1,16 +1,28 @@
 //! The upstream pools' shared state: which server a request goes to, and what the pools have
-//! learnt about their servers. Shared by every loop, thread and connection of a generation.
+//! learnt about their servers. Shared by every loop, thread and connection of a generation
+//! (of one process: under `mp` each worker learns on its own, as nginx workers do without a
+//! shared zone).
 //!
-//! Owns: `Upstreams` (one `Pool` per `config::UpstreamPool`) and choosing a server for a
-//! request.
-//! Must not touch: sockets and connections (the engines own those; `conn` asks here which
-//! address to connect to and says how the attempt went).
+//! Owns: `Upstreams` (one `Pool` per `config::UpstreamPool`), choosing a server for a request,
+//! passive and active health, their metrics.
+//! Must not touch: the proxy's sockets and connections (the engines own those; `conn` asks
+//! here which address to connect to and says how the attempt went).
+//!
+//! Files: `pool` (a pool, `choose`, `report`, `Pick`), `choosing` (the balance methods),
+//! `health` (a server's health state machine), `metrics` (their Prometheus text).
+
+mod choosing;
+mod health;
+mod metrics;
+mod pool;
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-use crate::config::{UpstreamAddress, UpstreamPool};
+use crate::config::UpstreamPool;
+
+pub use pool::{Pick, Pool};
 
 /// Every pool of a generation, in `Config::upstreams` order.
 #[derive(Debug, Default)]
@@ -41,6 +53,12 @@ impl Upstreams {
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Pool>> {
         self.pools.iter()
     }
+
+    /// Append the `ampd_upstream_*` metrics (Prometheus text) of every pool to `out`; nothing
+    /// when there are no pools.
+    pub fn render_metrics(&self, out: &mut String) {
+        metrics::render(&self.pools, out, Instant::now());
+    }
 }
 
 /// A server's place in its pool.
@@ -60,74 +78,4 @@ pub enum Report {
     Success,
     /// Refused, reset, timed out, or an invalid response.
     Failure,
-}
-
-/// One pool: its settings and the state of its servers.
-#[derive(Debug)]
-pub struct Pool {
-    settings: UpstreamPool,
-    servers: Vec<Server>,
-    next: AtomicUsize,
-}
-
-#[derive(Debug, Default)]
-struct Server {
-    /// Requests on this server now.
-    in_flight: AtomicU64,
-}
-
-/// The server chosen for one attempt; counts as in flight on it until dropped.
-#[derive(Debug)]
-pub struct Pick {
-    pool: Arc<Pool>,
-    pub id: ServerId,
-}
-
-impl Pick {
-    #[must_use]
-    pub fn address(&self) -> &UpstreamAddress {
-        &self.pool.settings.servers[self.id].address
-    }
-}
-
-impl Drop for Pick {
-    fn drop(&mut self) {
-        self.pool.servers[self.id]
-            .in_flight
-            .fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Pool {
-    fn new(settings: UpstreamPool) -> Pool {
-        let servers = settings.servers.iter().map(|_| Server::default()).collect();
-        Pool {
-            settings,
-            servers,
-            next: AtomicUsize::new(0),
-        }
-    }
-
-    #[must_use]
-    pub fn settings(&self) -> &UpstreamPool {
-        &self.settings
-    }
-
-    /// The server for the next attempt of a request, skipping those it has `tried`; `None`
-    /// when every server has been tried.
-    pub fn choose(self: &Arc<Self>, _key: BalanceKey<'_>, tried: &[ServerId]) -> Option<Pick> {
-        let count = self.servers.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let id = (0..count)
-            .map(|offset| (start + offset) % count)
-            .find(|id| !tried.contains(id))?;
-        self.servers[id].in_flight.fetch_add(1, Ordering::Relaxed);
-        Some(Pick {
-            pool: self.clone(),
-            id,
-        })
-    }
-
-    /// How an attempt on `id` went (passive health).
-    pub fn report(&self, _id: ServerId, _report: Report) {}
 }

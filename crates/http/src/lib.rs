@@ -16,6 +16,8 @@
 //! * [`chunked`]: resumable chunked request-body decoder.
 //! * [`proxy_protocol`]: the PROXY protocol header (v1 text, v2 binary) a load balancer sends
 //!   first.
+//! * [`upstream`]: the reverse proxy's side of HTTP/1.1: the upstream's response head
+//!   ([`upstream::ResponseParser`]), its body framing, and the request head written for it.
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
 #![forbid(unsafe_code)]
 
@@ -33,6 +35,7 @@ pub mod range;
 pub mod request;
 pub mod response;
 mod token;
+pub mod upstream;
 
 pub use chunked::{ChunkedDecoder, ChunkedError, Progress};
 pub use coding::{negotiate, Coding};

@@ -1,0 +1,133 @@
+//! AFPA's deferred response: the upstream decides what to send and hands the sending back to
+//! ampd's static path (its caches, `sendfile`, ranges and conditional requests). With
+//! `X-Accel-Redirect: /path` (nginx) the request is routed again inside ampd, where `internal`
+//! locations answer it; with `X-Sendfile: /file/system/path` (Apache, lighttpd), a file below
+//! the location's `x_sendfile_root` is served, and anything outside it is refused.
+//!
+//! Owns: recognising the instruction and re-dispatching the request. Must not touch: sockets,
+//! how files are served (`route.rs` and `content`).
+
+use ampd_http::request::{split_target, BodyFraming, Method};
+use ampd_http::upstream::{ResponseBody, ResponseHead};
+
+use super::{Proxy, Step};
+use crate::conn::upstream::Release;
+use crate::conn::{Conn, Context, RedirectBase, State};
+use crate::content::path::{self, PathOptions};
+use crate::content::serve::Persistence;
+use crate::upstream::Report;
+
+/// Paths named by `X-Sendfile` are judged like request paths, dot-files included: the
+/// upstream chose the file; confinement to the root is what matters.
+const SENDFILE_PATHS: PathOptions = PathOptions {
+    allow_dotfiles: true,
+    userdir: false,
+};
+
+impl Conn {
+    /// If the upstream's `head` hands the response back to ampd, serve it here; otherwise give
+    /// the exchange back untouched.
+    pub(super) fn deferred(
+        &mut self,
+        proxy: Box<Proxy>,
+        head: &ResponseHead,
+        body: &ResponseBody,
+        context: &mut Context<'_>,
+    ) -> Result<Step, Box<Proxy>> {
+        let Some(settings) = proxy.route.settings.proxy.as_ref() else {
+            return Err(proxy);
+        };
+        let accel = settings
+            .x_accel_redirect
+            .then(|| head.header("x-accel-redirect"))
+            .flatten()
+            .map(<[u8]>::to_vec);
+        let sendfile = settings.x_sendfile_root.as_ref().and_then(|root| {
+            head.header("x-sendfile")
+                .map(|value| (root.clone(), value.to_vec()))
+        });
+        if accel.is_none() && sendfile.is_none() {
+            return Err(proxy);
+        }
+        if let Some(pick) = &proxy.pick {
+            proxy.pool.report(pick.id, Report::Success);
+        }
+        // The upstream's own body is not wanted: its connection is kept only if there is none.
+        let empty = matches!(body, ResponseBody::None | ResponseBody::Length(0));
+        let reusable = empty
+            && head.keep_alive
+            && proxy.request.done()
+            && self
+                .link
+                .as_ref()
+                .is_some_and(|link| link.input.is_empty() && !link.finished);
+        let pool = proxy.pool.settings();
+        self.drop_link(if reusable && pool.keepalive > 0 {
+            Release::Keep {
+                keepalive: pool.keepalive,
+                timeout: pool.keepalive_timeout,
+            }
+        } else {
+            Release::Close
+        });
+        let request_done = proxy.request.done();
+        let Proxy {
+            mut exchange,
+            route,
+            ..
+        } = *proxy;
+        if !request_done {
+            // The rest of the client's body is never read: the connection ends after this.
+            exchange.persistence = Persistence::Close;
+        }
+        if exchange.head.method != Method::Head {
+            exchange.head.method = Method::Get;
+        }
+        exchange.head.body = BodyFraming::None;
+        self.state = State::ReadingHead;
+
+        if let Some(target) = accel {
+            let target = match String::from_utf8(target) {
+                Ok(target) if target.starts_with('/') => target,
+                _ => {
+                    self.answer(&exchange, Some(&route), 502, &[], context);
+                    return Ok(Step::Over);
+                }
+            };
+            exchange.head.target = target.into_boxed_str();
+            exchange.internal = true;
+            return Ok(self.route(exchange, context).map_or(Step::Over, Step::Job));
+        }
+        let (root, file) = sendfile.expect("one of the two is set");
+        let below_root = std::str::from_utf8(&file)
+            .ok()
+            .and_then(|file| std::path::Path::new(file).strip_prefix(&root).ok())
+            .and_then(|relative| relative.to_str())
+            .and_then(|relative| path::normalize(&format!("/{relative}"), &SENDFILE_PATHS).ok());
+        let Some(clean) = below_root else {
+            static OUTSIDE: crate::log::error::Throttle = crate::log::error::Throttle::new();
+            OUTSIDE.log(
+                crate::config::Level::Error,
+                format_args!(
+                    "X-Sendfile {} is not below x_sendfile_root {}",
+                    String::from_utf8_lossy(&file).escape_debug(),
+                    root.display()
+                ),
+            );
+            self.answer(&exchange, Some(&route), 502, &[], context);
+            return Ok(Step::Over);
+        };
+        let (raw_path, query) = match split_target(&exchange.head.target) {
+            Some((_, raw_path, query)) => (raw_path.to_owned(), query.map(str::to_owned)),
+            None => ("/".to_owned(), None),
+        };
+        let redirect = RedirectBase {
+            path: raw_path,
+            query,
+            rewritten: false,
+        };
+        Ok(self
+            .serve_static(exchange, route, clean, redirect, context)
+            .map_or(Step::Over, Step::Job))
+    }
+}

@@ -1,0 +1,172 @@
+//! The heads a proxied exchange writes: the request head for the upstream (re-serialised from
+//! the parsed request, so no byte of the client's framing reaches the upstream: RFC 9112 §11.2
+//! smuggling), and the response head for the client (the upstream's end-to-end headers under
+//! ampd's `Server`, `Date` and connection handling, with the framing ampd chose).
+//!
+//! Owns: which headers cross and which are ampd's own. Must not touch: bodies (`relay.rs`).
+
+use std::net::IpAddr;
+
+use ampd_http::response::{write_header, write_status_line};
+use ampd_http::upstream::{
+    is_hop_by_hop, write_request, ForwardBody, ForwardRequest, Limits as ResponseLimits,
+    ResponseHead,
+};
+
+use super::relay::ClientFraming;
+use crate::config::{Config, ProxyHost, ProxySettings, UpstreamAddress};
+use crate::conn::Exchange;
+use crate::content::serve::{common_headers, ResponseContext};
+
+/// Limits on an upstream's response head: the client's request limits, with room for the
+/// larger heads applications send (cookies, security policies).
+pub(super) fn response_limits(config: &Config) -> ResponseLimits {
+    ResponseLimits {
+        max_head_bytes: config.limits.max_head_bytes.max(64 << 10),
+        max_headers: config.limits.max_headers.max(200),
+    }
+}
+
+/// What one attempt sends: the request head for `server`.
+pub(super) struct Forward<'a> {
+    pub exchange: &'a Exchange,
+    pub settings: &'a ProxySettings,
+    /// Path and query to request.
+    pub target: &'a str,
+    pub client: IpAddr,
+    pub body: ForwardBody,
+    pub websocket: bool,
+    /// The pool keeps idle connections (`Connection: keep-alive`, else `close`).
+    pub keep_alive: bool,
+    pub server: &'a UpstreamAddress,
+}
+
+pub(super) fn forward(forward: &Forward<'_>) -> Vec<u8> {
+    let head = &forward.exchange.head;
+    let client_host = head.host();
+    let server_host;
+    let host = match &forward.settings.host {
+        ProxyHost::Client if client_host.is_some() => client_host.unwrap_or_default(),
+        ProxyHost::Literal(literal) => literal.as_str(),
+        ProxyHost::Client | ProxyHost::Upstream => {
+            server_host = match forward.server {
+                UpstreamAddress::Tcp(address) => address.to_string(),
+                UpstreamAddress::Unix(_) => "localhost".to_owned(),
+            };
+            server_host.as_str()
+        }
+    };
+    let trust_incoming = forward
+        .settings
+        .forwarded_trust
+        .iter()
+        .any(|range| range.contains(forward.client));
+    let request = ForwardRequest {
+        method: &head.method,
+        target: forward.target,
+        host,
+        client_headers: &head.headers,
+        body: forward.body,
+        client: forward.client,
+        proto: "http",
+        client_host,
+        trust_incoming,
+        upgrade: forward.websocket.then_some("websocket"),
+        keep_alive: forward.keep_alive,
+    };
+    let mut out = Vec::with_capacity(512);
+    write_request(&request, &mut out);
+    out
+}
+
+/// Whether an upstream response header stays behind: hop-by-hop ones and those its
+/// `Connection` names (RFC 9110 §7.6.1), the framing (ampd chooses its own), the `Server` and
+/// `Date` ampd writes itself (as nginx does), and `X-Accel-*` instructions meant for ampd.
+fn stays_behind(name: &str, connection_tokens: &[&[u8]]) -> bool {
+    is_hop_by_hop(name)
+        || name.eq_ignore_ascii_case("content-length")
+        || name.eq_ignore_ascii_case("transfer-encoding")
+        || name.eq_ignore_ascii_case("server")
+        || name.eq_ignore_ascii_case("date")
+        || name
+            .get(..8)
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case("x-accel-"))
+        || connection_tokens
+            .iter()
+            .any(|token| token.eq_ignore_ascii_case(name.as_bytes()))
+}
+
+fn connection_tokens(head: &ResponseHead) -> Vec<&[u8]> {
+    head.headers_named("connection")
+        .flat_map(|value| value.split(|&byte| byte == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|token| !token.is_empty())
+        .collect()
+}
+
+fn end_to_end_headers(out: &mut Vec<u8>, head: &ResponseHead) {
+    let tokens = connection_tokens(head);
+    for header in &head.headers {
+        if !stays_behind(&header.name, &tokens) {
+            write_header(out, &header.name, &header.value);
+        }
+    }
+}
+
+/// The client's response head for an upstream `head` whose body goes out as `framing`.
+pub(super) fn write_response_head(
+    out: &mut Vec<u8>,
+    head: &ResponseHead,
+    framing: ClientFraming,
+    response: &ResponseContext<'_>,
+) {
+    write_status_line(out, head.status);
+    common_headers(out, response);
+    end_to_end_headers(out, head);
+    match framing {
+        ClientFraming::Length | ClientFraming::None => {
+            // A length is the body's (or, for HEAD and 304, the representation's it
+            // describes): passed on as the upstream gave it, one value.
+            if let Some(length) = head.header("content-length") {
+                write_header(out, "Content-Length", length);
+            }
+        }
+        ClientFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        ClientFraming::Close => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The `101` passed to the client when a WebSocket tunnel opens.
+pub(super) fn write_switching_head(out: &mut Vec<u8>, head: &ResponseHead, date: &[u8; 29]) {
+    write_status_line(out, 101);
+    out.extend_from_slice(b"Server: ampd\r\nDate: ");
+    out.extend_from_slice(date);
+    out.extend_from_slice(b"\r\n");
+    end_to_end_headers(out, head);
+    out.extend_from_slice(b"Connection: upgrade\r\nUpgrade: websocket\r\n\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stays_behind;
+
+    #[test]
+    fn hop_by_hop_framing_and_connection_named_headers_stay_behind() {
+        let tokens: [&[u8]; 1] = [b"x-secret"];
+        for name in [
+            "Connection",
+            "Keep-Alive",
+            "Transfer-Encoding",
+            "Content-Length",
+            "Server",
+            "X-Accel-Redirect",
+            "x-secret",
+        ] {
+            assert!(stays_behind(name, &tokens), "{name}");
+        }
+        for name in ["Content-Type", "Set-Cookie", "ETag", "X-Accel"] {
+            assert!(!stays_behind(name, &tokens), "{name}");
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! The reverse proxy's exchange: one client request answered by an upstream server (AFPA's
+//! "remote response"), sans-I/O. The request head is re-serialised for the upstream (never the
+//! client's bytes), the body streamed across with one framing, the response head validated and
+//! rewritten, and its body streamed back; a failed attempt is retried on the next server while
+//! that is safe (an idempotent request, nothing sent to the client yet, the request small enough
+//! to send again).
+//!
+//! Owns: the exchange's stages and decisions (which server, when to retry, `502`/`504`, whether
+//! the upstream connection may be pooled). Bodies move in `relay.rs`; heads are made in
+//! `head.rs`; failures are answered in `failure.rs`.
+//! Must not touch: sockets (the engine moves the bytes, `conn/upstream.rs`), the pools' state
+//! (`crate::upstream`: asked to choose, told how it went).
+
+mod deferred;
+mod failure;
+mod head;
+mod relay;
+mod tunnel;
+
+use std::sync::Arc;
+
+use ampd_http::request::{Method, Version};
+use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponseParser};
+
+use super::upstream::{Connect, Failure, Release, Timeouts};
+use super::{Conn, Context, Ending, Exchange, Job, Need, State};
+use crate::content::serve::{Persistence, Sink};
+use crate::site::Route;
+use crate::upstream::{BalanceKey, Pick, Pool, Report, ServerId};
+use relay::{BodyRefused, RequestRelay, ResponseRelay};
+
+/// Bytes queued towards either side past which the other side is not read: the bound on what
+/// one proxied connection buffers in each direction.
+pub(super) const HIGH_WATER: usize = 64 << 10;
+
+/// One proxied request.
+#[derive(Debug)]
+pub(super) struct Proxy {
+    pub exchange: Exchange,
+    pub route: Arc<Route>,
+    pool: Arc<Pool>,
+    /// The path and query requested upstream.
+    target: String,
+    request: RequestRelay,
+    tried: Vec<ServerId>,
+    /// The server of the current attempt (counted in flight on it while held).
+    pick: Option<Pick>,
+    /// The next connection may come from the idle pool (not after a pooled one failed).
+    reuse: bool,
+    /// GET, HEAD, PUT, DELETE, OPTIONS, TRACE (RFC 9110 §9.2.2): safe to send again.
+    idempotent: bool,
+    /// The client asked for a WebSocket and the location allows it.
+    websocket: bool,
+    stage: Stage,
+}
+
+#[derive(Debug)]
+enum Stage {
+    /// Choose a server and ask the engine for a connection to it.
+    Connect,
+    /// `Need::Connect` is out.
+    Opening,
+    /// The request is going out; the response head has not arrived (whole).
+    Head(Box<ResponseParser>),
+    /// The response head went to the client; its body follows.
+    Body {
+        relay: ResponseRelay,
+        status: u16,
+        /// The upstream's head allows another request on its connection.
+        keep_alive: bool,
+        /// Bytes of the head sent to the client (for the access log).
+        head_bytes: u64,
+    },
+    /// `101 Switching Protocols`: bytes pass both ways untouched.
+    Tunnel {
+        head_bytes: u64,
+        /// Bytes passed from the upstream to the client.
+        down: u64,
+    },
+}
+
+/// What a step of the exchange leaves the connection to do.
+enum Step {
+    /// Go on with the exchange (its stage changed).
+    Again(Box<Proxy>),
+    /// Return this to the engine, the exchange still in progress.
+    Wait(Box<Proxy>, Need),
+    /// The exchange is over; the connection's state says what follows.
+    Over,
+    /// The exchange is over and handed to the static path, which needs this job run.
+    Job(Job),
+}
+
+impl Conn {
+    /// Begin proxying `exchange` (its body, if any, still unread) to the location's upstream.
+    pub(super) fn start_proxy(
+        &mut self,
+        exchange: Exchange,
+        route: Arc<Route>,
+        target: String,
+        context: &mut Context<'_>,
+    ) {
+        let Some(settings) = route.settings.proxy.clone() else {
+            // The loader gives every proxy location its settings.
+            self.answer(&exchange, Some(&route), 500, &[], context);
+            return;
+        };
+        let pool = context.upstreams.pool(settings.pool).clone();
+        let websocket = settings.websocket && wants_websocket(&exchange);
+        let mut exchange = exchange;
+        let body = exchange.body.take();
+        if body.is_some() && exchange.head.expect_continue {
+            // The client waits for this before it sends the body (RFC 9110 §10.1.1); the
+            // upstream's own `100` is not passed on.
+            self.output
+                .bytes()
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let request = RequestRelay::new(body);
+        let idempotent = matches!(
+            exchange.head.method,
+            Method::Get
+                | Method::Head
+                | Method::Put
+                | Method::Delete
+                | Method::Options
+                | Method::Trace
+        );
+        let proxy = Proxy {
+            exchange,
+            route,
+            pool,
+            target,
+            request,
+            tried: Vec::new(),
+            pick: None,
+            reuse: true,
+            idempotent,
+            websocket,
+            stage: Stage::Connect,
+        };
+        self.state = State::Proxying(Box::new(proxy));
+    }
+
+    /// Take the exchange as far as it goes; `None` when it is over (the state says what next).
+    pub(super) fn advance_proxy(&mut self, context: &mut Context<'_>) -> Option<Need> {
+        let State::Proxying(mut proxy) = std::mem::replace(&mut self.state, State::ReadingHead)
+        else {
+            return None;
+        };
+        loop {
+            let step = match self.failure() {
+                Some(failure) => self.proxy_failed(proxy, failure, context),
+                None => self.proxy_step(proxy, context),
+            };
+            match step {
+                Step::Again(next) => proxy = next,
+                Step::Wait(next, need) => {
+                    self.state = State::Proxying(next);
+                    return Some(need);
+                }
+                Step::Over => return None,
+                Step::Job(job) => return Some(Need::Job(job)),
+            }
+        }
+    }
+
+    /// A failure of the attempt in progress, taken (it is acted on once).
+    fn failure(&mut self) -> Option<Failure> {
+        if let Some(failure) = self.open_failure.take() {
+            return Some(failure);
+        }
+        let link = self.link.as_mut()?;
+        if let Some(failure) = link.failure {
+            return Some(failure);
+        }
+        None
+    }
+
+    fn proxy_step(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        match proxy.stage {
+            Stage::Connect => self.choose_server(proxy, context),
+            Stage::Opening => {
+                let Some(link) = self.link.as_mut() else {
+                    // The engine answers `Need::Connect` before advancing again.
+                    return Step::Wait(proxy, Need::Wait);
+                };
+                let (Some(pick), Some(settings)) = (&proxy.pick, &proxy.route.settings.proxy)
+                else {
+                    unreachable!("a server was chosen for a proxy location")
+                };
+                let request_head = head::forward(&head::Forward {
+                    exchange: &proxy.exchange,
+                    settings,
+                    target: &proxy.target,
+                    client: self.peer,
+                    body: proxy.request.forward_body(),
+                    websocket: proxy.websocket,
+                    keep_alive: proxy.pool.settings().keepalive > 0,
+                    server: pick.address(),
+                });
+                let out = link.queue();
+                out.extend_from_slice(&request_head);
+                if let Some(kept) = proxy.request.kept() {
+                    out.extend_from_slice(kept);
+                }
+                let parser = ResponseParser::new(head::response_limits(context.config));
+                proxy.stage = Stage::Head(Box::new(parser));
+                Step::Again(proxy)
+            }
+            Stage::Head(_) => {
+                if let Err(refused) = self.forward_body(&mut proxy) {
+                    return self.body_refused(proxy, refused, context);
+                }
+                self.read_response_head(proxy, context)
+            }
+            Stage::Body { .. } => {
+                if let Err(refused) = self.forward_body(&mut proxy) {
+                    return self.body_refused(proxy, refused, context);
+                }
+                self.relay_response(proxy, context)
+            }
+            Stage::Tunnel { .. } => self.tunnel(proxy, context),
+        }
+    }
+
+    fn choose_server(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        let key = BalanceKey {
+            client: self.peer,
+            uri: &proxy.exchange.head.target,
+        };
+        let Some(pick) = proxy.pool.choose(key, &proxy.tried) else {
+            return self.proxy_error(proxy, 502, "no server is available", context);
+        };
+        proxy.tried.push(pick.id);
+        let settings = proxy.pool.settings();
+        self.awaiting_link = Some(Timeouts {
+            connect: settings.connect_timeout,
+            send: settings.send_timeout,
+            read: settings.read_timeout,
+        });
+        let connect = Connect {
+            address: pick.address().clone(),
+            reuse: proxy.reuse && settings.keepalive > 0,
+        };
+        proxy.pick = Some(pick);
+        proxy.stage = Stage::Opening;
+        Step::Wait(proxy, Need::Connect(connect))
+    }
+
+    /// Move the client's body towards the upstream, as far as the upstream's queue has room.
+    fn forward_body(&mut self, proxy: &mut Proxy) -> Result<(), BodyRefused> {
+        if proxy.request.done() {
+            return Ok(());
+        }
+        let Some(link) = self.link.as_mut() else {
+            return Ok(());
+        };
+        let room = HIGH_WATER.saturating_sub(link.pending());
+        if room == 0 {
+            return Ok(());
+        }
+        let input = &self.input[self.consumed..];
+        let used = proxy.request.relay(input, link.queue(), room)?;
+        self.consumed += used;
+        Ok(())
+    }
+
+    /// Wait for, then act on, the upstream's response head.
+    fn read_response_head(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        let Some(link) = self.link.as_mut() else {
+            return Step::Wait(proxy, Need::Wait);
+        };
+        let Stage::Head(parser) = &mut proxy.stage else {
+            unreachable!("called in Stage::Head")
+        };
+        let parsed = parser.parse(&link.input);
+        match parsed {
+            Ok(ResponseParse::Partial) if link.finished => {
+                link.failure = Some(Failure::Closed);
+                Step::Again(proxy)
+            }
+            Ok(ResponseParse::Partial) => {
+                if self.peer_finished && !proxy.request.done() {
+                    return self.client_gone(proxy, context);
+                }
+                Step::Wait(proxy, Need::Read)
+            }
+            Ok(ResponseParse::Complete { head, len }) => {
+                link.input.drain(..len);
+                parser.reset();
+                match head.status {
+                    101 if proxy.websocket => self.begin_tunnel(proxy, &head, context),
+                    // Interim responses: ours went out already (`start_proxy`); others are
+                    // not passed on.
+                    100..=199 if head.status != 101 => Step::Again(proxy),
+                    _ => {
+                        let body = if head.status == 101 {
+                            // A switch the client did not ask for (or may not have here).
+                            Err(None)
+                        } else {
+                            response_body(&head, &proxy.exchange.head.method).map_err(Some)
+                        };
+                        match body {
+                            Ok(body) => match self.deferred(proxy, &head, &body, context) {
+                                Ok(step) => step,
+                                Err(proxy) => self.begin_response(proxy, &head, &body, context),
+                            },
+                            Err(error) => {
+                                let why = error.map_or_else(
+                                    || "101 Switching Protocols that was not asked for".to_owned(),
+                                    |error| error.to_string(),
+                                );
+                                self.invalid_response(proxy, &why, context)
+                            }
+                        }
+                    }
+                }
+            }
+            Err(error) => self.invalid_response(proxy, &error.to_string(), context),
+        }
+    }
+
+    /// A valid response head: report the server healthy, send the head to the client, and
+    /// start relaying its body.
+    fn begin_response(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        head: &ampd_http::upstream::ResponseHead,
+        body: &ResponseBody,
+        context: &mut Context<'_>,
+    ) -> Step {
+        if let Some(pick) = &proxy.pick {
+            proxy.pool.report(pick.id, Report::Success);
+        }
+        let client_http11 = proxy.exchange.head.version == Version::Http11;
+        let relay = ResponseRelay::new(body, client_http11);
+        if relay.framing == relay::ClientFraming::Close {
+            proxy.exchange.persistence = Persistence::Close;
+        }
+        if !proxy.request.done() {
+            // The upstream answered before the whole body arrived: the rest of it would have to
+            // be read on the client's connection before another request; close instead.
+            proxy.exchange.persistence = Persistence::Close;
+        }
+        let response =
+            super::reply::response_context(context, proxy.exchange.persistence, Some(&proxy.route));
+        let out = self.output.bytes();
+        let before = out.len();
+        head::write_response_head(out, head, relay.framing, &response);
+        let head_bytes = (out.len() - before) as u64;
+        proxy.stage = Stage::Body {
+            relay,
+            status: head.status,
+            keep_alive: head.keep_alive,
+            head_bytes,
+        };
+        Step::Again(proxy)
+    }
+
+    /// Relay the response body; finish the exchange when it is complete.
+    fn relay_response(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        let Some(link) = self.link.as_mut() else {
+            return Step::Wait(proxy, Need::Wait);
+        };
+        let Stage::Body { relay, .. } = &mut proxy.stage else {
+            unreachable!("called in Stage::Body")
+        };
+        let room =
+            HIGH_WATER.saturating_sub(usize::try_from(self.output.pending()).unwrap_or(usize::MAX));
+        if room > 0 && !link.input.is_empty() {
+            match relay.relay(&link.input, self.output.bytes(), room) {
+                Ok(used) => {
+                    link.input.drain(..used);
+                }
+                Err(relay::BrokenBody) => {
+                    return self.cut_short(proxy, "invalid chunked body", context);
+                }
+            }
+        }
+        if relay.complete() {
+            return self.finish(proxy, context);
+        }
+        if link.finished && link.input.is_empty() {
+            if relay.upstream_closed(self.output.bytes()) {
+                return self.finish(proxy, context);
+            }
+            return self.cut_short(proxy, "closed before the end of the body", context);
+        }
+        Step::Wait(proxy, Need::Read)
+    }
+
+    /// The response is complete: log it, pool or close the upstream connection, and go on
+    /// with the client's connection as its persistence says.
+    fn finish(&mut self, proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        let Stage::Body {
+            relay,
+            status,
+            keep_alive,
+            head_bytes,
+        } = &proxy.stage
+        else {
+            unreachable!("finish is called in Stage::Body")
+        };
+        let reusable = *keep_alive
+            && relay.delimited()
+            && proxy.request.done()
+            && self
+                .link
+                .as_ref()
+                .is_some_and(|link| !link.finished && link.input.is_empty() && link.pending() == 0);
+        let settings = proxy.pool.settings();
+        self.drop_link(if reusable && settings.keepalive > 0 {
+            Release::Keep {
+                keepalive: settings.keepalive,
+                timeout: settings.keepalive_timeout,
+            }
+        } else {
+            Release::Close
+        });
+        self.record_sizes(
+            Some(&proxy.exchange),
+            *status,
+            *head_bytes,
+            relay.body_bytes,
+            context,
+        );
+        let persistence = proxy.exchange.persistence;
+        self.settle(super::Outcome::Responded(persistence));
+        if !proxy.request.done() {
+            self.state = State::Closing(Ending::Linger);
+        }
+        Step::Over
+    }
+
+    /// Hand the upstream socket back to the engine.
+    pub(super) fn drop_link(&mut self, release: Release) {
+        self.awaiting_link = None;
+        self.open_failure = None;
+        if self.link.take().is_some() {
+            self.release = Some(release);
+        }
+    }
+
+    /// Whether reading from the upstream is useful now.
+    pub(super) fn proxy_reads_upstream(&self) -> bool {
+        let State::Proxying(proxy) = &self.state else {
+            return false;
+        };
+        let Some(link) = &self.link else {
+            return false;
+        };
+        if link.failure.is_some() || link.finished {
+            return false;
+        }
+        match proxy.stage {
+            Stage::Head(_) => true,
+            Stage::Body { .. } | Stage::Tunnel { .. } => {
+                self.output.pending() < HIGH_WATER as u64 && link.input.len() < HIGH_WATER
+            }
+            Stage::Connect | Stage::Opening => false,
+        }
+    }
+
+    /// Whether reading from the client is useful now (its body, or a tunnel's bytes).
+    pub(super) fn proxy_reads_client(&self) -> bool {
+        let State::Proxying(proxy) = &self.state else {
+            return false;
+        };
+        let waiting = self.input.len() - self.consumed;
+        match proxy.stage {
+            Stage::Tunnel { .. } => self
+                .link
+                .as_ref()
+                .is_some_and(|link| link.pending() + waiting < HIGH_WATER),
+            _ if proxy.request.done() => false,
+            _ => match &self.link {
+                Some(link) => link.pending() + waiting < HIGH_WATER,
+                // Before the upstream connection, read no further than one buffer's worth.
+                None => waiting < HIGH_WATER,
+            },
+        }
+    }
+
+    /// Whether the exchange is still reading the client's body (the body timeout applies).
+    pub(super) fn proxy_reading_body(&self) -> bool {
+        matches!(&self.state, State::Proxying(proxy) if !proxy.request.done())
+    }
+}
+
+/// Whether the request asks to switch to WebSocket (RFC 6455 §4.1: a GET with `Upgrade:
+/// websocket` and `Connection: upgrade`).
+fn wants_websocket(exchange: &Exchange) -> bool {
+    let head = &exchange.head;
+    head.method == Method::Get
+        && head
+            .header("upgrade")
+            .is_some_and(|value| value.eq_ignore_ascii_case(b"websocket"))
+        && head.headers_named("connection").any(|value| {
+            value
+                .split(|&byte| byte == b',')
+                .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"upgrade"))
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,351 @@
+//! Moving a body across the proxy, re-framed on the way: the client's request body to the
+//! upstream, and the upstream's response body to the client. Only what the other side has room
+//! for is taken, so a slow reader on either side stops the reading on the other (bounded
+//! buffers both ways; ampd never holds a whole upload or download).
+//!
+//! Owns: framing on each side (Content-Length, chunked, close-delimited) and the request bytes
+//! kept for a retry.
+//! Must not touch: sockets, the exchange's decisions (`mod.rs`).
+
+use ampd_http::chunked::ChunkedDecoder;
+use ampd_http::upstream::{write_chunk_header, ForwardBody, ResponseBody, LAST_CHUNK};
+
+use crate::conn::BodyLeft;
+
+/// Request bytes (head and body as forwarded) kept to send again to the next server when an
+/// attempt fails before any response: past this, the request cannot be retried.
+pub const RETRY_KEEP: usize = 64 << 10;
+
+/// The client's request body on its way to the upstream.
+#[derive(Debug)]
+pub struct RequestRelay {
+    /// What is left to read of it (`None`: no body, or all read).
+    left: Option<BodyLeft>,
+    /// How the body is framed upstream: chunked if the client chunked it, else its length.
+    framing: ForwardBody,
+    /// Everything forwarded so far, while it fits in `RETRY_KEEP`.
+    kept: Option<Vec<u8>>,
+}
+
+/// Why the client's body cannot be forwarded: the status to answer (`400` broken chunking,
+/// `413` past the limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyRefused(pub u16);
+
+impl RequestRelay {
+    pub fn new(left: Option<BodyLeft>) -> RequestRelay {
+        let framing = match &left {
+            None => ForwardBody::None,
+            Some(BodyLeft::Length(length)) => ForwardBody::Length(*length),
+            Some(BodyLeft::Chunked(_)) => ForwardBody::Chunked,
+        };
+        RequestRelay {
+            left,
+            framing,
+            kept: Some(Vec::new()),
+        }
+    }
+
+    /// The whole body has been read from the client (or there was none).
+    pub fn done(&self) -> bool {
+        self.left.is_none()
+    }
+
+    /// The bytes forwarded so far, if they can all be sent again.
+    pub fn kept(&self) -> Option<&[u8]> {
+        self.kept.as_deref()
+    }
+
+    /// Move body bytes from `input` to `out`, at most about `room` of them. Returns the input
+    /// bytes used.
+    pub fn relay(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        room: usize,
+    ) -> Result<usize, BodyRefused> {
+        let Some(left) = self.left.as_mut() else {
+            return Ok(0);
+        };
+        let start = out.len();
+        let (used, done) = match left {
+            BodyLeft::Length(remaining) => {
+                let take = usize::try_from(*remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(input.len())
+                    .min(room);
+                out.extend_from_slice(&input[..take]);
+                *remaining -= take as u64;
+                (take, *remaining == 0)
+            }
+            BodyLeft::Chunked(decoder) => {
+                let window = &input[..input.len().min(room.max(64))];
+                let progress = decoder
+                    .feed(window, &mut |data| {
+                        write_chunk_header(data.len(), out);
+                        out.extend_from_slice(data);
+                        out.extend_from_slice(b"\r\n");
+                    })
+                    .map_err(|error| BodyRefused(error.status()))?;
+                if progress.done {
+                    out.extend_from_slice(LAST_CHUNK);
+                }
+                (progress.consumed, progress.done)
+            }
+        };
+        if done {
+            self.left = None;
+        }
+        if let Some(kept) = self.kept.as_mut() {
+            if kept.len() + (out.len() - start) <= RETRY_KEEP {
+                kept.extend_from_slice(&out[start..]);
+            } else {
+                self.kept = None;
+            }
+        }
+        Ok(used)
+    }
+
+    /// The framing the upstream request announces.
+    pub fn forward_body(&self) -> ForwardBody {
+        self.framing
+    }
+}
+
+/// How the response body is framed towards the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientFraming {
+    /// No body (HEAD, 1xx, 204, 304).
+    None,
+    /// `Content-Length` from the upstream, passed on.
+    Length,
+    /// Re-chunked (the upstream chunked it, or ends it by closing, and the client speaks 1.1).
+    Chunked,
+    /// Ended by closing the connection (an HTTP/1.0 client of a body without a length).
+    Close,
+}
+
+/// How the upstream's body ends.
+#[derive(Debug)]
+enum UpstreamBody {
+    None,
+    Length(u64),
+    Chunked(ChunkedDecoder),
+    UntilClose,
+}
+
+/// The upstream's response body on its way to the client.
+#[derive(Debug)]
+pub struct ResponseRelay {
+    upstream: UpstreamBody,
+    pub framing: ClientFraming,
+    /// Body bytes passed to the client (decoded, without chunk framing).
+    pub body_bytes: u64,
+}
+
+/// The upstream's body broke its framing (bad chunking): the response cannot be completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokenBody;
+
+impl ResponseRelay {
+    pub fn new(body: &ResponseBody, client_http11: bool) -> ResponseRelay {
+        let (upstream, framing) = match body {
+            ResponseBody::None | ResponseBody::Tunnel => (UpstreamBody::None, ClientFraming::None),
+            ResponseBody::Length(length) => (UpstreamBody::Length(*length), ClientFraming::Length),
+            ResponseBody::Chunked => (
+                UpstreamBody::Chunked(ChunkedDecoder::new()),
+                chunked_or_close(client_http11),
+            ),
+            ResponseBody::UntilClose => (UpstreamBody::UntilClose, chunked_or_close(client_http11)),
+        };
+        ResponseRelay {
+            upstream,
+            framing,
+            body_bytes: 0,
+        }
+    }
+
+    /// Whether the body is complete without the upstream closing.
+    pub fn complete(&self) -> bool {
+        match &self.upstream {
+            UpstreamBody::None => true,
+            UpstreamBody::Length(left) => *left == 0,
+            UpstreamBody::Chunked(decoder) => decoder.is_done(),
+            UpstreamBody::UntilClose => false,
+        }
+    }
+
+    /// Whether the upstream connection may be reused after this body (its end is known without
+    /// a close).
+    pub fn delimited(&self) -> bool {
+        !matches!(self.upstream, UpstreamBody::UntilClose)
+    }
+
+    /// Move body bytes from `input` (the upstream's) to `out` (the client's), at most about
+    /// `room`. Returns the input bytes used. `finished`: the upstream has closed, which ends a
+    /// close-delimited body.
+    pub fn relay(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        room: usize,
+    ) -> Result<usize, BrokenBody> {
+        let framing = self.framing;
+        let mut passed = 0u64;
+        let used = match &mut self.upstream {
+            UpstreamBody::None => 0,
+            UpstreamBody::Length(left) => {
+                let take = usize::try_from(*left)
+                    .unwrap_or(usize::MAX)
+                    .min(input.len())
+                    .min(room);
+                out.extend_from_slice(&input[..take]);
+                *left -= take as u64;
+                passed = take as u64;
+                take
+            }
+            UpstreamBody::UntilClose => {
+                let take = input.len().min(room);
+                emit(framing, &input[..take], out);
+                passed = take as u64;
+                take
+            }
+            UpstreamBody::Chunked(decoder) => {
+                let window = &input[..input.len().min(room.max(64))];
+                let progress = decoder
+                    .feed(window, &mut |data| {
+                        emit(framing, data, out);
+                        passed += data.len() as u64;
+                    })
+                    .map_err(|_| BrokenBody)?;
+                if progress.done && framing == ClientFraming::Chunked {
+                    out.extend_from_slice(LAST_CHUNK);
+                }
+                progress.consumed
+            }
+        };
+        self.body_bytes += passed;
+        Ok(used)
+    }
+
+    /// The upstream closed: a close-delimited body ends here (returns true); any other body
+    /// that is not complete was cut short.
+    pub fn upstream_closed(&mut self, out: &mut Vec<u8>) -> bool {
+        match self.upstream {
+            UpstreamBody::UntilClose => {
+                if self.framing == ClientFraming::Chunked {
+                    out.extend_from_slice(LAST_CHUNK);
+                }
+                self.upstream = UpstreamBody::None;
+                true
+            }
+            _ => self.complete(),
+        }
+    }
+}
+
+fn chunked_or_close(client_http11: bool) -> ClientFraming {
+    if client_http11 {
+        ClientFraming::Chunked
+    } else {
+        ClientFraming::Close
+    }
+}
+
+fn emit(framing: ClientFraming, data: &[u8], out: &mut Vec<u8>) {
+    if data.is_empty() {
+        return;
+    }
+    if framing == ClientFraming::Chunked {
+        write_chunk_header(data.len(), out);
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        out.extend_from_slice(data);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunked_request_is_forwarded_chunked_and_kept_for_a_retry() {
+        let mut relay = RequestRelay::new(Some(BodyLeft::Chunked(ChunkedDecoder::new())));
+        let mut out = Vec::new();
+        let input = b"5\r\nhello\r\n0\r\n\r\nGET /next";
+        let used = relay.relay(input, &mut out, 1 << 20).unwrap();
+        assert_eq!(&input[..used], b"5\r\nhello\r\n0\r\n\r\n");
+        assert!(relay.done());
+        assert_eq!(out, b"5\r\nhello\r\n0\r\n\r\n");
+        assert_eq!(relay.kept(), Some(&out[..]));
+    }
+
+    #[test]
+    fn a_length_body_moves_only_as_much_as_there_is_room_for() {
+        let mut relay = RequestRelay::new(Some(BodyLeft::Length(10)));
+        let mut out = Vec::new();
+        assert_eq!(relay.relay(b"0123456789tail", &mut out, 4).unwrap(), 4);
+        assert!(!relay.done());
+        assert_eq!(relay.relay(b"456789tail", &mut out, 100).unwrap(), 6);
+        assert!(relay.done());
+        assert_eq!(out, b"0123456789");
+    }
+
+    #[test]
+    fn a_large_body_is_not_kept() {
+        let mut relay = RequestRelay::new(Some(BodyLeft::Length(RETRY_KEEP as u64 + 1)));
+        let input = vec![b'x'; RETRY_KEEP + 1];
+        let mut out = Vec::new();
+        relay.relay(&input, &mut out, usize::MAX).unwrap();
+        assert!(relay.kept().is_none());
+    }
+
+    #[test]
+    fn broken_request_chunking_is_refused_with_400() {
+        let mut relay = RequestRelay::new(Some(BodyLeft::Chunked(ChunkedDecoder::new())));
+        let mut out = Vec::new();
+        assert_eq!(relay.relay(b"zz\r\n", &mut out, 100), Err(BodyRefused(400)));
+    }
+
+    #[test]
+    fn a_close_delimited_response_is_rechunked_for_http11_and_ended_by_the_close() {
+        let mut relay = ResponseRelay::new(&ResponseBody::UntilClose, true);
+        let mut out = Vec::new();
+        assert_eq!(relay.relay(b"abc", &mut out, 100).unwrap(), 3);
+        assert!(!relay.complete());
+        assert!(relay.upstream_closed(&mut out));
+        assert_eq!(out, b"3\r\nabc\r\n0\r\n\r\n");
+        assert_eq!(relay.body_bytes, 3);
+    }
+
+    #[test]
+    fn a_chunked_response_to_an_http10_client_is_decoded_and_ends_with_the_close() {
+        let mut relay = ResponseRelay::new(&ResponseBody::Chunked, false);
+        assert_eq!(relay.framing, ClientFraming::Close);
+        let mut out = Vec::new();
+        relay
+            .relay(b"3\r\nabc\r\n0\r\n\r\n", &mut out, 100)
+            .unwrap();
+        assert!(relay.complete());
+        assert_eq!(out, b"abc");
+    }
+
+    #[test]
+    fn a_length_response_cut_short_is_not_complete() {
+        let mut relay = ResponseRelay::new(&ResponseBody::Length(5), true);
+        let mut out = Vec::new();
+        relay.relay(b"abc", &mut out, 100).unwrap();
+        assert!(!relay.upstream_closed(&mut out));
+        assert_eq!(relay.relay(b"de", &mut out, 1).unwrap(), 1);
+        assert!(!relay.complete());
+    }
+
+    #[test]
+    fn broken_response_chunking_is_reported() {
+        let mut relay = ResponseRelay::new(&ResponseBody::Chunked, true);
+        let mut out = Vec::new();
+        assert_eq!(relay.relay(b"5\r\nab", &mut out, 100).unwrap(), 5);
+        assert_eq!(relay.relay(b"cdeXX", &mut out, 100), Err(BrokenBody));
+    }
+}

@@ -1,0 +1,245 @@
+//! The connection's second endpoint: the upstream socket a proxied exchange talks to, seen from
+//! the sans-I/O side. The engine owns the descriptor, connects it, and moves bytes; `Conn` says
+//! what to write, takes what was read, and decides (AFPA's "remote response").
+//!
+//! Owns: the contract every engine follows (`Need::Connect`, the `upstream_*` calls,
+//! `take_upstream_release`) and the link's bookkeeping (bytes to write, bytes read, when it last
+//! moved, how it ended).
+//! Must not touch: sockets, the pools' shared state (`crate::upstream`); what the bytes mean is
+//! the proxy exchange's (`proxy/`).
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::Conn;
+use crate::config::UpstreamAddress;
+
+/// Open a connection to an upstream server (`Need::Connect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connect {
+    pub address: UpstreamAddress,
+    /// An idle keep-alive connection to `address` from the loop's pool may be used.
+    pub reuse: bool,
+}
+
+/// How the engine provided the upstream socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opened {
+    /// A new socket; its `connect` may still be in progress (`upstream_connected` follows).
+    Fresh,
+    /// An idle pooled connection, connected and checked alive.
+    Reused,
+}
+
+/// What the engine does with an upstream socket the connection is done with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// The exchange ended cleanly on a persistent connection: keep it in the loop's idle pool
+    /// under its address (at most `keepalive` per address, for `keepalive_timeout`).
+    Keep { keepalive: usize, timeout: Duration },
+    /// Close it.
+    Close,
+}
+
+/// How the upstream connection failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Failure {
+    /// No socket could be made, or `connect` failed (refused, unreachable, no such socket).
+    Connect(io::ErrorKind),
+    /// Reading or writing failed (reset, broken pipe).
+    Io(io::ErrorKind),
+    /// The upstream closed before the response was complete.
+    Closed,
+    /// A timeout of the exchange ran out.
+    TimedOut,
+}
+
+/// Timeouts of one attempt, from its pool.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timeouts {
+    pub connect: Duration,
+    pub send: Duration,
+    pub read: Duration,
+}
+
+/// The connection's view of its upstream socket.
+#[derive(Debug)]
+pub(super) struct Link {
+    pub opened: Opened,
+    pub connected: bool,
+    pub timeouts: Timeouts,
+    /// Bytes to write: `out[sent..]`.
+    pub out: Vec<u8>,
+    pub sent: usize,
+    /// Bytes read and not yet used.
+    pub input: Vec<u8>,
+    /// The upstream closed its side.
+    pub finished: bool,
+    pub failure: Option<Failure>,
+    /// When the link was opened, or bytes last moved on it.
+    pub moved: Instant,
+    /// Bytes read from the upstream in all.
+    pub received: u64,
+}
+
+impl Link {
+    pub(super) fn new(opened: Opened, timeouts: Timeouts, now: Instant) -> Link {
+        Link {
+            opened,
+            connected: opened == Opened::Reused,
+            timeouts,
+            out: Vec::new(),
+            sent: 0,
+            input: Vec::new(),
+            finished: false,
+            failure: None,
+            moved: now,
+            received: 0,
+        }
+    }
+
+    /// Bytes queued for the upstream and not yet written.
+    pub(super) fn pending(&self) -> usize {
+        self.out.len() - self.sent
+    }
+
+    /// Queue bytes for the upstream, reclaiming what was already written.
+    pub(super) fn queue(&mut self) -> &mut Vec<u8> {
+        if self.sent == self.out.len() {
+            self.out.clear();
+            self.sent = 0;
+        }
+        &mut self.out
+    }
+}
+
+impl Conn {
+    fn link(&self) -> Option<&Link> {
+        self.link.as_ref()
+    }
+
+    fn link_mut(&mut self) -> Option<&mut Link> {
+        self.link.as_mut()
+    }
+
+    fn proxy_opened(&mut self, opened: Opened, now: Instant) {
+        if let Some(timeouts) = self.awaiting_link.take() {
+            self.link = Some(Link::new(opened, timeouts, now));
+        }
+    }
+
+    fn proxy_open_failed(&mut self, kind: io::ErrorKind) {
+        if self.awaiting_link.take().is_some() {
+            self.open_failure = Some(Failure::Connect(kind));
+        }
+    }
+
+    /// The engine attached an upstream socket after `Need::Connect`.
+    pub fn upstream_opened(&mut self, opened: Opened) {
+        self.proxy_opened(opened, Instant::now());
+    }
+
+    /// A fresh socket's `connect` completed.
+    pub fn upstream_connected(&mut self) {
+        if let Some(link) = self.link_mut() {
+            link.connected = true;
+            link.moved = Instant::now();
+        }
+    }
+
+    /// Bytes to write to the upstream now (empty: nothing, for now).
+    #[must_use]
+    pub fn upstream_output(&self) -> &[u8] {
+        self.link()
+            .filter(|link| link.connected && link.failure.is_none())
+            .map_or(&[][..], |link| &link.out[link.sent..])
+    }
+
+    /// `count` bytes of `upstream_output` were written.
+    pub fn upstream_sent(&mut self, count: usize) {
+        if let Some(link) = self.link_mut() {
+            link.sent = (link.sent + count).min(link.out.len());
+            if count > 0 {
+                link.moved = Instant::now();
+            }
+        }
+    }
+
+    /// Whether reading from the upstream is useful now (false: nothing is expected, or the
+    /// client is slower than the upstream and its output is full: backpressure).
+    #[must_use]
+    pub fn upstream_wants_input(&self) -> bool {
+        self.proxy_reads_upstream()
+    }
+
+    /// Bytes read from the upstream.
+    pub fn upstream_receive(&mut self, bytes: &[u8]) {
+        if let Some(link) = self.link_mut() {
+            link.input.extend_from_slice(bytes);
+            link.received += bytes.len() as u64;
+            if !bytes.is_empty() {
+                link.moved = Instant::now();
+            }
+        }
+    }
+
+    /// The upstream closed its side (a read returned 0).
+    pub fn upstream_finished(&mut self) {
+        if let Some(link) = self.link_mut() {
+            link.finished = true;
+        }
+    }
+
+    /// Connecting, reading or writing the upstream socket failed, or (with no socket attached
+    /// after `Need::Connect`) no socket could be made.
+    pub fn upstream_failed(&mut self, error: &io::Error) {
+        match self.link_mut() {
+            Some(link) => {
+                let failure = if link.connected {
+                    Failure::Io(error.kind())
+                } else {
+                    Failure::Connect(error.kind())
+                };
+                link.failure.get_or_insert(failure);
+            }
+            None => self.proxy_open_failed(error.kind()),
+        }
+    }
+
+    /// When the exchange's current timeout runs out: connecting, the upstream taking request
+    /// bytes, or sending response bytes. `None` while nothing is awaited from the upstream
+    /// (the client is slow: its own send timeout governs).
+    #[must_use]
+    pub fn upstream_deadline(&self) -> Option<Instant> {
+        let link = self.link()?;
+        if link.failure.is_some() {
+            return None;
+        }
+        if !link.connected {
+            return Some(link.moved + link.timeouts.connect);
+        }
+        if link.pending() > 0 {
+            return Some(link.moved + link.timeouts.send);
+        }
+        self.proxy_reads_upstream()
+            .then_some(link.moved + link.timeouts.read)
+    }
+
+    /// The engine saw `upstream_deadline` pass.
+    pub fn upstream_timed_out(&mut self) {
+        if let Some(link) = self.link_mut() {
+            link.failure.get_or_insert(Failure::TimedOut);
+        }
+    }
+
+    /// The upstream socket the connection is done with, once: pool it or close it.
+    pub fn take_upstream_release(&mut self) -> Option<Release> {
+        self.release.take()
+    }
+
+    /// Whether an upstream socket is attached (the engine watches it).
+    #[must_use]
+    pub fn has_upstream(&self) -> bool {
+        self.link().is_some()
+    }
+}
