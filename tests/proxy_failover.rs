@@ -229,13 +229,25 @@ for_each_arch!(fn active_health_checks_take_a_server_out_and_back(arch) {
         flaky.requests().iter().any(|seen| seen.target == "/health"),
         "the checks reach the server"
     );
+    // The status handler shows each server's state: `ampd_upstream_server_up{pool, server}`.
+    let series = format!("ampd_upstream_server_up{{pool=\"app\",server=\"{}\"}}", flaky.addr());
+    let metrics_show = |value: &str| {
+        let line = format!("{series} {value}");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let text = get(addr, "/status").body_text();
+            if text.lines().any(|sample| sample == line) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{arch}: no `{line}` in\n{text}");
+            thread::sleep(Duration::from_millis(50));
+        }
+    };
+    metrics_show("1");
     healthy.store(false, Ordering::SeqCst);
     until("the failing server is taken out", &|window| window.iter().all(|name| name == "steady"));
+    metrics_show("0");
     healthy.store(true, Ordering::SeqCst);
     until("the recovered server is back", &|window| window.iter().any(|name| name == "flaky"));
-    let metrics = get(addr, "/status").body_text();
-    assert!(
-        metrics.contains(&flaky.addr().to_string()),
-        "{arch}: the metrics name the pool's servers:\n{metrics}"
-    );
+    metrics_show("1");
 });

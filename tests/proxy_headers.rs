@@ -38,7 +38,7 @@ fn start_recording(arch: &str, root: &TempRoot) -> (RawUpstream, Server) {
 
 const HOP_BY_HOP_REQUEST: &str = "GET /api/h?q=1 HTTP/1.1\r\nHost: test\r\n\
     Connection: keep-alive, X-Secret\r\nX-Secret: s\r\nKeep-Alive: timeout=5\r\n\
-    Proxy-Connection: keep-alive\r\nTE: trailers\r\nUpgrade: h2c\r\nX-Kept: yes\r\n\
+    Proxy-Connection: keep-alive\r\nTE: trailers\r\nUpgrade: h2c\r\nProxy-Authorization: Basic eDp5\r\nX-Kept: yes\r\n\
     X-Forwarded-For: 10.9.8.7\r\nForwarded: for=10.9.8.7\r\n\r\n";
 
 for_each_arch!(fn hop_by_hop_fields_are_stripped_both_ways(arch) {
@@ -59,7 +59,7 @@ for_each_arch!(fn hop_by_hop_fields_are_stripped_both_ways(arch) {
     assert!(raw.starts_with("GET /api/h?q=1 HTTP/1.1\r\n"), "{raw}");
     assert_eq!(seen.header("host"), Some("test"), "{raw}");
     assert_eq!(seen.header("x-kept"), Some("yes"), "{raw}");
-    for name in ["x-secret", "keep-alive", "proxy-connection", "te", "upgrade"] {
+    for name in ["x-secret", "keep-alive", "proxy-connection", "te", "upgrade", "proxy-authorization"] {
         assert!(seen.values(name).is_empty(), "{name} was forwarded:\n{raw}");
     }
     for value in seen.values("connection") {
