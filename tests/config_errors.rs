@@ -168,6 +168,238 @@ fn missing_pieces() {
     );
 }
 
+/// One pool for the proxy cases: `[upstream.app]`, two lines.
+const POOL: &str = "[upstream.app]\nservers = [\"127.0.0.1:9001\"]\n";
+
+/// `[upstream.app]` with `lines` after its servers (which start on line 2).
+fn pool_with(lines: &str) -> String {
+    format!("{POOL}{lines}{SITE}")
+}
+
+#[test]
+fn upstream_pool_errors() {
+    let line = error_for(&format!("[upstream.app]\nservers = []\n{SITE}"));
+    assert_place(&line, "2:11", "upstream.app.servers");
+    assert!(line.contains("no servers"), "{line}");
+    let line = error_for(&format!("[upstream.app]\nbalance = \"uri\"\n{SITE}"));
+    assert_place(&line, "1:11", "upstream.app.servers");
+    assert!(line.contains("no servers"), "{line}");
+    let line = error_for(&format!(
+        "[upstream.app]\nservers = [{{ address = \"127.0.0.1:9001\", weight = 0 }}]\n{SITE}"
+    ));
+    assert_place(&line, "2:51", "upstream.app.servers.weight");
+    assert!(line.contains("0 is less than 1"), "{line}");
+    let line = error_for(&pool_with("balance = \"random\"\n"));
+    assert_place(&line, "3:11", "upstream.app.balance");
+    assert!(
+        line.contains("round_robin, least_connections, client_address or uri"),
+        "{line}"
+    );
+    let line = error_for(&pool_with("tries = 0\n"));
+    assert_place(&line, "3:9", "upstream.app.tries");
+    assert!(line.contains("0 is less than 1"), "{line}");
+    let line = error_for(&pool_with("connect_timeout = \"soon\"\n"));
+    assert_place(&line, "3:19", "upstream.app.connect_timeout");
+    assert!(line.contains("is not a duration"), "{line}");
+    let line = error_for(&pool_with("health_check = { path = \"health\" }\n"));
+    assert_place(&line, "3:25", "upstream.app.health_check.path");
+    assert!(line.contains("does not start with '/'"), "{line}");
+    let line = error_for(&pool_with(
+        "health_check = { path = \"/h\", expect = 600 }\n",
+    ));
+    assert_place(&line, "3:40", "upstream.app.health_check.expect");
+    assert!(line.contains("600 is not a status (100-599)"), "{line}");
+    let line = error_for(&pool_with(
+        "health_check = { path = \"/h\", expect = 99 }\n",
+    ));
+    assert_place(&line, "3:40", "upstream.app.health_check.expect");
+}
+
+#[test]
+fn upstream_names_appear_once() {
+    // TOML itself refuses a second table of the same name ...
+    let line = error_for(&format!(
+        "{POOL}[upstream.app]\nservers = [\"127.0.0.1:9002\"]\n{SITE}"
+    ));
+    assert_place(&line, "3:11", "upstream.app");
+    assert!(line.contains("duplicate key"), "{line}");
+    assert!(line.contains("appears once"), "{line}");
+    // ... and names differing only in case are the same pool to proxy_pass (a URL's host has
+    // no case).
+    let line = error_for(&format!(
+        "{POOL}[upstream.App]\nservers = [\"127.0.0.1:9002\"]\n{SITE}"
+    ));
+    assert_place(&line, "3:11", "upstream.App");
+    assert!(
+        line.contains("'App' is already the name of an upstream (line 1)"),
+        "{line}"
+    );
+    let line = error_for(&format!(
+        "[upstream.\"a:b\"]\nservers = [\"127.0.0.1:9002\"]\n{SITE}"
+    ));
+    assert_place(&line, "1:11", "upstream.a:b");
+    assert!(line.contains("is not a pool name"), "{line}");
+}
+
+#[test]
+fn backup_servers_need_a_balance_that_can_fall_back() {
+    let line = error_for(&format!(
+        "[upstream.app]\nservers = [\"127.0.0.1:1\", {{ address = \"127.0.0.1:2\", backup = true }}]\nbalance = \"client_address\"\n{SITE}"
+    ));
+    assert_place(&line, "2:63", "upstream.app.servers.backup");
+    assert!(
+        line.contains("a backup server does not work with balance = \"client_address\""),
+        "{line}"
+    );
+    assert!(line.contains("nginx refuses it too"), "{line}");
+    let line = error_for(&format!(
+        "[upstream.app]\nservers = [{{ address = \"127.0.0.1:2\", backup = true }}]\n{SITE}"
+    ));
+    assert_place(&line, "2:11", "upstream.app.servers");
+    assert!(line.contains("every server is a backup"), "{line}");
+}
+
+#[test]
+fn bad_server_addresses() {
+    for (address, message) in [
+        ("127.0.0.1", "'127.0.0.1' is not a server address (no port)"),
+        ("127.0.0.1:http", "'http' is not a port"),
+        ("[::1:80", "is not a server address"),
+        ("unix:", "'unix:' is not a server address (no socket path)"),
+        ("http://127.0.0.1:80", "is not a server address"),
+        (
+            "no-such-host.invalid:80",
+            "cannot resolve 'no-such-host.invalid'",
+        ),
+    ] {
+        let line = error_for(&format!(
+            "[upstream.app]\nservers = [\"{address}\"]\n{SITE}"
+        ));
+        assert_place(&line, "2:12", "upstream.app.servers");
+        assert!(line.contains(message), "{address}: {line}");
+        assert!(line.contains("hint: "), "{line}");
+    }
+    let line = error_for(&format!(
+        "[upstream.app]\nservers = [{{ address = \"127.0.0.1\" }}]\n{SITE}"
+    ));
+    assert_place(&line, "2:24", "upstream.app.servers.address");
+}
+
+#[test]
+fn unknown_proxy_keys_get_a_hint() {
+    let line = error_for(&pool_with("keepalive_tmeout = 5\n"));
+    assert_place(&line, "3:1", "upstream.app.keepalive_tmeout");
+    assert!(line.contains("did you mean `keepalive_timeout`?"), "{line}");
+    let line = error_for(&format!(
+        "[upstream.app]\nservers = [{{ address = \"127.0.0.1:1\", wieght = 2 }}]\n{SITE}"
+    ));
+    assert!(line.contains(".toml:2:39: upstream.app.servers"), "{line}");
+    assert!(line.contains("did you mean `weight`?"), "{line}");
+    let line = error_for(&pool_with(
+        "health_check = { path = \"/h\", intervall = 1 }\n",
+    ));
+    assert!(
+        line.contains(".toml:3:31: upstream.app.health_check"),
+        "{line}"
+    );
+    assert!(line.contains("did you mean `interval`?"), "{line}");
+    let line = error_for(&format!(
+        "{POOL}{SITE}[[site.location]]\npath = \"/a/\"\nproxy_pas = \"http://app\"\n"
+    ));
+    assert_place(&line, "7:1", "site.location.proxy_pas");
+    assert!(line.contains("did you mean `proxy_pass`?"), "{line}");
+}
+
+#[test]
+fn proxy_pass_errors() {
+    let location = |proxy_pass: &str| {
+        format!("{POOL}{SITE}[[site.location]]\npath = \"/api/\"\nproxy_pass = \"{proxy_pass}\"\n")
+    };
+    for (target, message) in [
+        ("http://nosuch/", "no [upstream.nosuch]"),
+        ("https://app/", "TLS to upstreams is not available yet"),
+        ("ftp://app/", "'ftp://app/' is not a proxy target"),
+        ("app", "'app' is not a proxy target"),
+        ("http://app/v1?x=1", "a query"),
+        ("http://user@app/", "user information"),
+        ("http://127.0.0.1:http/", "'http' is not a port"),
+        ("http://no-such-host.invalid:80/", "cannot resolve"),
+        ("unix:", "no socket path"),
+    ] {
+        let line = error_for(&location(target));
+        assert_place(&line, "7:14", "site.location.proxy_pass");
+        assert!(line.contains(message), "{target}: {line}");
+    }
+    // A pool's name with a port is a host to resolve; when it does not resolve, the hint says
+    // how a pool is named.
+    let line = error_for(&format!(
+        "[upstream.\"no-such-pool.invalid\"]\nservers = [\"127.0.0.1:9001\"]\n{SITE}[[site.location]]\npath = \"/api/\"\nproxy_pass = \"http://no-such-pool.invalid:80/\"\n"
+    ));
+    assert_place(&line, "7:14", "site.location.proxy_pass");
+    assert!(
+        line.contains("cannot resolve 'no-such-pool.invalid'"),
+        "{line}"
+    );
+    assert!(
+        line.contains("hint: a pool is named without a port: http://no-such-pool.invalid/"),
+        "{line}"
+    );
+}
+
+#[test]
+fn proxy_handler_errors() {
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/a/\"\nhandler = \"proxy\"\n"
+    ));
+    assert_place(&line, "5:11", "site.location.handler");
+    assert!(
+        line.contains("handler \"proxy\" without proxy_pass"),
+        "{line}"
+    );
+    let line = error_for(&format!(
+        "{POOL}{SITE}[[site.location]]\npath = \"/a/\"\nhandler = \"static\"\nproxy_pass = \"http://app\"\n"
+    ));
+    assert_place(&line, "8:14", "site.location.proxy_pass");
+    assert!(
+        line.contains("conflicts with handler = \"static\""),
+        "{line}"
+    );
+    // A redirect or a rewrite answers before the handler: a proxy_pass beside it would never
+    // be used.
+    for other in ["redirect", "rewrite"] {
+        let line = error_for(&format!(
+            "{POOL}{SITE}[[site.location]]\npath = \"/a/\"\n{other} = \"/b/\"\nproxy_pass = \"http://app\"\n"
+        ));
+        assert_place(&line, "8:14", "site.location.proxy_pass");
+        assert!(
+            line.contains(&format!("conflicts with {other} in the same block")),
+            "{line}"
+        );
+    }
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/a/\"\nwebsocket = true\n"
+    ));
+    assert_place(&line, "5:13", "site.location.websocket");
+    assert!(line.contains("only for a proxy location"), "{line}");
+    let with_pool = |key: &str| {
+        format!(
+            "{POOL}{SITE}[[site.location]]\npath = \"/a/\"\nproxy_pass = \"http://app\"\n{key}\n"
+        )
+    };
+    let line = error_for(&with_pool("x_sendfile_root = \"/no/such/dir\""));
+    assert_place(&line, "8:19", "site.location.x_sendfile_root");
+    assert!(line.contains("No such file or directory"), "{line}");
+    let line = error_for(&with_pool("forwarded_trust = [\"10.0.0.0/33\"]"));
+    assert_place(&line, "8:19", "site.location.forwarded_trust");
+    assert!(line.contains("not an address or block"), "{line}");
+    let line = error_for(&with_pool("proxy_host = \"two words\""));
+    assert_place(&line, "8:14", "site.location.proxy_host");
+    assert!(line.contains("'two words' is not a host"), "{line}");
+    let line = error_for(&with_pool("max_body = \"lots\""));
+    assert_place(&line, "8:12", "site.location.max_body");
+    assert!(line.contains("is not a size"), "{line}");
+}
+
 #[test]
 fn the_example_configuration_is_accepted() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ampd.toml");

@@ -1,6 +1,7 @@
 //! `[[site]]` and `[[site.location]]` blocks: host names, locations, the settings a block sets
 //! (`Partial`, merged in `merge.rs`), address blocks, redirects, password hashes; with the
-//! errors (unknown handler, conflicts, keys in the wrong table, missing roots).
+//! errors (unknown handler, conflicts, keys in the wrong table, missing roots). The proxy keys
+//! are read in `proxy_keys.rs`.
 //!
 //! Owns: turning `RawBlock`s into `Site`s. Must not touch: server-wide keys (`load.rs`).
 
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use toml::Spanned;
 
 use super::load::{ConfigError, Loaded, Loader};
-use super::merge::{self, Partial};
+use super::merge::{self, Partial, Unfinished};
 use super::raw::{RawAuth, RawBlock};
 use super::text::{is_token_byte, plain, position};
 use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site};
@@ -70,6 +71,7 @@ impl Loader<'_> {
                 ));
             }
             let site_settings = self.settings(&block, "site")?;
+            self.proxy_handler_has_a_target(&block, "site", &site_settings, None)?;
             let mut locations = Vec::new();
             let mut seen_paths: Vec<(&str, bool, usize)> = Vec::new();
             for location in block.location.as_deref().unwrap_or_default() {
@@ -81,12 +83,18 @@ impl Loader<'_> {
                 .any(|location| location.path == "/" && !location.exact)
             {
                 let settings = merge::finish(Partial::default(), &site_settings)
-                    .map_err(|missing| self.no_root(&block, missing))?;
+                    .map_err(|unfinished| self.unfinished(&block, &unfinished))?;
                 locations.push(Location {
                     path: "/".to_owned(),
                     exact: false,
                     settings,
                 });
+            }
+            if !locations
+                .iter()
+                .any(|location| location.settings.handler == Handler::Proxy)
+            {
+                self.proxy_key_without_proxy(&block, "site")?;
             }
             sites.push(Site {
                 names,
@@ -137,6 +145,7 @@ impl Loader<'_> {
             ));
         }
         let partial = self.settings(block, "site.location")?;
+        self.proxy_handler_has_a_target(block, "site.location", &partial, Some(site))?;
         if let Some(alias) = &block.alias {
             if block.root.is_some() {
                 return Err(self.hinted(
@@ -147,8 +156,11 @@ impl Loader<'_> {
                 ));
             }
         }
-        let settings =
-            merge::finish(partial, site).map_err(|missing| self.no_root(block, missing))?;
+        let settings = merge::finish(partial, site)
+            .map_err(|unfinished| self.unfinished(block, &unfinished))?;
+        if settings.handler != Handler::Proxy {
+            self.proxy_key_without_proxy(block, "site.location")?;
+        }
         Ok(Location {
             path: path.get_ref().clone(),
             exact: block.exact.as_ref().is_some_and(|exact| *exact.get_ref()),
@@ -189,18 +201,32 @@ impl Loader<'_> {
         Ok(())
     }
 
-    fn no_root(&self, block: &RawBlock, missing: merge::MissingRoot) -> ConfigError {
-        let (span, key) = match &block.path {
-            Some(path) => (path.span(), "site.location.root"),
-            None => (first_span(block), "site.root"),
+    fn unfinished(&self, block: &RawBlock, unfinished: &Unfinished) -> ConfigError {
+        let table = if block.path.is_some() {
+            "site.location"
+        } else {
+            "site"
         };
-        let _ = missing;
-        self.hinted(
-            span,
-            key,
-            "no root for static files here",
-            "set root in the site (or root/alias in the location), or a handler that needs none",
-        )
+        let span = block
+            .path
+            .as_ref()
+            .map_or_else(|| first_span(block), Spanned::span);
+        match unfinished {
+            Unfinished::MissingRoot => self.hinted(
+                span,
+                &format!("{table}.root"),
+                "no root for static files here",
+                "set root in the site (or root/alias in the location), or a handler that needs none",
+            ),
+            // `proxy_handler_has_a_target` refuses this where the handler is set; this is what
+            // a block that sets neither would be told.
+            Unfinished::MissingProxyPass => self.hinted(
+                span,
+                &format!("{table}.proxy_pass"),
+                "a proxy location without proxy_pass",
+                "proxy_pass = \"http://NAME\" for an [upstream.NAME], or \"http://127.0.0.1:9001\"",
+            ),
+        }
     }
 
     fn only_in_location(&self, block: &RawBlock, table: &str) -> Loaded<()> {
@@ -307,12 +333,13 @@ impl Loader<'_> {
                 "static" => Handler::Static,
                 "status" => Handler::Status,
                 "health" => Handler::Health,
-                name @ ("cgi" | "fastcgi" | "proxy") => {
+                "proxy" => Handler::Proxy,
+                name @ ("cgi" | "fastcgi") => {
                     return Err(self.hinted(
                         handler.span(),
                         &key("handler"),
                         format!("handler '{name}' is not built yet"),
-                        "static, status or health",
+                        "static, status, health or proxy",
                     ))
                 }
                 other => {
@@ -320,12 +347,13 @@ impl Loader<'_> {
                         handler.span(),
                         &key("handler"),
                         format!("unknown handler '{other}'"),
-                        "static, status or health",
+                        "static, status, health or proxy",
                     ))
                 }
             });
         }
         partial.rate_limit = block.rate_limit.as_ref().map(|value| *value.get_ref());
+        self.proxy_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 
@@ -359,7 +387,7 @@ impl Loader<'_> {
         }))
     }
 
-    fn directory(&self, value: &Spanned<String>, key: &str) -> Loaded<PathBuf> {
+    pub(super) fn directory(&self, value: &Spanned<String>, key: &str) -> Loaded<PathBuf> {
         let path = self.path(value.get_ref());
         let canonical = std::fs::canonicalize(&path).map_err(|error| {
             self.error(
@@ -504,5 +532,6 @@ fn first_span(block: &RawBlock) -> Range<usize> {
         .map(Spanned::span)
         .or_else(|| block.handler.as_ref().map(Spanned::span))
         .or_else(|| block.alias.as_ref().map(Spanned::span))
+        .or_else(|| block.proxy_pass.as_ref().map(Spanned::span))
         .unwrap_or(0..0)
 }

@@ -5,9 +5,11 @@
 //! blocks, password hashes), and errors that name the file, line, column and key — with a hint
 //! where one helps (the nearest known key for a typo). Relative paths in the file are taken
 //! relative to the file's own directory, so a config and its site can move together.
-//! Must not touch: sockets, threads. It reads the file and checks that roots, users and
-//! groups exist, so `ampd check` catches what would stop `ampd run`.
+//! Must not touch: sockets, threads. It reads the file, checks that roots, users and groups
+//! exist and resolves upstream host names (`pools.rs`), so `ampd check` catches what would stop
+//! `ampd run`.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use super::pools::PoolTable;
 use super::raw::{Quantity, RawAdmission, RawCaches, RawFile, RawLimits, RawLog};
 use super::text::{
     key_at, parse_duration, parse_listen, parse_size, plain, position, unknown_field_hint,
@@ -94,6 +97,7 @@ pub fn load_str(text: &str, file: &Path) -> Result<Config, ConfigError> {
         base: file
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        pools: RefCell::default(),
     };
     let raw: RawFile = toml::from_str(text).map_err(|error| loader.toml_error(&error))?;
     loader.build(raw)
@@ -103,6 +107,9 @@ pub(super) struct Loader<'a> {
     file: &'a Path,
     text: &'a str,
     base: PathBuf,
+    /// Filled by `[upstream.NAME]` tables first, then by `proxy_pass` addresses as the sites
+    /// are read (a cell: the block readers share `&self`).
+    pub(super) pools: RefCell<PoolTable>,
 }
 
 pub(super) type Loaded<T> = Result<T, ConfigError>;
@@ -233,7 +240,9 @@ impl Loader<'_> {
         self.limits(raw.limits.unwrap_or_default(), &mut config)?;
         self.admission(raw.admission.unwrap_or_default(), &mut config)?;
         self.logs(raw.log.unwrap_or_default(), &mut config)?;
+        self.upstreams(raw.upstream)?;
         config.sites = self.sites(raw.site.unwrap_or_default())?;
+        config.upstreams = self.pools.take().into_pools();
         Ok(config)
     }
 

@@ -2,13 +2,17 @@
 //!
 //! Owns: `Partial` (what one block sets) and `finish`, which fills what a location leaves
 //! unset from its site, then from the defaults. A location's value always wins; lists
-//! (`index`, `headers`, `allow`, `deny`) are replaced whole, never appended, so a location
-//! reads the same whatever its site says about keys it sets itself.
+//! (`index`, `headers`, `allow`, `deny`, `forwarded_trust`) are replaced whole, never appended,
+//! so a location reads the same whatever its site says about keys it sets itself. A
+//! `proxy_pass` implies `handler = "proxy"` in the block that sets it, so a location's own
+//! handler wins over its site's `proxy_pass` (a `/status` beside a proxied site).
 //! Must not touch: the file's text (errors are placed by `load`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::pools::ProxyPass;
+use super::upstream::{ProxyHost, ProxySettings};
 use super::{AddressRange, BasicAuth, Handler, LocationSettings, Redirect};
 
 /// The settings one `[[site]]` or `[[site.location]]` block sets; `None` is "not set here".
@@ -32,15 +36,46 @@ pub(super) struct Partial {
     pub basic_auth: Option<BasicAuth>,
     pub handler: Option<Handler>,
     pub rate_limit: Option<bool>,
+    pub max_body: Option<u64>,
+    pub internal: Option<bool>,
+    pub proxy_pass: Option<ProxyPass>,
+    pub proxy_host: Option<ProxyHost>,
+    pub websocket: Option<bool>,
+    pub x_accel_redirect: Option<bool>,
+    pub x_sendfile_root: Option<PathBuf>,
+    pub forwarded_trust: Option<Vec<AddressRange>>,
 }
 
-/// A static location (the default handler) that neither it nor its site gives a root.
-#[derive(Debug)]
-pub(super) struct MissingRoot;
+impl Partial {
+    /// The handler this block sets: its own `handler`, else `proxy` if it sets `proxy_pass`.
+    fn own_handler(&self) -> Option<Handler> {
+        self.handler
+            .or_else(|| self.proxy_pass.as_ref().map(|_| Handler::Proxy))
+    }
+}
+
+/// Why a location cannot be finished.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Unfinished {
+    /// A static location (the default handler) that neither it nor its site gives a root.
+    MissingRoot,
+    /// A proxy location that neither it nor its site gives a `proxy_pass`.
+    MissingProxyPass,
+}
 
 /// The location's settings: its own, else its site's, else the defaults.
-pub(super) fn finish(location: Partial, site: &Partial) -> Result<LocationSettings, MissingRoot> {
-    let handler = location.handler.or(site.handler).unwrap_or(Handler::Static);
+pub(super) fn finish(
+    mut location: Partial,
+    site: &Partial,
+) -> Result<LocationSettings, Unfinished> {
+    let handler = location
+        .own_handler()
+        .or_else(|| site.own_handler())
+        .unwrap_or(Handler::Static);
+    let proxy = match handler {
+        Handler::Proxy => Some(proxy(&mut location, site)?),
+        _ => None,
+    };
     let redirect = location.redirect.or_else(|| site.redirect.clone());
     let rewrite = location.rewrite.or_else(|| site.rewrite.clone());
     let root = location.root.or_else(|| site.root.clone());
@@ -48,7 +83,7 @@ pub(super) fn finish(location: Partial, site: &Partial) -> Result<LocationSettin
     let needs_root = handler == Handler::Static && redirect.is_none() && rewrite.is_none();
     let (root, alias) = match root {
         Some(root) => root,
-        None if needs_root => return Err(MissingRoot),
+        None if needs_root => return Err(Unfinished::MissingRoot),
         None => (PathBuf::from("/nonexistent"), false),
     };
     let mut settings = LocationSettings::new(root);
@@ -95,7 +130,48 @@ pub(super) fn finish(location: Partial, site: &Partial) -> Result<LocationSettin
     settings.access.basic_auth = location.basic_auth.or_else(|| site.basic_auth.clone());
     settings.handler = handler;
     settings.rate_limit = location.rate_limit.or(site.rate_limit).unwrap_or(true);
+    settings.max_body = location.max_body.or(site.max_body);
+    settings.internal = location.internal.or(site.internal).unwrap_or(false);
+    settings.proxy = proxy;
     Ok(settings)
+}
+
+/// A proxy location's settings, each the location's, else the site's, else the default.
+fn proxy(location: &mut Partial, site: &Partial) -> Result<ProxySettings, Unfinished> {
+    let pass = location
+        .proxy_pass
+        .take()
+        .or_else(|| site.proxy_pass.clone())
+        .ok_or(Unfinished::MissingProxyPass)?;
+    let mut proxy = ProxySettings::new(pass.pool);
+    proxy.path = pass.path;
+    if let Some(host) = location
+        .proxy_host
+        .take()
+        .or_else(|| site.proxy_host.clone())
+    {
+        proxy.host = host;
+    }
+    proxy.websocket = location
+        .websocket
+        .or(site.websocket)
+        .unwrap_or(proxy.websocket);
+    proxy.x_accel_redirect = location
+        .x_accel_redirect
+        .or(site.x_accel_redirect)
+        .unwrap_or(proxy.x_accel_redirect);
+    proxy.x_sendfile_root = location
+        .x_sendfile_root
+        .take()
+        .or_else(|| site.x_sendfile_root.clone());
+    if let Some(trust) = location
+        .forwarded_trust
+        .take()
+        .or_else(|| site.forwarded_trust.clone())
+    {
+        proxy.forwarded_trust = trust;
+    }
+    Ok(proxy)
 }
 
 /// Whether `hash` is a bcrypt (`$2a$`, `$2b$`, `$2y$`) or argon2 (PHC `$argon2id$…`) hash
@@ -138,5 +214,75 @@ mod tests {
             ..Partial::default()
         };
         assert!(finish(status, &Partial::default()).is_ok());
+    }
+
+    fn pass(pool: usize, path: Option<&str>) -> Option<ProxyPass> {
+        Some(ProxyPass {
+            pool,
+            path: path.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn a_proxy_pass_makes_a_proxy_location_unless_the_location_says_otherwise() {
+        let site = Partial {
+            proxy_pass: pass(0, Some("/v1/")),
+            websocket: Some(true),
+            forwarded_trust: Some(Vec::new()),
+            max_body: Some(5),
+            ..Partial::default()
+        };
+        // Inherited whole: no root needed.
+        let settings = finish(Partial::default(), &site).unwrap();
+        assert_eq!(settings.handler, Handler::Proxy);
+        let proxy = settings.proxy.unwrap();
+        assert_eq!((proxy.pool, proxy.path.as_deref()), (0, Some("/v1/")));
+        assert!(proxy.websocket);
+        assert!(proxy.x_accel_redirect, "the default");
+        assert_eq!(proxy.host, ProxyHost::Client);
+        assert_eq!(settings.max_body, Some(5));
+        // The location's own proxy_pass and keys win.
+        let location = Partial {
+            proxy_pass: pass(1, None),
+            websocket: Some(false),
+            proxy_host: Some(ProxyHost::Upstream),
+            internal: Some(true),
+            ..Partial::default()
+        };
+        let settings = finish(location, &site).unwrap();
+        let proxy = settings.proxy.unwrap();
+        assert_eq!((proxy.pool, proxy.path), (1, None));
+        assert!(!proxy.websocket);
+        assert_eq!(proxy.host, ProxyHost::Upstream);
+        assert!(settings.internal);
+        // A handler set here wins over the site's proxy_pass.
+        let status = Partial {
+            handler: Some(Handler::Status),
+            ..Partial::default()
+        };
+        let settings = finish(status, &site).unwrap();
+        assert_eq!(settings.handler, Handler::Status);
+        assert!(settings.proxy.is_none());
+        // `handler = "proxy"` here takes the site's proxy_pass; with none anywhere it cannot.
+        let proxy_handler = Partial {
+            handler: Some(Handler::Proxy),
+            ..Partial::default()
+        };
+        assert_eq!(
+            finish(proxy_handler.clone(), &site)
+                .unwrap()
+                .proxy
+                .unwrap()
+                .pool,
+            0
+        );
+        assert_eq!(
+            finish(proxy_handler, &Partial::default()).err(),
+            Some(Unfinished::MissingProxyPass)
+        );
+        assert_eq!(
+            finish(Partial::default(), &Partial::default()).err(),
+            Some(Unfinished::MissingRoot)
+        );
     }
 }

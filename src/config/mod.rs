@@ -3,15 +3,19 @@
 //! Owns: `Config` and its defaults. Two things fill it: the command line (`ampd serve DIR`,
 //! `src/cli/serve.rs`) and the TOML file (`ampd run -c FILE`, `load.rs`, with site → location
 //! inheritance in `merge.rs`). Nothing downstream knows which one did.
-//! Must not touch: sockets, threads, the network. (`load` reads the file and checks that roots
-//! exist; nothing else here touches the disk.)
+//! Must not touch: sockets, threads. (`load` reads the file, checks that roots exist and
+//! resolves upstream host names once, `pools.rs`; nothing else here touches the disk or the
+//! network.)
 //! Sources: Abyss §3 (per-server and per-directory sections); nginx `merge_loc_conf`.
 
 mod blocks;
 pub mod load;
 mod merge;
+mod pools;
+mod proxy_keys;
 mod proxy_protocol;
 mod raw;
+mod targets;
 mod text;
 pub mod upstream;
 

@@ -63,6 +63,8 @@ pub(super) struct RawFile {
     pub(super) proxy_protocol: Field<bool>,
     pub(super) proxy_protocol_from: Field<Vec<String>>,
     pub(super) log: Option<RawLog>,
+    /// `[upstream.NAME]` tables; the names' spans give the file order back.
+    pub(super) upstream: Option<BTreeMap<Spanned<String>, Spanned<RawUpstream>>>,
     pub(super) site: Option<Vec<RawBlock>>,
 }
 
@@ -128,6 +130,80 @@ pub(super) struct RawAuth {
     pub(super) users: Spanned<BTreeMap<String, Spanned<String>>>,
 }
 
+/// `[upstream.NAME]`: a pool of servers (`config::UpstreamPool`).
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table: servers = [...] and the pool's settings"
+)]
+pub(super) struct RawUpstream {
+    pub(super) servers: Field<Vec<Spanned<RawServer>>>,
+    pub(super) balance: Field<String>,
+    pub(super) keepalive: Field<i64>,
+    pub(super) keepalive_timeout: Field<Quantity>,
+    pub(super) connect_timeout: Field<Quantity>,
+    pub(super) send_timeout: Field<Quantity>,
+    pub(super) read_timeout: Field<Quantity>,
+    pub(super) tries: Field<i64>,
+    pub(super) max_fails: Field<i64>,
+    pub(super) fail_window: Field<Quantity>,
+    pub(super) fail_timeout: Field<Quantity>,
+    pub(super) health_check: Option<Spanned<RawHealthCheck>>,
+}
+
+/// One entry of `servers`: `"127.0.0.1:9001"`, or `{ address = "…", weight = 3, backup = true }`.
+pub(super) enum RawServer {
+    Address(String),
+    Table(RawServerTable),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServerTable {
+    pub(super) address: Spanned<String>,
+    pub(super) weight: Field<i64>,
+    pub(super) backup: Field<bool>,
+}
+
+impl<'de> Deserialize<'de> for RawServer {
+    /// By hand rather than `#[serde(untagged)]`, which would answer a typo inside the table
+    /// with "data did not match any variant" instead of naming the unknown key.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ServerVisitor;
+        impl<'de> Visitor<'de> for ServerVisitor {
+            type Value = RawServer;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str(
+                    "an address like \"127.0.0.1:9001\" or a table { address, weight, backup }",
+                )
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<RawServer, E> {
+                Ok(RawServer::Address(value.to_owned()))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<RawServer, A::Error> {
+                RawServerTable::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawServer::Table)
+            }
+        }
+        deserializer.deserialize_any(ServerVisitor)
+    }
+}
+
+/// `health_check = { path, interval, timeout, expect, rise, fall }`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table like { path = \"/health\", interval = \"5s\" }"
+)]
+pub(super) struct RawHealthCheck {
+    pub(super) path: Spanned<String>,
+    pub(super) interval: Field<Quantity>,
+    pub(super) timeout: Field<Quantity>,
+    pub(super) expect: Field<i64>,
+    pub(super) rise: Field<i64>,
+    pub(super) fall: Field<i64>,
+}
+
 /// A `[[site]]` or a `[[site.location]]`: one struct for both, so that unknown keys are caught
 /// by serde in either; keys valid in only one of them are checked in `blocks.rs`.
 #[derive(Deserialize, Default)]
@@ -160,4 +236,13 @@ pub(super) struct RawBlock {
     pub(super) basic_auth: Option<Spanned<RawAuth>>,
     pub(super) handler: Field<String>,
     pub(super) rate_limit: Field<bool>,
+    pub(super) max_body: Field<Quantity>,
+    pub(super) internal: Field<bool>,
+    // Both, for a proxy location.
+    pub(super) proxy_pass: Field<String>,
+    pub(super) proxy_host: Field<String>,
+    pub(super) websocket: Field<bool>,
+    pub(super) x_accel_redirect: Field<bool>,
+    pub(super) x_sendfile_root: Field<String>,
+    pub(super) forwarded_trust: Field<Vec<String>>,
 }

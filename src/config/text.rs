@@ -125,8 +125,12 @@ pub(super) fn key_at(text: &str, offset: usize) -> String {
     }
 }
 
-/// For serde's "unknown field `x`, expected one of `a`, `b`": the closest known key.
+/// For serde's "unknown field `x`, expected one of `a`, `b`": the closest known key; for the
+/// TOML reader's "duplicate key" (a second `[upstream.app]`, say): that it appears once.
 pub(super) fn unknown_field_hint(message: &str) -> Option<String> {
+    if message.starts_with("duplicate key") {
+        return Some("a key or table appears once in a file: merge the two".to_owned());
+    }
     let rest = message.strip_prefix("unknown field `")?;
     let (unknown, expected) = rest.split_once('`')?;
     let best = expected
@@ -223,6 +227,10 @@ mod tests {
         assert_eq!(
             unknown_field_hint("unknown field `zzzzzzzz`, expected `listen`"),
             None
+        );
+        assert_eq!(
+            unknown_field_hint("duplicate key").as_deref(),
+            Some("a key or table appears once in a file: merge the two")
         );
     }
 

@@ -13,10 +13,10 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 use super::output::Mark;
 use super::{Conn, Context, Ending, Exchange, Job, Outcome, State};
 use crate::config::Level;
-use crate::content::serve::{common_headers, Persistence, ResponseContext, Sink};
-use crate::content::status_page;
+use crate::content::serve::{ResponseContext, Sink};
 use crate::log::access::Entry;
 use crate::log::error::Throttle;
+use crate::response::{common_headers, status_page, HeadContext, Persistence};
 use crate::site::Route;
 
 /// The facts a response is written under: `success` adds the location's cache headers (they
@@ -28,16 +28,18 @@ pub(super) fn response_context<'a>(
 ) -> ResponseContext<'a> {
     let settings = route.map(|route| &route.settings);
     ResponseContext {
-        date: context.clock.date(),
-        persistence,
+        head: HeadContext {
+            date: context.clock.date(),
+            persistence,
+            extra_headers: route.map_or(&[][..], |route| &route.extra_headers),
+            cache_control: settings.and_then(|settings| settings.cache_control.as_deref()),
+            expires: settings
+                .and_then(|settings| settings.expires)
+                .map(|ttl| (context.clock.unix() + ttl.as_secs(), ttl.as_secs())),
+        },
         disk: context.disk,
         sendfile_threshold: context.config.send.sendfile_threshold,
         max_ranges: context.config.limits.max_ranges,
-        extra_headers: route.map_or(&[][..], |route| &route.extra_headers),
-        cache_control: settings.and_then(|settings| settings.cache_control.as_deref()),
-        expires: settings
-            .and_then(|settings| settings.expires)
-            .map(|ttl| (context.clock.unix() + ttl.as_secs(), ttl.as_secs())),
     }
 }
 
@@ -68,8 +70,14 @@ impl Conn {
         let with_body = exchange.is_none_or(|exchange| exchange.head.method != Method::Head);
         {
             let mut response = response_context(context, persistence, None);
-            response.extra_headers = route.map_or(&[][..], |route| &route.extra_headers);
-            status_page::write(self.output.bytes(), status, &response, extra, with_body);
+            response.head.extra_headers = route.map_or(&[][..], |route| &route.extra_headers);
+            status_page::write(
+                self.output.bytes(),
+                status,
+                &response.head,
+                extra,
+                with_body,
+            );
         }
         self.record(exchange, status, mark, context);
     }
@@ -114,7 +122,7 @@ impl Conn {
             let response = response_context(context, exchange.persistence, Some(route));
             let out = self.output.bytes();
             write_status_line(out, status);
-            common_headers(out, &response);
+            common_headers(out, &response.head);
             write_header(out, "Content-Type", content_type);
             out.extend_from_slice(b"Cache-Control: no-store\r\n");
             write_content_length(out, body.len() as u64);

@@ -20,10 +20,10 @@ use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::content::path_cache::Lookup;
-use crate::content::serve::{self, DiskAccess, Persistence, Served, Sink};
-use crate::content::status_page;
+use crate::content::serve::{self, DiskAccess, Served, Sink};
 use crate::log::stats::Shed;
 use crate::log::{error, metrics};
+use crate::response::{status_page, Persistence};
 use crate::site::access::{self, Verdict};
 use crate::site::Route;
 
@@ -408,8 +408,8 @@ impl Conn {
         response.disk = disk;
         // Error pages carry the location's headers but not its cache headers.
         let mut error_response = response_context(context, exchange.persistence, Some(&route));
-        error_response.cache_control = None;
-        error_response.expires = None;
+        error_response.head.cache_control = None;
+        error_response.head.expires = None;
         let head_only = exchange.head.method == Method::Head;
         let out = &mut self.output;
         let status = match &resolved.resolution {
@@ -442,7 +442,7 @@ impl Conn {
                 status_page::write(
                     out.bytes(),
                     301,
-                    &error_response,
+                    &error_response.head,
                     &[("Location", location.as_bytes())],
                     !head_only,
                 );
@@ -459,21 +459,21 @@ impl Conn {
                         autoindex::respond(&exchange.head, &page, &response, &error_response, out)
                     }
                     Err(_) => {
-                        status_page::write(out.bytes(), 400, &error_response, &[], !head_only);
+                        status_page::write(out.bytes(), 400, &error_response.head, &[], !head_only);
                         400
                     }
                 }
             }
             Resolution::DirectoryForbidden | Resolution::Forbidden => {
-                status_page::write(out.bytes(), 403, &error_response, &[], !head_only);
+                status_page::write(out.bytes(), 403, &error_response.head, &[], !head_only);
                 403
             }
             Resolution::NotFound => {
-                status_page::write(out.bytes(), 404, &error_response, &[], !head_only);
+                status_page::write(out.bytes(), 404, &error_response.head, &[], !head_only);
                 404
             }
             Resolution::Failed => {
-                status_page::write(out.bytes(), 500, &error_response, &[], !head_only);
+                status_page::write(out.bytes(), 500, &error_response.head, &[], !head_only);
                 500
             }
             // Out of descriptors even after the caches let go of theirs: a passing overload,
@@ -489,7 +489,7 @@ impl Conn {
                 status_page::write(
                     out.bytes(),
                     503,
-                    &error_response,
+                    &error_response.head,
                     &[("Retry-After", retry.as_bytes())],
                     !head_only,
                 );

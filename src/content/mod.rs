@@ -22,4 +22,3 @@ pub mod path_cache;
 pub mod resolve;
 pub mod serve;
 pub mod sharded;
-pub mod status_page;

@@ -20,7 +20,9 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 use super::caches::Caches;
 use super::file::{OpenFile, Representation, StaticFile};
 use super::job::{self, Job};
-use super::status_page;
+use crate::response::{
+    cache_headers, common_headers, date_and_persistence, status_page, HeadContext,
+};
 
 /// Where the response goes: a head buffer and body segments, in order.
 pub trait Sink {
@@ -37,31 +39,14 @@ pub enum DiskAccess {
     Helpers,
 }
 
-/// What `Connection` header the response carries (decided by `conn`, RFC 9112 §9.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Persistence {
-    /// HTTP/1.1 keep-alive: no header needed.
-    Implicit,
-    /// HTTP/1.0 keep-alive: `Connection: keep-alive`.
-    KeepAlive,
-    Close,
-}
-
 /// Per-response facts that the engine and connection supply.
 #[derive(Debug)]
 pub struct ResponseContext<'a> {
-    /// `Date` value, rendered once a second by the engine.
-    pub date: &'a [u8; 29],
-    pub persistence: Persistence,
+    /// What every head says (`crate::response`).
+    pub head: HeadContext<'a>,
     pub disk: DiskAccess,
     pub sendfile_threshold: u64,
     pub max_ranges: usize,
-    /// `Name: value\r\n` lines the location adds to every response.
-    pub extra_headers: &'a [u8],
-    /// `Cache-Control` for successful responses (the location's `cache_control`).
-    pub cache_control: Option<&'a str>,
-    /// `Expires` time (Unix seconds) and `max-age` for successful responses.
-    pub expires: Option<(u64, u64)>,
 }
 
 /// The outcome of `serve_file`.
@@ -98,8 +83,8 @@ pub fn serve_file(
         Precondition::NotModified => {
             let out = sink.bytes();
             write_status_line(out, 304);
-            common_headers(out, context);
-            cache_headers(out, context);
+            common_headers(out, &context.head);
+            cache_headers(out, &context.head);
             validator_headers(out, file, representation);
             out.extend_from_slice(b"\r\n");
             return Served::Sent { status: 304 };
@@ -108,7 +93,7 @@ pub fn serve_file(
             status_page::write(
                 sink.bytes(),
                 412,
-                context,
+                &context.head,
                 &[],
                 request.method != Method::Head,
             );
@@ -128,7 +113,7 @@ pub fn serve_file(
         status_page::write(
             sink.bytes(),
             416,
-            context,
+            &context.head,
             &[("Content-Range", content_range.as_bytes())],
             request.method != Method::Head,
         );
@@ -150,12 +135,12 @@ pub fn serve_file(
             let range = ranges[0];
             let out = sink.bytes();
             write_status_line(out, 206);
-            common_headers(out, context);
+            common_headers(out, &context.head);
             write_header(out, "Content-Type", file.content_type.as_bytes());
             write_content_length(out, range.len());
             let content_range = format!("bytes {}-{}/{size}", range.start, range.end);
             write_header(out, "Content-Range", content_range.as_bytes());
-            cache_headers(out, context);
+            cache_headers(out, &context.head);
             validator_headers(out, file, representation);
             out.extend_from_slice(b"\r\n");
             body.push(sink, range);
@@ -165,14 +150,14 @@ pub fn serve_file(
             let multipart = Multipart::new(boundary(), file.content_type, &ranges, size);
             let out = sink.bytes();
             write_status_line(out, 206);
-            common_headers(out, context);
+            common_headers(out, &context.head);
             write_header(
                 out,
                 "Content-Type",
                 multipart.content_type_value().as_bytes(),
             );
             write_content_length(out, multipart.body_len());
-            cache_headers(out, context);
+            cache_headers(out, &context.head);
             validator_headers(out, file, representation);
             out.extend_from_slice(b"\r\n");
             if !head_only {
@@ -188,8 +173,8 @@ pub fn serve_file(
             let prefix = caches.heads.full_response(file, representation);
             let out = sink.bytes();
             out.extend_from_slice(&prefix);
-            date_and_persistence(out, context);
-            cache_headers(out, context);
+            date_and_persistence(out, &context.head);
+            cache_headers(out, &context.head);
             out.extend_from_slice(b"\r\n");
             if size > 0 {
                 body.push(
@@ -315,41 +300,6 @@ fn boundary() -> String {
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u64(0x616d_7064);
     format!("{:016x}", hasher.finish())
-}
-
-/// `Server`, `Date` and `Connection`: on every response.
-pub fn common_headers(out: &mut Vec<u8>, context: &ResponseContext<'_>) {
-    out.extend_from_slice(b"Server: ampd\r\n");
-    date_and_persistence(out, context);
-}
-
-fn date_and_persistence(out: &mut Vec<u8>, context: &ResponseContext<'_>) {
-    out.extend_from_slice(b"Date: ");
-    out.extend_from_slice(context.date);
-    out.extend_from_slice(b"\r\n");
-    match context.persistence {
-        Persistence::Implicit => {}
-        Persistence::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
-        Persistence::Close => out.extend_from_slice(b"Connection: close\r\n"),
-    }
-    out.extend_from_slice(context.extra_headers);
-}
-
-/// `Cache-Control` and `Expires` of a location, on successful responses only (an error page
-/// must not be cached for an hour).
-pub fn cache_headers(out: &mut Vec<u8>, context: &ResponseContext<'_>) {
-    match (context.cache_control, context.expires) {
-        (Some(value), _) => write_header(out, "Cache-Control", value.as_bytes()),
-        (None, Some((_, max_age))) => {
-            out.extend_from_slice(b"Cache-Control: max-age=");
-            out.extend_from_slice(max_age.to_string().as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        (None, None) => {}
-    }
-    if let Some((at, _)) = context.expires {
-        write_header(out, "Expires", &ampd_http::date::format_http_date(at));
-    }
 }
 
 fn validator_headers(out: &mut Vec<u8>, file: &StaticFile, representation: &Representation) {

@@ -1,5 +1,6 @@
 //! Fuzzing entry points, shared by the cargo-fuzz targets in `fuzz/` and the corpus replay
 //! test in `tests/fuzz_corpus.rs`, so a crash found by libFuzzer replays under `cargo test`.
+//! The reverse proxy's checks are in `fuzz/upstream.rs`.
 //!
 //! Owns the invariants checked on arbitrary input. Must not be used by the server; every
 //! check panics on violation because a panic is what the fuzzer reports.
@@ -11,13 +12,19 @@ use crate::proxy_protocol::{self, ProxyHeader, V1_MAX, V2_FIXED, V2_MAX_PAYLOAD}
 use crate::range::{parse_range, RangeOutcome};
 use crate::request::{BodyFraming, HeadParser, Limits, Parse, RequestHead};
 
+mod upstream;
+
+pub use upstream::{forward_request, upstream_response};
+
 /// Feeds `data` to the request-head parser whole and in pieces, and checks:
 ///
 /// * whole and piecewise parsing agree (same head and length, or the same error);
 /// * a complete head consumed at most `data.len()` bytes, and re-encoding it parses back to
 ///   an equal head of exactly the encoded length;
 /// * the helpers that read request fields (Range, HTTP-dates, preconditions, a chunked body
-///   after the head) never panic and keep their own invariants.
+///   after the head) never panic and keep their own invariants;
+/// * the request written for an upstream from the head is one request, framed the same
+///   ([`forward_request`]).
 ///
 /// # Panics
 /// Only when an invariant is violated, which is the bug the fuzzer is looking for.
@@ -49,6 +56,7 @@ pub fn request_head(data: &[u8]) {
     }
 
     check_fields(&head);
+    forward_request(&head);
     if head.body == BodyFraming::Chunked {
         check_chunked(&data[len..]);
     }

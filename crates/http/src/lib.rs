@@ -13,7 +13,8 @@
 //! * [`range`], [`multipart`]: `Range` requests and `multipart/byteranges` framing.
 //! * [`conditional`]: entity tags and the RFC 9110 §13.2.2 precondition order.
 //! * [`coding`]: `Accept-Encoding` negotiation.
-//! * [`chunked`]: resumable chunked request-body decoder.
+//! * [`chunked`]: resumable chunked body decoder (request bodies, and the upstream responses
+//!   the proxy relays).
 //! * [`proxy_protocol`]: the PROXY protocol header (v1 text, v2 binary) a load balancer sends
 //!   first.
 //! * [`upstream`]: the reverse proxy's side of HTTP/1.1: the upstream's response head

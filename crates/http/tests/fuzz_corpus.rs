@@ -1,5 +1,5 @@
-//! Replays every seed and every saved finding in `fuzz/corpus/request_head` and
-//! `fuzz/corpus/proxy_header` through the same
+//! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
+//! `fuzz/corpus/proxy_header` and `fuzz/corpus/upstream_response` through the same
 //! function the libFuzzer target calls, so fuzz coverage is part of stable `cargo test`.
 
 use std::fs;
@@ -37,4 +37,9 @@ fn request_head_corpus_replays_cleanly() {
 #[test]
 fn proxy_header_corpus_replays_cleanly() {
     replay("proxy_header", 15, ampd_http::fuzz::proxy_header);
+}
+
+#[test]
+fn upstream_response_corpus_replays_cleanly() {
+    replay("upstream_response", 20, ampd_http::fuzz::upstream_response);
 }

@@ -14,7 +14,7 @@ use super::{Proxy, Step};
 use crate::conn::upstream::Release;
 use crate::conn::{Conn, Context, RedirectBase, State};
 use crate::content::path::{self, PathOptions};
-use crate::content::serve::Persistence;
+use crate::response::Persistence;
 use crate::upstream::Report;
 
 /// Paths named by `X-Sendfile` are judged like request paths, dot-files included: the

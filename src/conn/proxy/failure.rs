@@ -11,8 +11,8 @@ use super::{Proxy, Stage, Step};
 use crate::config::Level;
 use crate::conn::upstream::{Failure, Opened, Release};
 use crate::conn::{Conn, Context, Ending, State};
-use crate::content::serve::Persistence;
 use crate::log::error::Throttle;
+use crate::response::Persistence;
 use crate::upstream::Report;
 
 /// One line per kind of upstream failure, however many requests meet it.

@@ -16,7 +16,7 @@ use ampd_http::upstream::{
 use super::relay::ClientFraming;
 use crate::config::{Config, ProxyHost, ProxySettings, UpstreamAddress};
 use crate::conn::Exchange;
-use crate::content::serve::{common_headers, ResponseContext};
+use crate::response::{common_headers, HeadContext};
 
 /// Limits on an upstream's response head: the client's request limits, with room for the
 /// larger heads applications send (cookies, security policies).
@@ -118,7 +118,7 @@ pub(super) fn write_response_head(
     out: &mut Vec<u8>,
     head: &ResponseHead,
     framing: ClientFraming,
-    response: &ResponseContext<'_>,
+    response: &HeadContext<'_>,
 ) {
     write_status_line(out, head.status);
     common_headers(out, response);

@@ -24,7 +24,8 @@ use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponsePa
 
 use super::upstream::{Connect, Failure, Release, Timeouts};
 use super::{Conn, Context, Ending, Exchange, Job, Need, State};
-use crate::content::serve::{Persistence, Sink};
+use crate::content::serve::Sink;
+use crate::response::Persistence;
 use crate::site::Route;
 use crate::upstream::{BalanceKey, Pick, Pool, Report, ServerId};
 use relay::{BodyRefused, RequestRelay, ResponseRelay};
@@ -347,7 +348,7 @@ impl Conn {
             super::reply::response_context(context, proxy.exchange.persistence, Some(&proxy.route));
         let out = self.output.bytes();
         let before = out.len();
-        head::write_response_head(out, head, relay.framing, &response);
+        head::write_response_head(out, head, relay.framing, &response.head);
         let head_bytes = (out.len() - before) as u64;
         proxy.stage = Stage::Body {
             relay,

@@ -18,8 +18,8 @@ use ampd_http::request::{Method, RequestHead};
 use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 use super::path::{self, CleanPath, PathOptions};
-use super::serve::{cache_headers, common_headers, ResponseContext, Sink};
-use super::status_page;
+use super::serve::{ResponseContext, Sink};
+use crate::response::{cache_headers, common_headers, status_page};
 
 /// One directory entry as the listing shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,14 +328,14 @@ pub fn respond(
         Precondition::Proceed => 200,
         Precondition::NotModified => 304,
         Precondition::Failed => {
-            status_page::write(sink.bytes(), 412, error_context, &[], !head_only);
+            status_page::write(sink.bytes(), 412, &error_context.head, &[], !head_only);
             return 412;
         }
     };
     let out = sink.bytes();
     write_status_line(out, status);
-    common_headers(out, context);
-    cache_headers(out, context);
+    common_headers(out, &context.head);
+    cache_headers(out, &context.head);
     write_header(out, "ETag", etag.as_bytes());
     if status == 304 {
         out.extend_from_slice(b"\r\n");

@@ -59,7 +59,10 @@ pub struct ForwardRequest<'a> {
     /// The client's `Host` (or absolute-form authority), for `X-Forwarded-Host` and
     /// `Forwarded: host=`.
     pub client_host: Option<&'a str>,
-    /// The client is a trusted proxy: keep its `X-Forwarded-*` / `Forwarded` and append.
+    /// The client is a trusted proxy (`forwarded_trust`): its `X-Forwarded-For` and
+    /// `Forwarded` chains are kept and this hop appended, and its `X-Forwarded-Proto` /
+    /// `X-Forwarded-Host` (the first hop's view, when well-formed) replace this hop's, as Caddy
+    /// does for trusted proxies. Otherwise the client's copies are dropped.
     pub trust_incoming: bool,
     /// The protocol to upgrade to (`"websocket"`) when the location tunnels; `None` drops the
     /// client's `Upgrade`.

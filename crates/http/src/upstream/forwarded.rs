@@ -16,10 +16,12 @@ use crate::request::Header;
 use crate::token::{is_field_value, is_tchar, list_elements};
 
 use super::forward::ForwardRequest;
+use super::hop::{named_by_connection, ConnectionOptions};
 
 /// `(name, value)` of each forwarding field, in the order they are written.
 pub(crate) fn forwarding_fields(request: &ForwardRequest<'_>) -> [(&'static str, Vec<u8>); 4] {
-    let trusted = |name| incoming(request, name);
+    let connection = named_by_connection(request.client_headers);
+    let trusted = |name| incoming(request, &connection, name);
     let client = request.client.to_canonical();
     // Only a caller that built it by hand could pass a host that is no field value; leaving
     // it out beats writing a quoted CR or LF.
@@ -65,12 +67,14 @@ pub(crate) fn forwarding_fields(request: &ForwardRequest<'_>) -> [(&'static str,
     ]
 }
 
-/// The client's values of field `name`, when the client is a trusted proxy.
+/// The client's values of field `name`, when the client is a trusted proxy and its
+/// `Connection` does not name the field (which makes it hop-by-hop, RFC 9110 §7.6.1).
 fn incoming<'a>(
     request: &ForwardRequest<'a>,
+    connection: &ConnectionOptions<'a>,
     name: &'a str,
 ) -> impl Iterator<Item = &'a [u8]> + 'a {
-    let headers: &'a [Header] = if request.trust_incoming {
+    let headers: &'a [Header] = if request.trust_incoming && !connection.names(name) {
         request.client_headers
     } else {
         &[]

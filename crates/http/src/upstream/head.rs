@@ -95,6 +95,23 @@ impl ResponseHead {
         (100..200).contains(&self.status) && self.status != 101
     }
 
+    /// Whether this is a `101 Switching Protocols` to `protocol` (`"websocket"`): the
+    /// upstream lists `upgrade` in `Connection` and names `protocol` (ASCII case-insensitive,
+    /// any `/version` ignored) in `Upgrade` (RFC 9110 §7.8). A 101 to anything else is one the
+    /// proxy did not ask for and must not tunnel.
+    #[must_use]
+    pub fn upgrades_to(&self, protocol: &str) -> bool {
+        self.status == 101
+            && self.connection_has("upgrade")
+            && self
+                .headers_named("upgrade")
+                .flat_map(list_elements)
+                .any(|offered| {
+                    let name = offered.split(|&b| b == b'/').next().unwrap_or_default();
+                    name.eq_ignore_ascii_case(protocol.as_bytes())
+                })
+    }
+
     /// The `Content-Length` value (identical duplicates folded), when the head declares one
     /// and its framing is valid. A response to HEAD or a 304 carries the length the body
     /// would have had (RFC 9110 §8.6), which the caller passes on; for other responses

@@ -143,6 +143,28 @@ fn a_trusted_chain_spread_over_lines_keeps_its_order() {
     );
 }
 
+/// A field the client's `Connection` names is hop-by-hop even from a trusted proxy: it is
+/// neither forwarded nor added to the chain.
+#[test]
+fn a_connection_named_forwarding_field_is_not_trusted() {
+    let headers = fields(&[
+        ("Connection", "X-Forwarded-For"),
+        ("X-Forwarded-For", "6.6.6.6"),
+        ("Forwarded", "for=6.6.6.6"),
+    ]);
+    let mut forward = request(&Method::Get, &headers);
+    forward.trust_incoming = true;
+    let head = written(&forward);
+    assert!(
+        head.contains("\r\nX-Forwarded-For: 192.0.2.7\r\n"),
+        "{head}"
+    );
+    assert!(
+        head.contains("\r\nForwarded: for=6.6.6.6, for=192.0.2.7;proto=http;host=example.com\r\n"),
+        "{head}"
+    );
+}
+
 #[test]
 fn ipv6_clients_are_bracketed_and_quoted_in_forwarded() {
     for (client, xff, node) in [

@@ -154,6 +154,45 @@ fn field_helpers() {
 }
 
 #[test]
+fn a_switch_is_accepted_only_to_the_protocol_asked_for() {
+    let cases: &[(&[u8], bool)] = &[
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: Upgrade\r\n\r\n",
+            true,
+        ),
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket/13\r\nConnection: x, upgrade\r\n\r\n",
+            true,
+        ),
+        // Another protocol, no Connection: upgrade, no Upgrade, or not a 101.
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+            false,
+        ),
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+            false,
+        ),
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n\r\n",
+            false,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
+            false,
+        ),
+    ];
+    for (input, accepted) in cases {
+        assert_eq!(
+            complete(input).0.upgrades_to("websocket"),
+            *accepted,
+            "{}",
+            input.escape_ascii()
+        );
+    }
+}
+
+#[test]
 fn end_to_end_headers_leave_out_hop_by_hop_and_framing() {
     let (head, _) = complete(
         b"HTTP/1.1 200 OK\r\n\

@@ -6,14 +6,14 @@
 
 use ampd_http::response::{write_content_length, write_header, write_status_line};
 
-use super::serve::{common_headers, ResponseContext};
+use super::{common_headers, HeadContext};
 
 /// Write a complete response with a small HTML body explaining `status` (the head alone when
 /// `with_body` is false, as for `HEAD`).
 pub fn write(
     out: &mut Vec<u8>,
     status: u16,
-    context: &ResponseContext<'_>,
+    context: &HeadContext<'_>,
     extra: &[(&str, &[u8])],
     with_body: bool,
 ) {

@@ -1,0 +1,170 @@
+//! The keys of a `[[site]]` or `[[site.location]]` that make or shape a proxy location
+//! (`proxy_pass`, `proxy_host`, `websocket`, `x_accel_redirect`, `x_sendfile_root`,
+//! `forwarded_trust`), and the two any location may set for it (`max_body`, `internal`), with
+//! their errors.
+//!
+//! Owns: reading them into a `Partial` and the checks that need the block (a proxy handler
+//! without a target, a target beside another handler, a redirect or a rewrite, a proxy key
+//! where nothing proxies).
+//! Must not touch: pools (`pools.rs`), inheritance (`merge.rs`).
+
+use std::ops::Range;
+
+use toml::Spanned;
+
+use super::load::{Loaded, Loader};
+use super::merge::Partial;
+use super::raw::RawBlock;
+use super::upstream::ProxyHost;
+use super::Handler;
+
+/// What `handler = "proxy"` without a target is told.
+const PROXY_PASS_HINT: &str =
+    "proxy_pass = \"http://NAME\" for an [upstream.NAME], or \"http://127.0.0.1:9001\"";
+
+impl Loader<'_> {
+    /// Reads the proxy keys, `max_body` and `internal` that `block` sets into `partial`
+    /// (whose `handler` is already read).
+    pub(super) fn proxy_keys(
+        &self,
+        block: &RawBlock,
+        table: &str,
+        partial: &mut Partial,
+    ) -> Loaded<()> {
+        let key = |name: &str| format!("{table}.{name}");
+        if let Some(value) = &block.max_body {
+            partial.max_body = Some(self.size(value, &key("max_body"))?);
+        }
+        partial.internal = block.internal.as_ref().map(|value| *value.get_ref());
+        if let Some(value) = &block.proxy_pass {
+            if let (Some(handler), Some(name)) = (partial.handler, &block.handler) {
+                if handler != Handler::Proxy {
+                    return Err(self.hinted(
+                        value.span(),
+                        &key("proxy_pass"),
+                        format!("conflicts with handler = \"{}\"", name.get_ref()),
+                        "a location with proxy_pass is a proxy: drop one of the two",
+                    ));
+                }
+            }
+            // Both answer before the handler runs (docs/config.md, the request phases), so the
+            // proxy_pass would never be used.
+            for (other, set) in [
+                ("redirect", block.redirect.is_some()),
+                ("rewrite", block.rewrite.is_some()),
+            ] {
+                if set {
+                    return Err(self.hinted(
+                        value.span(),
+                        &key("proxy_pass"),
+                        format!("conflicts with {other} in the same block"),
+                        format!("a request is either answered by the {other} or proxied"),
+                    ));
+                }
+            }
+            partial.proxy_pass = Some(self.proxy_pass(value, &key("proxy_pass"))?);
+        }
+        if let Some(value) = &block.proxy_host {
+            partial.proxy_host = Some(self.proxy_host(value, &key("proxy_host"))?);
+        }
+        partial.websocket = block.websocket.as_ref().map(|value| *value.get_ref());
+        partial.x_accel_redirect = block
+            .x_accel_redirect
+            .as_ref()
+            .map(|value| *value.get_ref());
+        if let Some(root) = &block.x_sendfile_root {
+            partial.x_sendfile_root = Some(self.directory(root, &key("x_sendfile_root"))?);
+        }
+        if let Some(list) = &block.forwarded_trust {
+            partial.forwarded_trust = Some(self.addresses(list, &key("forwarded_trust"))?);
+        }
+        Ok(())
+    }
+
+    fn proxy_host(&self, value: &Spanned<String>, key: &str) -> Loaded<ProxyHost> {
+        Ok(match value.get_ref().as_str() {
+            "client" => ProxyHost::Client,
+            "upstream" => ProxyHost::Upstream,
+            literal => {
+                // What a `Host` field may hold (RFC 9110 §7.2: uri-host [":" port]), so the
+                // value cannot break the request head it goes into.
+                let valid = !literal.is_empty()
+                    && literal.bytes().all(|byte| {
+                        byte.is_ascii_alphanumeric() || b"-._~:[]!$&'()*+,;=%".contains(&byte)
+                    });
+                if !valid {
+                    return Err(self.hinted(
+                        value.span(),
+                        key,
+                        format!("'{literal}' is not a host"),
+                        "\"client\" (the request's Host), \"upstream\" (the server's address), or a host like backend.internal:8080",
+                    ));
+                }
+                ProxyHost::Literal(literal.to_owned())
+            }
+        })
+    }
+
+    /// `handler = "proxy"` in `block` with no `proxy_pass` in it or (for a location) in its
+    /// site: refused where the handler is set.
+    pub(super) fn proxy_handler_has_a_target(
+        &self,
+        block: &RawBlock,
+        table: &str,
+        partial: &Partial,
+        site: Option<&Partial>,
+    ) -> Loaded<()> {
+        let inherited = site.is_some_and(|site| site.proxy_pass.is_some());
+        match &block.handler {
+            Some(handler)
+                if partial.handler == Some(Handler::Proxy)
+                    && partial.proxy_pass.is_none()
+                    && !inherited =>
+            {
+                Err(self.hinted(
+                    handler.span(),
+                    &format!("{table}.handler"),
+                    "handler \"proxy\" without proxy_pass",
+                    PROXY_PASS_HINT,
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A key that only a proxy location reads, set in `block` where nothing proxies: refused
+    /// rather than ignored (it would look like it does something).
+    pub(super) fn proxy_key_without_proxy(&self, block: &RawBlock, table: &str) -> Loaded<()> {
+        let Some((span, name)) = proxy_only_key(block) else {
+            return Ok(());
+        };
+        Err(self.hinted(
+            span,
+            &format!("{table}.{name}"),
+            "only for a proxy location",
+            "set proxy_pass here or in the site, or remove it",
+        ))
+    }
+}
+
+/// The first key `block` sets that only a proxy location reads.
+fn proxy_only_key(block: &RawBlock) -> Option<(Range<usize>, &'static str)> {
+    [
+        (block.proxy_host.as_ref().map(Spanned::span), "proxy_host"),
+        (block.websocket.as_ref().map(Spanned::span), "websocket"),
+        (
+            block.x_accel_redirect.as_ref().map(Spanned::span),
+            "x_accel_redirect",
+        ),
+        (
+            block.x_sendfile_root.as_ref().map(Spanned::span),
+            "x_sendfile_root",
+        ),
+        (
+            block.forwarded_trust.as_ref().map(Spanned::span),
+            "forwarded_trust",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(span, name)| span.map(|span| (span, name)))
+}
