@@ -219,3 +219,22 @@ for_each_arch!(fn body_over_max_body_is_413_and_never_forwarded(arch) {
     assert_eq!(seen.len(), 1, "only the request within the limit arrived: {seen:?}");
     assert_eq!(seen[0].body_len, 1000);
 });
+
+for_each_arch!(fn a_unix_socket_upstream_serves_a_prefix_replaced_target(arch) {
+    let root = TempRoot::new();
+    let path = root.outside_dir().join("app.sock");
+    let upstream = PyUpstream::start_unix("unix", &path);
+    let server = proxy::start(
+        &root,
+        arch,
+        &format!("[upstream.local]\nservers = [\"unix:{}\"]\n", path.display()),
+        "[[site.location]]\npath = \"/app/\"\nproxy_pass = \"http://local/v2/\"\n",
+    );
+    let mut conn = Conn::open(server.addr());
+    let answer = conn.get("/app/items?id=7", &[]);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.body_text(), "unix GET /v2/items?id=7\n", "the prefix is replaced");
+    assert_eq!(answer.header("x-upstream"), Some(upstream.name()));
+    conn.send("POST /app/echo HTTP/1.1\r\nHost: test\r\nContent-Length: 3\r\n\r\nabc");
+    assert_eq!(conn.read_proxied("POST").body, b"abc");
+});

@@ -13,6 +13,7 @@ use support::http::{build_request, Conn};
 use support::pyupstream::PyUpstream;
 use support::upstream::{RawUpstream, Reply};
 use support::websocket::{self, Handshake, BINARY, PING, PONG, TEXT};
+use support::TempRoot;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -298,4 +299,27 @@ fn websocket_client_and_python_echo_agree() {
 fn process_tree_memory_is_read() {
     let kib = bulk::tree_rss_kib(std::process::id());
     assert!(kib > 100, "{kib} KiB");
+}
+
+#[test]
+fn python_upstream_listens_on_a_unix_socket() {
+    let dir = TempRoot::new();
+    let path = dir.outside_dir().join("app.sock");
+    let upstream = PyUpstream::start_unix("unix", &path);
+    let mut stream =
+        std::os::unix::net::UnixStream::connect(upstream.unix_path().unwrap()).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    stream
+        .write_all(b"GET /hi HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let head = read_head(&mut stream).unwrap();
+    assert_eq!(head.status, 200, "{}", head.head);
+    let mut body = head.early;
+    let mut chunk = [0u8; 64];
+    while body.len() < head.content_length.unwrap() as usize {
+        let n = stream.read(&mut chunk).unwrap();
+        assert!(n > 0);
+        body.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(body, b"unix GET /hi\n");
 }
