@@ -411,19 +411,7 @@ impl Loader<'_> {
             PassTarget::Address(address) => {
                 let addresses = self
                     .resolve(&address, value.span(), key)
-                    .map_err(|error| match address {
-                        // `http://app:80` meant for `[upstream.app]`.
-                        AddressText::Name { host, .. } if self.pools.borrow().named(host).is_some() => {
-                            ConfigError {
-                                hint: Some(format!(
-                                    "a pool is named without a port: http://{host}{}",
-                                    pass.path.unwrap_or_default()
-                                )),
-                                ..error
-                            }
-                        }
-                        _ => error,
-                    })?;
+                    .map_err(|error| self.pool_with_a_port(error, &address, pass.path))?;
                 self.pools.borrow_mut().implicit(addresses, text)
             }
         };
@@ -431,6 +419,28 @@ impl Loader<'_> {
             pool,
             path: pass.path.map(str::to_owned),
         })
+    }
+
+    /// `http://app:80` meant for `[upstream.app]`: when the name does not resolve, the hint
+    /// says how a pool is named.
+    fn pool_with_a_port(
+        &self,
+        error: ConfigError,
+        address: &AddressText<'_>,
+        path: Option<&str>,
+    ) -> ConfigError {
+        match *address {
+            AddressText::Name { host, .. } if self.pools.borrow().named(host).is_some() => {
+                ConfigError {
+                    hint: Some(format!(
+                        "a pool is named without a port: http://{host}{}",
+                        path.unwrap_or_default()
+                    )),
+                    ..error
+                }
+            }
+            _ => error,
+        }
     }
 
     fn count_u32(&self, value: &Spanned<i64>, key: &str, min: i64) -> Loaded<u32> {

@@ -20,9 +20,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ampd_sys::{errno, io as sysio, poll, socket};
+use ampd_sys::{io as sysio, poll, socket};
 
+use super::client::{self, Client, Door};
 use super::phase_clock::{Expired, PhaseClock};
+use super::upstream::{self, IdlePool, Upstream};
 use crate::config::Limits;
 use crate::conn::{Conn, Context, Ending, Need, Phase};
 use crate::content::caches::Caches;
@@ -33,6 +35,9 @@ use crate::log::stats::LoopStats;
 use crate::ops::admission::Ticket;
 use crate::ops::{self, Control, RunState, ThreadLink};
 use crate::site::Generation;
+use crate::sync::lock;
+
+mod upstream_wait;
 
 /// Input read per call.
 const READ_CHUNK: usize = 16 << 10;
@@ -53,6 +58,9 @@ pub struct Connection {
     /// Our side is shut; the client's input is read and discarded until it closes.
     lingering: bool,
     clock: PhaseClock,
+    /// The upstream socket it drives besides its client socket (`Need::Connect`); a connection
+    /// with one attached never waits in a waiting room.
+    upstream: Option<Upstream>,
     /// The slot its scoreboard state is counted in (the accepting thread's).
     stats: LoopStats,
     _ticket: Ticket,
@@ -118,6 +126,9 @@ pub struct SharedCaches {
     /// The reload epoch the path cache was last cleared for: once per reload, not once per
     /// thread (a thread that comes late would drop entries made under the new generation).
     cleared_epoch: AtomicU64,
+    /// Idle keep-alive connections to upstream servers, shared like the caches (a thread
+    /// group's, or one `mp` process's).
+    upstream_pool: Mutex<IdlePool>,
 }
 
 impl SharedCaches {
@@ -128,6 +139,7 @@ impl SharedCaches {
             slot,
             last_publish: Mutex::new(Instant::now()),
             cleared_epoch: AtomicU64::new(0),
+            upstream_pool: Mutex::new(IdlePool::default()),
         }
     }
 
@@ -152,6 +164,7 @@ impl SharedCaches {
         if last.elapsed() >= TICK {
             *last = Instant::now();
             self.caches.publish(&self.slot);
+            lock(&self.upstream_pool).sweep(*last);
         }
     }
 }
@@ -278,30 +291,38 @@ impl Worker {
         self.link.log.flush();
     }
 
-    /// Accept one connection from `listener` and admit it (`ops::admission`).
+    /// Accept one connection from `listener` and admit it (`client::Door`).
     pub fn accept(&mut self, listener: BorrowedFd<'_>) -> Accepted {
-        match socket::accept(listener) {
-            Ok((fd, peer)) => {
-                let stats = self.link.stats;
-                match super::admit(&self.control, &self.generation, &stats, peer.ip()) {
-                    Some((conn, ticket)) => Accepted::Connection(Box::new(Connection {
-                        fd,
-                        conn,
-                        registered: false,
-                        lingering: false,
-                        clock: PhaseClock::opened(&stats, Instant::now()),
-                        stats,
-                        _ticket: ticket,
-                    })),
-                    None => Accepted::Skipped,
-                }
+        let stats = self.link.stats;
+        let door = Door {
+            control: &self.control,
+            generation: &self.generation,
+            stats: &stats,
+            caches: &self.caches.caches,
+        };
+        match door.accept(listener) {
+            client::Accepted::Client(admitted) => {
+                let Client {
+                    fd,
+                    conn,
+                    clock,
+                    ticket,
+                    ..
+                } = *admitted;
+                Accepted::Connection(Box::new(Connection {
+                    fd,
+                    conn,
+                    registered: false,
+                    lingering: false,
+                    clock,
+                    upstream: None,
+                    stats,
+                    _ticket: ticket,
+                }))
             }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => Accepted::Empty,
-            Err(error) if errno::out_of_resources(&error) => {
-                super::accept_exhausted(&error, &self.caches.caches);
-                Accepted::Exhausted
-            }
-            Err(_) => Accepted::Skipped,
+            client::Accepted::Empty => Accepted::Empty,
+            client::Accepted::Skipped => Accepted::Skipped,
+            client::Accepted::Exhausted => Accepted::Exhausted,
         }
     }
 
@@ -339,10 +360,13 @@ impl Worker {
                 // A request that arrived after a change on disk must see it (docs/architecture.md).
                 self.caches.caches.on_change();
             }
+            let pumped = self.pump_upstream(connection);
             let need = self.advance(connection, draining || self.announcing);
-            connection
-                .clock
-                .note(connection.conn.phase(), read_any, &connection.stats);
+            connection.clock.note(
+                connection.conn.phase(),
+                read_any || pumped,
+                &connection.stats,
+            );
             let wrote = self.flush(connection)?;
             connection
                 .clock
@@ -351,10 +375,23 @@ impl Worker {
                 Need::Close(ending) => return Ok(self.end(connection, ending, on_wait)),
                 // The output drained (flush blocks until it does): decide again.
                 Need::Flush => continue,
-                // Jobs run inline here, so nothing can be outstanding.
-                Need::Job(_) | Need::Wait | Need::Connect(_) => return Err(Reset),
+                // Jobs and connects are carried out inline here, so nothing can be outstanding
+                // but the upstream.
+                Need::Job(_) | Need::Connect(_) => return Err(Reset),
+                Need::Wait if connection.upstream.is_none() => return Err(Reset),
                 Need::Read if read_any && !drained => continue,
-                Need::Read => {}
+                Need::Read | Need::Wait => {}
+            }
+            // With an upstream attached the connection waits here on both sockets, never in
+            // a waiting room (which watches only the client).
+            if let Some(socket) = connection.upstream.as_ref() {
+                if pumped || socket.can_move(&connection.conn) {
+                    continue;
+                }
+                match self.wait_upstream(connection)? {
+                    Waited::Ready | Waited::DrainBegan => continue,
+                    Waited::Expired(why) => return self.expired(connection, why, on_wait),
+                }
             }
             let phase = connection.clock.phase();
             // Output is empty after a flush and the state is not closing: nothing else.
@@ -416,21 +453,31 @@ impl Worker {
     }
 
     /// Let the connection decide on what it has read; run any jobs it asks for in place.
+    /// An upstream socket `Conn` is done with is taken back after every decision
+    /// (`settle_upstream`); `Need::Connect` is carried out in place, like a job.
     fn advance(&mut self, connection: &mut Connection, draining: bool) -> Need {
         self.clock.tick();
+        let caches = self.caches.clone();
         let mut context = self.context(draining);
         loop {
-            match connection.conn.advance(&mut context) {
+            let need = connection.conn.advance(&mut context);
+            settle_upstream(connection, &caches);
+            match need {
                 Need::Job(first) => {
                     let mut next = Some(first);
                     while let Some(job) = next {
                         next = connection.conn.job_done(job::run(job), &mut context);
+                        settle_upstream(connection, &caches);
                     }
                 }
-                // Upstream sockets are not driven by this engine yet: the exchange answers 502.
-                Need::Connect(_) => connection
-                    .conn
-                    .upstream_failed(&io::Error::from(io::ErrorKind::Unsupported)),
+                Need::Connect(connect) => {
+                    connection.upstream = None;
+                    connection.upstream = upstream::open(
+                        &connect,
+                        &mut connection.conn,
+                        &mut lock(&caches.upstream_pool),
+                    );
+                }
                 need => return need,
             }
         }
@@ -552,8 +599,10 @@ impl Worker {
     /// The head or body did not arrive in time: `408` if it can go out at once, then close.
     fn answer_timeout(&mut self, connection: &mut Connection, on_wait: OnWait) -> Step {
         let draining = self.control.run_state() != RunState::Running;
+        let caches = self.caches.clone();
         let mut context = self.context(draining);
         connection.conn.timed_out(&mut context);
+        settle_upstream(connection, &caches);
         let slices = connection.conn.output.memory_slices();
         let pending: usize = slices.iter().map(|slice| slice.len()).sum();
         match sysio::writev(connection.fd.as_fd(), &slices) {
@@ -580,6 +629,8 @@ impl Worker {
     /// destroys the response in flight. Under `OnWait::Return` the wait for the client happens
     /// in the waiting room, not in this worker.
     fn linger_close(&mut self, connection: &mut Connection, on_wait: OnWait) -> Step {
+        // The exchange is over or abandoned: an upstream socket still attached is closed.
+        connection.upstream = None;
         if socket::shutdown_write(connection.fd.as_fd()).is_err() {
             return Step::Closed;
         }
@@ -634,4 +685,20 @@ pub fn shards_for(threads: usize) -> usize {
 pub fn finish(worker: &mut Worker) {
     worker.flush_log();
     worker.caches.caches.publish(&worker.caches.slot);
+}
+
+/// After a decision: the upstream socket `Conn` is done with goes to the shared idle pool or
+/// is closed.
+fn settle_upstream(connection: &mut Connection, caches: &SharedCaches) {
+    if connection.upstream.is_none() {
+        // Nothing to pool or close (the common case: no lock taken).
+        let _ = connection.conn.take_upstream_release();
+        return;
+    }
+    upstream::release(
+        &mut connection.conn,
+        &mut connection.upstream,
+        &mut lock(&caches.upstream_pool),
+        |_| {},
+    );
 }

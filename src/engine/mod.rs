@@ -3,7 +3,7 @@
 //!
 //! Owns: binding listeners, choosing the architecture that runs (falling back from `uring` to
 //! `reactor` where io_uring is unavailable), starting it under `ops::Control`, and the steps
-//! every engine takes with a new connection (`admit`) and its timeouts (`phase_clock.rs`).
+//! every engine takes with a new connection (`client.rs`) and its timeouts (`phase_clock.rs`).
 //! Must not touch: HTTP or content decisions — every engine runs the same `conn` and `content`
 //! code, so a comparison measures the architecture alone (Flash §6).
 //! Sources: Flash §3–4 (SPED, AMPED, MT, MP); JAWS §3 (thread pool, thread per connection,
@@ -17,6 +17,7 @@
 //! | `uring` | `uring/` (+ `helpers.rs`) |
 
 pub mod blocking;
+pub mod client;
 pub mod event_loop;
 pub mod helper_process;
 pub mod helpers;
@@ -24,28 +25,26 @@ pub mod mp;
 pub mod mt;
 pub mod phase_clock;
 pub mod read_ahead;
+pub mod slab;
+mod sweep;
 pub mod tpc;
+pub mod upstream;
 pub mod uring;
 pub mod waiting_room;
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ampd_sys::{errno, socket};
+use ampd_sys::socket;
 
-use crate::config::{Arch, Config, HelperMode, Level};
-use crate::conn::Conn;
+use crate::config::{Arch, Config, HelperMode};
 use crate::content::budget::CacheBudget;
-use crate::content::caches::Caches;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
-use crate::log::error::Throttle;
-use crate::log::stats::{LoopStats, ProxyRefusal, Shed};
-use crate::ops::admission::{Admit, Ticket};
 use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
 use event_loop::{EventLoop, LoopSettings, PagesInFlight};
@@ -361,86 +360,4 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
             .map_err(|_| io::Error::other("an event loop panicked"))??;
     }
     Ok(())
-}
-
-/// `accept` failed for want of descriptors or memory (the caller pauses accepting, and clients
-/// wait in the backlog): out of descriptors, the caches close the older half of their files so
-/// that accepting can resume; either way the error log says so, at most once per interval.
-pub fn accept_exhausted(error: &io::Error, caches: &Caches) {
-    static NO_MEMORY: Throttle = Throttle::new();
-    if errno::out_of_descriptors(error) {
-        caches.relieve("accept");
-    } else {
-        NO_MEMORY.log(
-            Level::Error,
-            format_args!("accept: {error}; accepting pauses"),
-        );
-    }
-}
-
-/// What admission control says about a new connection from `peer`, counted on `stats`: its
-/// `Conn` (one that answers `503` if it came in over a cap) and its place in the counts, or
-/// `None` to close it at once (far over a cap, or not a trusted balancer where the PROXY
-/// protocol is on: only `proxy_protocol_from` may say who the client is).
-///
-/// Under the PROXY protocol, `peer` is the balancer: the client's address is known only once
-/// the connection's header has been read, after admission, so the per-address connection cap
-/// counts connections per balancer (the access rules and request-rate limits, checked per
-/// request, use the client's).
-#[must_use]
-pub fn admit(
-    control: &Control,
-    generation: &Generation,
-    stats: &LoopStats,
-    peer: IpAddr,
-) -> Option<(Conn, Ticket)> {
-    static REFUSED: Throttle = Throttle::new();
-    static DROPPED: Throttle = Throttle::new();
-    let config = &generation.config;
-    if !config.proxy_protocol.admits(peer) {
-        crate::conn::proxy_header::refused(
-            stats,
-            ProxyRefusal::Untrusted,
-            peer,
-            "not in proxy_protocol_from",
-        );
-        return None;
-    }
-    let limits = &config.admission;
-    let cap = |why: Shed| match why {
-        Shed::Connections => format!("max_connections = {}", limits.max_connections),
-        Shed::Address => format!(
-            "max_connections_per_address = {}",
-            limits.max_connections_per_address
-        ),
-        Shed::Rate => "requests_per_second".to_owned(),
-    };
-    match control.admission.admit(peer, limits) {
-        Admit::Yes(ticket) => Some((Conn::new(config, peer), ticket)),
-        Admit::Refuse(ticket, why) => {
-            stats.shed(why);
-            REFUSED.log(
-                Level::Warn,
-                format_args!(
-                    "connection from {peer} refused with 503: over {} ({} open)",
-                    cap(why),
-                    control.admission.open()
-                ),
-            );
-            Some((Conn::refusing(config, peer), ticket))
-        }
-        Admit::Drop(why) => {
-            stats.shed(why);
-            stats.dropped(why);
-            DROPPED.log(
-                Level::Warn,
-                format_args!(
-                    "connection from {peer} dropped unanswered: far over {} ({} open)",
-                    cap(why),
-                    control.admission.open()
-                ),
-            );
-            None
-        }
-    }
 }

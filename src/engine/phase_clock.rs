@@ -197,6 +197,20 @@ mod tests {
     }
 
     #[test]
+    fn a_connection_waiting_on_its_upstream_has_no_client_deadline() {
+        let stats = Stats::new(1).unwrap().add_loop();
+        let limits = Config::new("/".into()).limits;
+        let mut clock = PhaseClock::opened(&stats, Instant::now());
+        clock.note(Phase::Upstream, false, &stats);
+        assert_eq!(stats.connections(Phase::Upstream.index()), 1);
+        assert_eq!(clock.deadline(&limits, false), None);
+        let much_later = clock.since() + Duration::from_secs(24 * 3600);
+        assert_eq!(clock.check(much_later, &limits, false), None);
+        clock.closed(&stats);
+        assert_eq!(stats.connections(Phase::Upstream.index()), 0);
+    }
+
+    #[test]
     fn phases_time_out_and_a_slow_reader_is_caught() {
         let stats = Stats::new(1).unwrap().add_loop();
         let mut limits = Config::new("/".into()).limits;

@@ -336,6 +336,109 @@ pub fn connect_tcp_nonblocking(addr: SocketAddr) -> io::Result<OwnedFd> {
     }
 }
 
+/// Starts a non-blocking connect to the unix stream socket at `path` (close-on-exec).
+///
+/// A unix stream connect completes at once or fails: there is no connect in progress.
+///
+/// # Errors
+/// `ENOENT` (no socket there), `ECONNREFUSED` (nobody listens), `EAGAIN` (its backlog is full:
+/// reported as an error, as nginx does, since nothing will say when to try again),
+/// `EACCES`, `ENAMETOOLONG` for a path longer than `sun_path`, descriptor exhaustion.
+pub fn connect_unix_nonblocking(path: &std::path::Path) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: sockaddr_un is plain old data for which all-zero bytes are valid.
+    let mut raw: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    // One byte stays zero: the path is NUL-terminated.
+    if bytes.len() >= raw.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    raw.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (to, from) in raw.sun_path.iter_mut().zip(bytes) {
+        *to = *from as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + bytes.len() + 1;
+    // SAFETY: socket takes no pointers; a non-negative result is a fresh descriptor.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `raw` is a valid sockaddr_un of at least `len` bytes; the socket is open.
+    cvt_retry(|| unsafe {
+        libc::connect(
+            socket.as_raw_fd(),
+            std::ptr::addr_of!(raw).cast::<libc::sockaddr>(),
+            len as libc::socklen_t,
+        )
+    })?;
+    Ok(socket)
+}
+
+/// Whether a non-blocking `connect` has completed: `Ok(true)` connected, `Ok(false)` still
+/// under way, `Err` the connect's own error (`ECONNREFUSED`, `ETIMEDOUT`, ...), taken from
+/// `SO_ERROR`. Reliable whatever readiness was reported: a pending error is checked first,
+/// then whether the socket has a peer.
+///
+/// # Errors
+/// The connect failed.
+pub fn connect_finished(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    if let Some(error) = take_socket_error(fd)? {
+        return Err(error);
+    }
+    let mut raw = RawAddr::empty();
+    // SAFETY: `raw.storage` is writable for `raw.len` bytes and the kernel updates `raw.len`.
+    match cvt(unsafe { libc::getpeername(fd.as_raw_fd(), raw.as_mut_ptr(), &mut raw.len) }) {
+        Ok(_) => Ok(true),
+        Err(error) if error.raw_os_error() == Some(libc::ENOTCONN) => {
+            // Not connected: under way, unless it failed between the two calls.
+            match take_socket_error(fd)? {
+                Some(error) => Err(error),
+                None => Ok(false),
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// What an idle keep-alive connection holds, looked at without taking anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdlePeek {
+    /// Nothing to read (`EAGAIN`): open and quiet, fit for reuse.
+    Quiet,
+    /// End of stream: the peer closed it.
+    Closed,
+    /// Bytes nobody asked for are waiting.
+    Unexpected,
+}
+
+/// `recv(MSG_PEEK | MSG_DONTWAIT)` of one byte on an idle connection.
+///
+/// # Errors
+/// The connection was reset, or another error is pending on it.
+pub fn peek_idle(fd: BorrowedFd<'_>) -> io::Result<IdlePeek> {
+    let mut byte = [0u8; 1];
+    // SAFETY: `byte` is writable for its one byte; MSG_PEEK leaves the data in the socket.
+    let result = cvt_retry(|| unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            byte.as_mut_ptr().cast::<libc::c_void>(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        ) as libc::c_int
+    });
+    match result {
+        Ok(0) => Ok(IdlePeek::Closed),
+        Ok(_) => Ok(IdlePeek::Unexpected),
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(IdlePeek::Quiet),
+        Err(error) => Err(error),
+    }
+}
+
 /// Reads and clears `SO_ERROR`: `None` when the socket has no pending error.
 ///
 /// # Errors
@@ -601,6 +704,71 @@ mod tests {
                 assert_eq!(pending.raw_os_error(), Some(libc::ECONNREFUSED));
             }
         }
+    }
+
+    #[test]
+    fn a_connect_in_progress_completes_and_an_idle_peer_is_quiet_then_closed() {
+        let listener = listen_tcp(loopback(), false, 16).unwrap();
+        let client = connect_tcp_nonblocking(local_addr(listener.as_fd()).unwrap()).unwrap();
+        let epoll = Epoll::new().unwrap();
+        wait_for(&epoll, client.as_fd(), Interest::WRITABLE);
+        assert!(connect_finished(client.as_fd()).unwrap());
+        wait_for(&epoll, listener.as_fd(), Interest::READABLE);
+        let (server, _) = accept(listener.as_fd()).unwrap();
+        assert_eq!(peek_idle(client.as_fd()).unwrap(), IdlePeek::Quiet);
+        write(server.as_fd(), b"x").unwrap();
+        wait_for(&epoll, client.as_fd(), Interest::READABLE);
+        assert_eq!(peek_idle(client.as_fd()).unwrap(), IdlePeek::Unexpected);
+        let mut buf = [0u8; 1];
+        assert_eq!(
+            read(client.as_fd(), &mut buf).unwrap(),
+            1,
+            "the peek took nothing"
+        );
+        drop(server);
+        wait_for(&epoll, client.as_fd(), Interest::READABLE);
+        assert_eq!(peek_idle(client.as_fd()).unwrap(), IdlePeek::Closed);
+    }
+
+    #[test]
+    fn a_refused_connect_is_reported_by_connect_finished() {
+        let port = {
+            let listener = listen_tcp(loopback(), false, 1).unwrap();
+            local_addr(listener.as_fd()).unwrap().port()
+        };
+        let target = SocketAddr::from(([127, 0, 0, 1], port));
+        if let Ok(client) = connect_tcp_nonblocking(target) {
+            let epoll = Epoll::new().unwrap();
+            wait_for(&epoll, client.as_fd(), Interest::WRITABLE);
+            let error = connect_finished(client.as_fd()).unwrap_err();
+            assert_eq!(error.raw_os_error(), Some(libc::ECONNREFUSED));
+        }
+    }
+
+    #[test]
+    fn unix_connects_complete_at_once_or_name_what_is_missing() {
+        let dir = std::env::temp_dir().join(format!("ampd-sys-unix-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("up.sock");
+        let _ = std::fs::remove_file(&path);
+        let missing = connect_unix_nonblocking(&path).unwrap_err();
+        assert_eq!(missing.raw_os_error(), Some(libc::ENOENT));
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let client = connect_unix_nonblocking(&path).unwrap();
+        assert!(connect_finished(client.as_fd()).unwrap());
+        assert!(is_nonblocking(client.as_fd()).unwrap());
+        let (mut theirs, _) = listener.accept().unwrap();
+        use std::io::Write;
+        theirs.write_all(b"ok").unwrap();
+        let epoll = Epoll::new().unwrap();
+        wait_for(&epoll, client.as_fd(), Interest::READABLE);
+        let mut buf = [0u8; 4];
+        assert_eq!(read(client.as_fd(), &mut buf).unwrap(), 2);
+        let long = dir.join("x".repeat(200));
+        let too_long = connect_unix_nonblocking(&long).unwrap_err();
+        assert_eq!(too_long.raw_os_error(), Some(libc::ENAMETOOLONG));
+        drop(listener);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

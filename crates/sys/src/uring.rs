@@ -107,6 +107,32 @@ pub struct Completion {
     pub parts: Vec<SendPart>,
 }
 
+/// What a poll's completion (`Ring::poll_once`) reports ready.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollEvents {
+    pub readable: bool,
+    pub writable: bool,
+    /// An error or hang-up: the next read, write or `SO_ERROR` says which.
+    pub error_or_hangup: bool,
+}
+
+/// The events in a poll completion's `result` (a negative result, such as `-ECANCELED`, reports
+/// none).
+#[must_use]
+pub fn poll_events(result: i32) -> PollEvents {
+    let Ok(mask) = i16::try_from(result) else {
+        return PollEvents::default();
+    };
+    if result < 0 {
+        return PollEvents::default();
+    }
+    PollEvents {
+        readable: mask & libc::POLLIN != 0,
+        writable: mask & libc::POLLOUT != 0,
+        error_or_hangup: mask & (libc::POLLERR | libc::POLLHUP | libc::POLLRDHUP) != 0,
+    }
+}
+
 /// The provided-buffer ring (`IORING_REGISTER_PBUF_RING`): `count` buffers of `size` bytes that
 /// receives fill without a buffer being committed to each idle connection.
 struct ProvidedBuffers {
@@ -435,6 +461,30 @@ impl Ring {
         self.start(entry, tag, Kind::Poll, Memory::None)
     }
 
+    /// Report once when `fd` becomes readable (`readable`) or writable (`writable`), or has an
+    /// error or hang-up (`IORING_OP_POLL_ADD`, single shot). The completion's `result` is the
+    /// ready events, read with [`poll_events`].
+    ///
+    /// # Errors
+    /// The submission queue cannot be flushed.
+    pub fn poll_once(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        readable: bool,
+        writable: bool,
+        tag: Tag,
+    ) -> io::Result<OpId> {
+        let mut events = 0;
+        if readable {
+            events |= libc::POLLIN;
+        }
+        if writable {
+            events |= libc::POLLOUT;
+        }
+        let entry = opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), events as u32).build();
+        self.start(entry, tag, Kind::Poll, Memory::None)
+    }
+
     /// Ask the kernel to cancel `op`; its final completion (usually `-ECANCELED`) follows. A
     /// finished operation's id matches nothing.
     ///
@@ -663,6 +713,34 @@ mod tests {
         // A nonblocking accept on the now idle listener finds nothing.
         crate::socket::set_nonblocking(listener.as_fd(), true).unwrap();
         assert!(accept(listener.as_fd()).is_err());
+    }
+
+    #[test]
+    fn a_single_poll_reports_writability_then_readability_once_each() {
+        let Ok(mut ring) = Ring::new(8, 4, 1024) else {
+            return;
+        };
+        let (left, right) = crate::socket::socket_pair().unwrap();
+        let mut out = Vec::new();
+        ring.poll_once(left.as_fd(), false, true, 9).unwrap();
+        let writable = wait_for(&mut ring, &mut out, 9);
+        assert!(!writable.more, "single shot");
+        let events = poll_events(writable.result);
+        assert!(events.writable && !events.readable);
+        ring.poll_once(left.as_fd(), true, false, 10).unwrap();
+        ring.submit_and_wait(Some(Duration::from_millis(20)))
+            .unwrap();
+        ring.completions(&mut out);
+        assert!(out.iter().all(|done| done.tag != 10), "nothing to read yet");
+        crate::io::write(right.as_fd(), b"x").unwrap();
+        let readable = wait_for(&mut ring, &mut out, 10);
+        assert!(poll_events(readable.result).readable);
+        drop(right);
+        ring.poll_once(left.as_fd(), true, false, 11).unwrap();
+        let hangup = wait_for(&mut ring, &mut out, 11);
+        assert!(poll_events(hangup.result).error_or_hangup);
+        assert_eq!(poll_events(-libc::ECANCELED), PollEvents::default());
+        assert_eq!(ring.in_flight(), 0);
     }
 
     #[test]

@@ -291,7 +291,9 @@ impl Conn {
                 link.input.drain(..len);
                 parser.reset();
                 match head.status {
-                    101 if proxy.websocket => self.begin_tunnel(proxy, &head, context),
+                    101 if proxy.websocket && head.upgrades_to("websocket") => {
+                        self.begin_tunnel(proxy, &head, context)
+                    }
                     // Interim responses: ours went out already (`start_proxy`); others are
                     // not passed on.
                     100..=199 if head.status != 101 => Step::Again(proxy),
@@ -309,7 +311,7 @@ impl Conn {
                             },
                             Err(error) => {
                                 let why = error.map_or_else(
-                                    || "101 Switching Protocols that was not asked for".to_owned(),
+                                    || "a 101 Switching Protocols that was not asked for".to_owned(),
                                     |error| error.to_string(),
                                 );
                                 self.invalid_response(proxy, &why, context)

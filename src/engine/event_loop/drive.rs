@@ -15,29 +15,30 @@ use super::{EventLoop, Slot, Watched, READ_CHUNK, TURNS};
 use crate::conn::{Context, Ending, Need, Phase};
 use crate::content::job::Job;
 use crate::content::serve::{self, DiskAccess};
+use crate::engine::upstream;
 
 impl EventLoop {
     /// Run one connection's read → decide → write cycle as far as it goes without blocking,
     /// with the loop's spare buffers lent to it for the turn (`conn::Spare`).
     pub(super) fn drive(&mut self, index: usize) {
-        if let Some(slot) = self.slots[index].as_mut() {
-            slot.conn.borrow_buffers(&mut self.spare);
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.conn.borrow_buffers(&mut self.spare);
         }
         self.drive_turns(index);
-        if let Some(slot) = self.slots[index].as_mut() {
-            slot.conn.return_buffers(&mut self.spare);
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.conn.return_buffers(&mut self.spare);
         }
     }
 
     fn drive_turns(&mut self, index: usize) {
         for _ in 0..TURNS {
-            let Some(slot) = self.slots[index].as_mut() else {
+            let Some(slot) = self.slots.get_mut(index) else {
                 return;
             };
-            if slot.job_out {
+            if slot.client.job_out {
                 return;
             }
-            if slot.lingering {
+            if slot.client.lingering {
                 self.linger(index);
                 return;
             }
@@ -45,17 +46,28 @@ impl EventLoop {
                 Ok(read) => read,
                 Err(_) => return self.close(index),
             };
+            // The upstream's side of the cycle: request bytes out, response bytes in (as far
+            // as `Conn` wants them: a slow client stops the reading here).
+            let pumped = match slot.client.upstream.as_mut() {
+                Some(socket) => upstream::pump(socket, &mut slot.client.conn, &mut self.scratch),
+                None => false,
+            };
             let need = {
                 let mut context = context!(self);
-                slot.conn.advance(&mut context)
+                slot.client.conn.advance(&mut context)
             };
+            self.settle_upstream(index);
+            if let Need::Connect(connect) = &need {
+                self.connect_upstream(index, connect);
+                continue;
+            }
             if let Need::Job(job) = need {
                 self.submit(index, job);
                 // SPED ran it already; AMPED resumes on completion.
-                let Some(slot) = self.slots[index].as_mut() else {
+                let Some(slot) = self.slots.get_mut(index) else {
                     return;
                 };
-                if slot.job_out {
+                if slot.client.job_out {
                     self.flush_and_note(index);
                     return;
                 }
@@ -63,21 +75,27 @@ impl EventLoop {
             }
             // The connection closes at once after this output (see `end`): the close will carry
             // the last segment's FIN, so hold that segment back for it.
-            let closes_after = matches!(need, Need::Close(Ending::Close)) && !slot.can_read;
+            let closes_after = matches!(need, Need::Close(Ending::Close))
+                && self.slots.get(index).is_some_and(|slot| !slot.can_read);
             let wrote = match self.flush(index, closes_after) {
                 Ok(wrote) => wrote,
                 Err(_) => return self.close(index),
             };
-            self.note_phase(index, read || wrote);
-            let Some(slot) = self.slots[index].as_ref() else {
+            self.note_phase(index, read || wrote || pumped);
+            let Some(slot) = self.slots.get(index) else {
                 return;
             };
             if let Need::Close(ending) = need {
-                if slot.conn.output.is_empty() {
+                if slot.client.conn.output.is_empty() {
                     return self.end(index, ending);
                 }
             }
-            if !read && !wrote {
+            let upstream_can_move = slot
+                .client
+                .upstream
+                .as_ref()
+                .is_some_and(|socket| socket.can_move(&slot.client.conn));
+            if !read && !wrote && !pumped && !upstream_can_move {
                 // Nothing more to read or write for now: done, if a drain is under way.
                 return self.close_if_drained(index);
             }
@@ -94,9 +112,10 @@ impl EventLoop {
     }
 
     fn note_phase(&mut self, index: usize, progressed: bool) {
-        if let Some(slot) = self.slots[index].as_mut() {
-            slot.clock
-                .note(slot.conn.phase(), progressed, &self.link.stats);
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client
+                .clock
+                .note(slot.client.conn.phase(), progressed, &self.link.stats);
         }
     }
 
@@ -115,16 +134,16 @@ impl EventLoop {
         let mut wrote = false;
         let disk = self.settings.disk;
         loop {
-            let Some(slot) = self.slots[index].as_mut() else {
+            let Some(slot) = self.slots.get_mut(index) else {
                 return Ok(wrote);
             };
-            if !slot.can_write || slot.conn.output.is_empty() || budget == 0 {
-                if budget == 0 && !slot.conn.output.is_empty() && slot.can_write {
+            if !slot.can_write || slot.client.conn.output.is_empty() || budget == 0 {
+                if budget == 0 && !slot.client.conn.output.is_empty() && slot.can_write {
                     self.ready.push_back(index);
                 }
                 return Ok(wrote);
             }
-            if let Some(range) = slot.conn.output.front_file() {
+            if let Some(range) = slot.client.conn.output.front_file() {
                 let len = (range.end - range.offset).min(budget);
                 if disk == DiskAccess::Helpers {
                     let key = range.file.key;
@@ -137,7 +156,7 @@ impl EventLoop {
                         // The helper sends what it reads (`job::send_or_touch`); a duplicate
                         // of the socket, so that a close here (a timeout) while the job is out
                         // cannot hand its number to another connection.
-                        let send_to = slot.fd.try_clone().ok();
+                        let send_to = slot.client.fd.try_clone().ok();
                         let job = Job::PageIn {
                             file: range.file.clone(),
                             offset: range.offset,
@@ -151,14 +170,18 @@ impl EventLoop {
                 }
                 let mut offset = range.offset;
                 let count = usize::try_from(len).unwrap_or(usize::MAX);
-                match sysio::sendfile(slot.fd.as_fd(), range.file.file.as_fd(), &mut offset, count)
-                {
+                match sysio::sendfile(
+                    slot.client.fd.as_fd(),
+                    range.file.file.as_fd(),
+                    &mut offset,
+                    count,
+                ) {
                     // The file is shorter than when its head was sent: the response cannot be
                     // completed, so the connection must end (the client sees a short body).
                     Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
                     Ok(sent) => {
-                        slot.conn.output.advance(sent as u64);
-                        slot.clock.sent(sent as u64);
+                        slot.client.conn.output.advance(sent as u64);
+                        slot.client.clock.sent(sent as u64);
                         budget = budget.saturating_sub(sent as u64);
                         wrote = true;
                     }
@@ -168,16 +191,20 @@ impl EventLoop {
                     Err(error) => return Err(error),
                 }
             } else {
-                let more = if closes_after || slot.conn.output.file_follows_memory() {
+                let more = if closes_after || slot.client.conn.output.file_follows_memory() {
                     sysio::MSG_MORE
                 } else {
                     0
                 };
-                let slices = slot.conn.output.memory_slices();
-                match sysio::send_vectored(slot.fd.as_fd(), &slices, sysio::MSG_NOSIGNAL | more) {
+                let slices = slot.client.conn.output.memory_slices();
+                match sysio::send_vectored(
+                    slot.client.fd.as_fd(),
+                    &slices,
+                    sysio::MSG_NOSIGNAL | more,
+                ) {
                     Ok(sent) => {
-                        slot.conn.output.advance(sent as u64);
-                        slot.clock.sent(sent as u64);
+                        slot.client.conn.output.advance(sent as u64);
+                        slot.client.clock.sent(sent as u64);
                         budget = budget.saturating_sub(sent as u64);
                         wrote = true;
                     }
@@ -193,7 +220,7 @@ impl EventLoop {
     /// The last response is out. A client that has sent nothing more gets a plain close (its
     /// FIN follows the response); otherwise the close lingers.
     fn end(&mut self, index: usize, ending: Ending) {
-        let Some(slot) = self.slots[index].as_mut() else {
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         if ending == Ending::Close && !slot.can_read {
@@ -206,24 +233,28 @@ impl EventLoop {
     /// a FIN after the data, then drain its input until it closes, so unread request bytes do
     /// not turn our close into a reset that destroys the response in flight (lingering close).
     pub(super) fn begin_close(&mut self, index: usize) {
-        let Some(slot) = self.slots[index].as_mut() else {
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        if socket::shutdown_write(slot.fd.as_fd()).is_err() {
+        // The exchange is over or abandoned: an upstream socket still attached is closed.
+        slot.client.upstream = None;
+        if socket::shutdown_write(slot.client.fd.as_fd()).is_err() {
             return self.close(index);
         }
-        slot.lingering = true;
-        slot.clock.note(Phase::Closing, false, &self.link.stats);
+        slot.client.lingering = true;
+        slot.client
+            .clock
+            .note(Phase::Closing, false, &self.link.stats);
         self.linger(index);
     }
 
     fn linger(&mut self, index: usize) {
-        let Some(slot) = self.slots[index].as_mut() else {
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         let mut scratch = [0u8; 4096];
         loop {
-            match sysio::read(slot.fd.as_fd(), &mut scratch) {
+            match sysio::read(slot.client.fd.as_fd(), &mut scratch) {
                 Ok(0) => return self.close(index),
                 Ok(_) => {}
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
@@ -233,11 +264,10 @@ impl EventLoop {
     }
 
     pub(super) fn close(&mut self, index: usize) {
-        if let Some(slot) = self.slots[index].take() {
-            slot.clock.closed(&self.link.stats);
+        if let Some(slot) = self.slots.remove(index) {
+            slot.client.clock.closed(&self.link.stats);
             // Closing the descriptor removes it from the epoll set.
             drop(slot);
-            self.free.push(index);
         }
     }
 }
@@ -250,7 +280,7 @@ fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
     match slot.watched {
         Watched::NotYet { .. } => slot.watched = Watched::NotYet { writes: true },
         Watched::Input => {
-            epoll.modify(slot.fd.as_fd(), token, Interest::BOTH.edge())?;
+            epoll.modify(slot.client.fd.as_fd(), token, Interest::BOTH.edge())?;
             slot.watched = Watched::InputAndOutput;
         }
         Watched::InputAndOutput => {}
@@ -263,15 +293,15 @@ fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
 fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
     let mut changed = false;
     let mut total = 0;
-    while slot.can_read && slot.conn.wants_input() && total < 4 * READ_CHUNK {
-        match sysio::read(slot.fd.as_fd(), scratch) {
+    while slot.can_read && slot.client.conn.wants_input() && total < 4 * READ_CHUNK {
+        match sysio::read(slot.client.fd.as_fd(), scratch) {
             Ok(0) => {
-                slot.conn.peer_finished();
+                slot.client.conn.peer_finished();
                 slot.can_read = false;
                 return Ok(true);
             }
             Ok(count) => {
-                slot.conn.receive(&scratch[..count]);
+                slot.client.conn.receive(&scratch[..count]);
                 total += count;
                 changed = true;
                 if count < scratch.len() {

@@ -9,51 +9,22 @@ use std::time::{Duration, Instant};
 
 use ampd_sys::socket;
 
-use super::EventLoop;
+use super::{EventLoop, Slot};
 use crate::conn::{Context, Phase};
-use crate::engine::phase_clock::Expired;
+use crate::engine::client::Client;
+use crate::engine::slab::Slab;
+use crate::engine::sweep::{self, Driver, Held};
 
 /// Accept batches taken from the backlog when a graceful stop begins (64 connections each).
 const DRAIN_ACCEPT_BATCHES: usize = 16;
 
 impl EventLoop {
-    /// Apply each connection's timeouts and the minimum send rate (`PhaseClock::check`);
-    /// publish counters; hand the access-log buffer to its thread.
+    /// Apply each connection's timeouts and the minimum send rate (`engine::sweep`); publish
+    /// counters; hand the access-log buffer to its thread.
     pub(super) fn sweep(&mut self, now: Instant) {
-        let limits = &self.generation.config.limits;
-        let mut expired = Vec::new();
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            let Some(slot) = slot else { continue };
-            if let Some(why) = slot.clock.check(now, limits, slot.job_out) {
-                expired.push((index, why));
-            }
-        }
-        for (index, why) in expired {
-            match why {
-                Expired::Request => {
-                    if let Some(slot) = self.slots[index].as_mut() {
-                        let mut context = context!(self);
-                        slot.conn.timed_out(&mut context);
-                        slot.can_read = false;
-                    }
-                    self.drive(index);
-                    // If the 408 could not go out at once, the client is not reading: end it.
-                    if let Some(slot) = self.slots[index].as_ref() {
-                        if !slot.lingering {
-                            self.close(index);
-                        }
-                    }
-                }
-                Expired::Sending => self.abort(index),
-                Expired::Quietly => self.close(index),
-            }
-        }
-        if self.draining {
-            // Connections that were still to send their first request when the drain began.
-            for index in 0..self.slots.len() {
-                self.close_if_drained(index);
-            }
-        }
+        let generation = self.generation.clone();
+        sweep::sweep(self, now, &generation.config.limits);
+        self.upstream_pool.sweep(now);
         self.publish();
         self.link.log.flush();
     }
@@ -75,14 +46,16 @@ impl EventLoop {
         if let Some(listener) = self.listener.take() {
             let _ = self.epoll.delete(listener.as_fd());
         }
-        for index in 0..self.slots.len() {
-            let idle = self.slots[index].as_ref().is_some_and(|slot| {
-                slot.clock.phase() == Phase::Idle && !slot.job_out && !slot.lingering
+        for index in 0..self.slots.bound() {
+            let idle = self.slots.get(index).is_some_and(|slot| {
+                slot.client.clock.phase() == Phase::Idle
+                    && !slot.client.job_out
+                    && !slot.client.lingering
             });
             if !idle {
                 continue;
             }
-            if let Some(slot) = self.slots[index].as_mut() {
+            if let Some(slot) = self.slots.get_mut(index) {
                 slot.can_read = true;
             }
             // Reads what it sent (a request that raced the stop is answered), then closes.
@@ -91,24 +64,9 @@ impl EventLoop {
         }
     }
 
-    /// While draining, a connection with nothing left to do closes at once, FIN after its last
-    /// byte: an idle one when the drain begins, and one whose response, begun before the stop
-    /// and so without `Connection: close`, has just gone out. Without this such a connection
-    /// stayed open, idle, until the grace period ended and reset it.
+    /// While draining, close the connection if it has nothing left to do (`engine::sweep`).
     pub(super) fn close_if_drained(&mut self, index: usize) {
-        if !self.draining {
-            return;
-        }
-        let now = Instant::now();
-        let idle = self.slots[index].as_ref().is_some_and(|slot| {
-            slot.conn.phase() == Phase::Idle
-                && !slot.job_out
-                && !slot.lingering
-                && slot.clock.drain_may_close(slot.conn.has_answered(), now)
-        });
-        if idle {
-            self.begin_close(index);
-        }
+        sweep::close_if_drained(self, index);
     }
 
     /// One accept batch during the drain; whether the backlog may hold more.
@@ -121,7 +79,7 @@ impl EventLoop {
     /// The loop ends: cut what is left (the grace period is over, or a stop), hand the
     /// access-log buffer over, publish counters.
     pub(super) fn finish(&mut self) {
-        for index in 0..self.slots.len() {
+        for index in 0..self.slots.bound() {
             self.abort(index);
         }
         self.publish();
@@ -140,9 +98,74 @@ impl EventLoop {
 
     /// Close with a reset (`SO_LINGER` 0): what is still queued for the client is discarded.
     pub(super) fn abort(&mut self, index: usize) {
-        if let Some(slot) = self.slots[index].as_ref() {
-            let _ = socket::set_linger(slot.fd.as_fd(), Some(Duration::ZERO));
+        if let Some(slot) = self.slots.get(index) {
+            let _ = socket::set_linger(slot.client.fd.as_fd(), Some(Duration::ZERO));
         }
         self.close(index);
+    }
+}
+
+impl Held for Slot {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn client_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// The loop moves bytes only while it drives a connection: between turns nothing is in
+    /// flight.
+    fn busy(&self) -> bool {
+        false
+    }
+}
+
+impl Driver for EventLoop {
+    type Slot = Slot;
+
+    fn slots(&mut self) -> &mut Slab<Slot> {
+        &mut self.slots
+    }
+
+    fn draining(&self) -> bool {
+        self.draining
+    }
+
+    fn answer_timeout(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index) {
+            let mut context = context!(self);
+            slot.client.conn.timed_out(&mut context);
+            slot.can_read = false;
+        }
+        self.settle_upstream(index);
+        self.drive(index);
+        // If the 408 could not go out at once, the client is not reading: end it.
+        if self
+            .slots
+            .get(index)
+            .is_some_and(|slot| !slot.client.lingering)
+        {
+            self.close(index);
+        }
+    }
+
+    fn reset(&mut self, index: usize) {
+        self.abort(index);
+    }
+
+    fn close(&mut self, index: usize) {
+        EventLoop::close(self, index);
+    }
+
+    fn upstream_timed_out(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.conn.upstream_timed_out();
+        }
+        self.drive(index);
+    }
+
+    fn begin_close(&mut self, index: usize) {
+        EventLoop::begin_close(self, index);
     }
 }

@@ -16,12 +16,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ampd_sys::epoll::{Epoll, Events, Interest};
-use ampd_sys::{errno, socket};
 
+use super::client::{Accepted, Client, Door};
 use super::helpers::{Helpers, PoolSize, Token};
-use super::phase_clock::PhaseClock;
+use super::slab::{Kind, Slab};
+use super::upstream::IdlePool;
 use crate::config::Level;
-use crate::conn::{Conn, Context, Spare};
+use crate::conn::{Context, Spare};
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::file::FileKey;
@@ -29,7 +30,6 @@ use crate::content::job::{self, Job, JobDone};
 use crate::content::serve::DiskAccess;
 use crate::log::clock::Clock;
 use crate::log::error;
-use crate::ops::admission::Ticket;
 use crate::ops::{self, Control, LoopLink, RunState};
 use crate::site::Generation;
 
@@ -86,29 +86,20 @@ macro_rules! context {
 mod drive;
 mod lifecycle;
 mod page_ins;
+mod upstream;
 
 pub use page_ins::PagesInFlight;
 
-struct Slot {
-    fd: OwnedFd,
-    conn: Conn,
-    generation: u32,
+pub(crate) struct Slot {
+    client: Client,
     can_read: bool,
     can_write: bool,
     /// What the epoll set watches on this socket.
     watched: Watched,
-    /// A job (or page-in) is out for this connection.
-    job_out: bool,
     /// The range this connection's last page-in made resident: trusted to the residency test
     /// even while another connection's read of the same file is in flight (else two
     /// connections of one file could hand it to helpers in turn forever).
     paged_in: Option<(FileKey, u64)>,
-    /// Scoreboard phase and timeouts.
-    clock: PhaseClock,
-    /// Write side shut; draining input until the client closes (lingering close).
-    lingering: bool,
-    /// This connection's place in admission control's counts (given back on drop).
-    _ticket: Option<Ticket>,
 }
 
 /// What the loop's epoll set watches on a connection's socket.
@@ -141,17 +132,14 @@ pub struct EventLoop {
     draining: bool,
     /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
     announcing: bool,
-    /// Boxed, so the slab's spare capacity costs a pointer per slot, not a whole connection.
-    slots: Vec<Option<Box<Slot>>>,
-    free: Vec<usize>,
-    next_generation: u32,
+    slots: Slab<Slot>,
     helpers: Option<Helpers>,
     caches: Caches,
     clock: Clock,
     /// Connections with work they could do now without a new epoll event.
     ready: VecDeque<usize>,
-    /// Connections accepted this turn, by slot and generation, to join the epoll set at its end.
-    joining: Vec<(usize, u32)>,
+    /// Connections accepted this turn, by token, to join the epoll set at its end.
+    joining: Vec<u64>,
     accept_more: bool,
     accept_paused_until: Option<Instant>,
     last_sweep: Instant,
@@ -160,6 +148,8 @@ pub struct EventLoop {
     scratch: Box<[u8]>,
     /// Buffers lent to the connection being driven.
     spare: Spare,
+    /// Idle keep-alive connections to upstream servers, this loop's own.
+    upstream_pool: IdlePool,
 }
 
 impl EventLoop {
@@ -195,9 +185,7 @@ impl EventLoop {
             link,
             draining: false,
             announcing: false,
-            slots: Vec::new(),
-            free: Vec::new(),
-            next_generation: 1,
+            slots: Slab::default(),
             helpers,
             caches,
             clock: Clock::default(),
@@ -209,6 +197,7 @@ impl EventLoop {
             completions: Vec::new(),
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             spare: Spare::default(),
+            upstream_pool: IdlePool::default(),
         })
     }
 
@@ -243,7 +232,7 @@ impl EventLoop {
                     if !self.draining {
                         self.begin_drain();
                     }
-                    if now >= deadline || self.slots.iter().all(Option::is_none) {
+                    if now >= deadline || self.slots.is_empty() {
                         break;
                     }
                 }
@@ -262,13 +251,10 @@ impl EventLoop {
                         self.link.waker.drain();
                     }
                     token => {
-                        let Some(index) = self.slot_of(token) else {
+                        let Some((index, kind)) = self.slots.resolve(token) else {
                             continue;
                         };
-                        if let Some(slot) = self.slots[index].as_mut() {
-                            slot.can_read |= event.readable || event.hangup || event.error;
-                            slot.can_write |= event.writable || event.error;
-                        }
+                        self.note_event(index, kind, &event);
                         self.drive(index);
                     }
                 }
@@ -311,17 +297,11 @@ impl EventLoop {
     }
 
     fn slot_of(&self, token: u64) -> Option<usize> {
-        let index = usize::try_from(token & 0xffff_ffff).ok()?;
-        let generation = (token >> 32) as u32;
-        match self.slots.get(index) {
-            Some(Some(slot)) if slot.generation == generation => Some(index),
-            _ => None,
-        }
+        self.slots.resolve(token).map(|(index, _)| index)
     }
 
     fn token(&self, index: usize) -> u64 {
-        let generation = self.slots[index].as_ref().map_or(0, |slot| slot.generation);
-        (u64::from(generation) << 32) | index as u64
+        self.slots.token(index, Kind::Connection)
     }
 
     fn accept_batch(&mut self) {
@@ -330,33 +310,23 @@ impl EventLoop {
                 self.accept_more = false;
                 return;
             };
-            match socket::accept(listener.as_fd()) {
-                Ok((fd, peer)) => {
-                    let admitted = super::admit(
-                        &self.settings.control,
-                        &self.generation,
-                        &self.link.stats,
-                        peer.ip(),
-                    );
-                    let Some((conn, ticket)) = admitted else {
-                        continue;
-                    };
-                    self.admit(fd, conn, ticket);
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+            let door = Door {
+                control: &self.settings.control,
+                generation: &self.generation,
+                stats: &self.link.stats,
+                caches: &self.caches,
+            };
+            match door.accept(listener.as_fd()) {
+                Accepted::Client(client) => self.admit(*client),
+                Accepted::Skipped => {}
+                Accepted::Empty => {
                     self.accept_more = false;
                     return;
                 }
-                // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): pause (the
-                // listener stays registered and the backlog keeps the clients) rather than spin
-                // on a listener that stays readable. Other errors (the client gave up between
-                // SYN and accept, a signal) just move on to the next connection.
-                Err(error) => {
-                    if errno::out_of_resources(&error) {
-                        super::accept_exhausted(&error, &self.caches);
-                        self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
-                        return;
-                    }
+                // The listener stays registered and the backlog keeps the clients.
+                Accepted::Exhausted => {
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                    return;
                 }
             }
         }
@@ -367,50 +337,45 @@ impl EventLoop {
     /// Take a new connection into the slab and serve it right after this accept batch: with
     /// `TCP_DEFER_ACCEPT` on the listener its request is already here, so reading it now saves
     /// a trip through `epoll_wait`. It joins the epoll set at the end of the turn (`Watched`).
-    fn admit(&mut self, fd: OwnedFd, conn: Conn, ticket: Ticket) {
-        let index = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        });
-        let generation = self.next_generation;
-        self.next_generation = self.next_generation.wrapping_add(1).max(1);
-        self.slots[index] = Some(Box::new(Slot {
-            fd,
-            conn,
-            generation,
+    fn admit(&mut self, client: Client) {
+        let slot = Slot {
+            client,
             can_read: true,
             can_write: true,
             watched: Watched::NotYet { writes: false },
-            job_out: false,
             paged_in: None,
-            clock: PhaseClock::opened(&self.link.stats, Instant::now()),
-            lingering: false,
-            _ticket: Some(ticket),
-        }));
+        };
+        // A full slab (2^29 connections) cannot happen before descriptors run out; the
+        // connection would be dropped.
+        let Some(index) = self.slots.insert(slot) else {
+            return;
+        };
         self.ready.push_back(index);
-        self.joining.push((index, generation));
+        self.joining.push(self.token(index));
     }
 
     /// Connections accepted this turn and still open join the epoll set.
     fn join_new(&mut self) {
         let mut joining = std::mem::take(&mut self.joining);
-        for &(index, generation) in &joining {
-            let Some(slot) = self.slots[index].as_mut() else {
+        for &token in &joining {
+            let Some(index) = self.slot_of(token) else {
+                continue;
+            };
+            let Some(slot) = self.slots.get_mut(index) else {
                 continue;
             };
             let Watched::NotYet { writes } = slot.watched else {
                 continue;
             };
-            if slot.generation != generation {
-                continue;
-            }
-            let token = (u64::from(generation) << 32) | index as u64;
             let (interest, watched) = if writes {
                 (Interest::BOTH, Watched::InputAndOutput)
             } else {
                 (Interest::READABLE, Watched::Input)
             };
-            match self.epoll.add(slot.fd.as_fd(), token, interest.edge()) {
+            match self
+                .epoll
+                .add(slot.client.fd.as_fd(), token, interest.edge())
+            {
                 Ok(()) => slot.watched = watched,
                 Err(error) => {
                     static UNREGISTERED: error::Throttle = error::Throttle::new();
@@ -444,21 +409,23 @@ impl EventLoop {
                 continue;
             };
             let next = {
-                let slot = self.slots[index].as_mut().expect("slot_of checked it");
-                slot.job_out = false;
+                let slot = self.slots.get_mut(index).expect("slot_of checked it");
+                slot.client.job_out = false;
                 if let JobDone::PagedIn { key, end, sent } = done {
                     slot.paged_in = Some((key, end));
-                    slot.conn.output.advance(sent);
-                    slot.clock.sent(sent);
+                    slot.client.conn.output.advance(sent);
+                    slot.client.clock.sent(sent);
                     // The helper's bytes are progress: the send timeout starts again.
-                    slot.clock
-                        .note(slot.conn.phase(), sent > 0, &self.link.stats);
+                    slot.client
+                        .clock
+                        .note(slot.client.conn.phase(), sent > 0, &self.link.stats);
                     self.drive(index);
                     continue;
                 }
                 let mut context = context!(self);
-                slot.conn.job_done(done, &mut context)
+                slot.client.conn.job_done(done, &mut context)
             };
+            self.settle_upstream(index);
             match next {
                 Some(job) => self.submit(index, job),
                 None => self.drive(index),
@@ -469,8 +436,8 @@ impl EventLoop {
 
     fn submit(&mut self, index: usize, job: Job) {
         let token = self.token(index);
-        if let Some(slot) = self.slots[index].as_mut() {
-            slot.job_out = true;
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.job_out = true;
         }
         match &self.helpers {
             Some(helpers) => helpers.submit(token, job),
@@ -478,13 +445,14 @@ impl EventLoop {
             None => {
                 let done = job::run(job);
                 let next = {
-                    let Some(slot) = self.slots[index].as_mut() else {
+                    let Some(slot) = self.slots.get_mut(index) else {
                         return;
                     };
-                    slot.job_out = false;
+                    slot.client.job_out = false;
                     let mut context = context!(self);
-                    slot.conn.job_done(done, &mut context)
+                    slot.client.conn.job_done(done, &mut context)
                 };
+                self.settle_upstream(index);
                 if let Some(job) = next {
                     self.submit(index, job);
                 }

@@ -12,20 +12,21 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ampd_sys::socket;
 use ampd_sys::uring::{Completion, OpId, Ring};
-use ampd_sys::{errno, socket};
 
 use crate::config::Level;
-use crate::conn::{Conn, Context, Ending, Need, Phase};
+use crate::conn::{Context, Ending, Need, Phase};
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
+use crate::engine::client::{Accepted, Client, Door};
 use crate::engine::helpers::{Helpers, PoolSize, Token};
-use crate::engine::phase_clock::PhaseClock;
+use crate::engine::slab::{Kind, Slab};
+use crate::engine::upstream::IdlePool;
 use crate::log::clock::Clock;
 use crate::log::error::Throttle;
-use crate::ops::admission::Ticket;
 use crate::ops::{Control, LoopLink};
 use crate::site::Generation;
 
@@ -35,15 +36,12 @@ pub const RING_ENTRIES: u32 = 1024;
 pub const BUFFER_COUNT: u16 = 256;
 pub const BUFFER_SIZE: usize = 16 << 10;
 
-/// Tags of the ring-wide operations; connection tags are `generation << 32 | index << 3 | kind`.
+/// Tags of the ring-wide operations; a connection's operations are tagged with its slab token
+/// (`engine::slab`), whose kind says which operation completed.
 const ACCEPT: u64 = u64::MAX;
 const HELPERS: u64 = u64::MAX - 1;
 const INOTIFY: u64 = u64::MAX - 2;
 const WAKER: u64 = u64::MAX - 3;
-const RECEIVE: u64 = 0;
-const SEND: u64 = 1;
-const SPLICE_IN: u64 = 2;
-const SPLICE_OUT: u64 = 3;
 
 /// Most bytes one send or splice moves, so one fast client of a large file cannot starve the rest.
 const SEND_CHUNK: usize = 256 << 10;
@@ -66,25 +64,18 @@ enum Sending {
     },
 }
 
-struct Slot {
-    fd: OwnedFd,
-    conn: Conn,
-    generation: u32,
+pub(crate) struct Slot {
+    client: Client,
     receive: Option<OpId>,
     sending: Sending,
     /// The send or splice in flight (cancelled if the connection is cut).
     send_op: Option<OpId>,
     /// `(read end, write end)`, made on the first file range.
     pipe: Option<(OwnedFd, OwnedFd)>,
-    job_out: bool,
     /// The client closed its sending side (a receive returned end of stream).
     eof: bool,
-    /// Write side shut; receiving and discarding until the client closes.
-    lingering: bool,
-    /// Scoreboard phase and timeouts.
-    clock: PhaseClock,
-    /// This connection's place in admission control's counts (given back on drop).
-    _ticket: Ticket,
+    /// The poll in flight on the connection's upstream socket.
+    upstream_poll: Option<OpId>,
 }
 
 /// A `Context` for a connection, from the proactor's fields (a macro, so the borrows of the
@@ -110,6 +101,7 @@ macro_rules! context {
 // After the macro, which they use.
 mod lifecycle;
 mod send;
+mod upstream;
 
 struct Proactor {
     name: String,
@@ -125,9 +117,7 @@ struct Proactor {
     listener: Option<OwnedFd>,
     accept_op: Option<OpId>,
     accept_paused_until: Option<Instant>,
-    slots: Vec<Option<Box<Slot>>>,
-    free: Vec<usize>,
-    next_generation: u32,
+    slots: Slab<Slot>,
     helpers: Helpers,
     caches: Caches,
     clock: Clock,
@@ -139,6 +129,10 @@ struct Proactor {
     /// waits here for the operation's last completion (after the ring, in drop order).
     orphaned_pipes: Vec<(OpId, (OwnedFd, OwnedFd))>,
     last_sweep: Instant,
+    /// Idle keep-alive connections to upstream servers, this ring's own.
+    upstream_pool: IdlePool,
+    /// The read buffer of upstream sockets (read by plain `read` after a poll).
+    scratch: Box<[u8]>,
 }
 
 /// Run one proactor until a graceful stop has drained it (or a stop).
@@ -170,9 +164,7 @@ pub fn run(
         listener: Some(listener),
         accept_op: None,
         accept_paused_until: None,
-        slots: Vec::new(),
-        free: Vec::new(),
-        next_generation: 1,
+        slots: Slab::default(),
         helpers,
         caches,
         clock: Clock::default(),
@@ -180,6 +172,8 @@ pub fn run(
         spare: Vec::new(),
         orphaned_pipes: Vec::new(),
         last_sweep: Instant::now(),
+        upstream_pool: IdlePool::default(),
+        scratch: vec![0u8; BUFFER_SIZE].into_boxed_slice(),
         generation,
         control,
     };
@@ -262,18 +256,8 @@ impl Proactor {
         }
     }
 
-    fn tag(&self, index: usize, kind: u64) -> u64 {
-        let generation = self.slots[index].as_ref().map_or(0, |slot| slot.generation);
-        (u64::from(generation) << 32) | ((index as u64) << 3) | kind
-    }
-
-    fn slot_of(&self, tag: u64) -> Option<usize> {
-        let index = ((tag & 0xffff_ffff) >> 3) as usize;
-        let generation = (tag >> 32) as u32;
-        match self.slots.get(index) {
-            Some(Some(slot)) if slot.generation == generation => Some(index),
-            _ => None,
-        }
+    fn tag(&self, index: usize, kind: Kind) -> u64 {
+        self.slots.token(index, kind)
     }
 
     fn complete(&mut self, completion: Completion) {
@@ -299,7 +283,7 @@ impl Proactor {
                 }
             }
             tag => {
-                let Some(index) = self.slot_of(tag) else {
+                let Some((index, kind)) = self.slots.resolve(tag) else {
                     // A closed connection's late completion: give its buffer back, and its
                     // pipe once nothing splices through it any more.
                     if let Some(received) = completion.received {
@@ -310,88 +294,87 @@ impl Proactor {
                     }
                     return;
                 };
-                match tag & 0b111 {
-                    RECEIVE => self.received(index, completion),
-                    SEND => self.sent(index, completion),
-                    SPLICE_IN => self.spliced_in(index, completion.result),
-                    _ => self.spliced_out(index, completion.result),
+                match kind {
+                    Kind::Connection => self.received(index, completion),
+                    Kind::Send => self.sent(index, completion),
+                    Kind::SpliceIn => self.spliced_in(index, completion.result),
+                    Kind::SpliceOut => self.spliced_out(index, completion.result),
+                    Kind::Upstream => self.upstream_polled(index, &completion),
                 }
             }
         }
     }
 
     fn accepted(&mut self, completion: Completion) {
-        if let Some(fd) = completion.accepted {
-            self.admit(fd);
-        } else if errno::out_of_resources_errno(-completion.result) {
+        let door = Door {
+            control: &self.control,
+            generation: &self.generation,
+            stats: &self.link.stats,
+            caches: &self.caches,
+        };
+        let accepted = match completion.accepted {
+            // TCP_NODELAY comes from the listener (see `engine::bind`). Admission needs the
+            // peer's address, which a multishot accept does not report.
+            Some(fd) => match socket::peer_addr(fd.as_fd()) {
+                Ok(peer) => door.admit(fd, peer),
+                Err(_) => Accepted::Skipped,
+            },
+            None => door.accept_failed(&io::Error::from_raw_os_error(-completion.result)),
+        };
+        match accepted {
+            Accepted::Client(client) => self.admit(*client),
             // Out of descriptors or memory: pause, clients wait in the backlog.
-            let error = io::Error::from_raw_os_error(-completion.result);
-            super::super::accept_exhausted(&error, &self.caches);
-            self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+            Accepted::Exhausted => {
+                self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+            }
+            Accepted::Empty | Accepted::Skipped => {}
         }
         if !completion.more {
             self.accept_op = None;
         }
     }
 
-    /// Admission control, then a slot and a receive for a new connection.
-    fn admit(&mut self, fd: OwnedFd) {
-        // TCP_NODELAY comes from the listener (see `engine::bind`).
-        let Ok(peer) = socket::peer_addr(fd.as_fd()) else {
-            return;
-        };
-        let admitted =
-            crate::engine::admit(&self.control, &self.generation, &self.link.stats, peer.ip());
-        let Some((conn, ticket)) = admitted else {
-            return;
-        };
-        let index = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        });
-        let generation = self.next_generation;
-        self.next_generation = self.next_generation.wrapping_add(1).max(1);
-        self.slots[index] = Some(Box::new(Slot {
-            fd,
-            conn,
-            generation,
+    /// A slot and a receive for a new connection.
+    fn admit(&mut self, client: Client) {
+        let slot = Slot {
+            client,
             receive: None,
             sending: Sending::Nothing,
             send_op: None,
             pipe: None,
-            job_out: false,
             eof: false,
-            lingering: false,
-            clock: PhaseClock::opened(&self.link.stats, Instant::now()),
-            _ticket: ticket,
-        }));
-        self.arm_receive(index);
+            upstream_poll: None,
+        };
+        // A full slab (2^29 connections) cannot happen before descriptors run out.
+        if let Some(index) = self.slots.insert(slot) {
+            self.arm_receive(index);
+        }
     }
 
     fn arm_receive(&mut self, index: usize) {
-        let tag = self.tag(index, RECEIVE);
-        let Some(slot) = self.slots[index].as_mut() else {
+        let tag = self.tag(index, Kind::Connection);
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         if slot.receive.is_some() {
             return;
         }
-        match self.ring.receive_multishot(slot.fd.as_fd(), tag) {
+        match self.ring.receive_multishot(slot.client.fd.as_fd(), tag) {
             Ok(op) => slot.receive = Some(op),
             Err(_) => self.close(index),
         }
     }
 
     fn received(&mut self, index: usize, completion: Completion) {
-        let Some(slot) = self.slots[index].as_mut() else {
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         if !completion.more {
             slot.receive = None;
         }
         if let Some(received) = completion.received {
-            let lingering = slot.lingering;
-            let conn = &mut slot.conn;
+            let lingering = slot.client.lingering;
+            let conn = &mut slot.client.conn;
             self.ring.take_received(received, |bytes| {
                 if !lingering {
                     conn.receive(bytes);
@@ -400,11 +383,11 @@ impl Proactor {
         }
         match completion.result {
             0 => {
-                if slot.lingering {
+                if slot.client.lingering {
                     return self.close(index);
                 }
                 slot.eof = true;
-                slot.conn.peer_finished();
+                slot.client.conn.peer_finished();
             }
             // Out of provided buffers: the data waits in the socket; receive again next turn.
             -105 => {}
@@ -414,8 +397,8 @@ impl Proactor {
                 }
             }
             _ => {
-                let phase = slot.conn.phase();
-                slot.clock.note(phase, true, &self.link.stats);
+                let phase = slot.client.conn.phase();
+                slot.client.clock.note(phase, true, &self.link.stats);
             }
         }
         self.ready.push_back(index);
@@ -425,15 +408,16 @@ impl Proactor {
         let mut completions: Vec<(Token, JobDone)> = Vec::new();
         self.helpers.completed(&mut completions);
         for (token, done) in completions {
-            let Some(index) = self.slot_of(token) else {
+            let Some((index, _)) = self.slots.resolve(token) else {
                 continue;
             };
             let next = {
-                let slot = self.slots[index].as_mut().expect("slot_of checked it");
-                slot.job_out = false;
+                let slot = self.slots.get_mut(index).expect("slot_of checked it");
+                slot.client.job_out = false;
                 let mut context = context!(self);
-                slot.conn.job_done(done, &mut context)
+                slot.client.conn.job_done(done, &mut context)
             };
+            self.settle_upstream(index);
             match next {
                 Some(job) => self.submit(index, job),
                 None => self.ready.push_back(index),
@@ -442,9 +426,9 @@ impl Proactor {
     }
 
     fn submit(&mut self, index: usize, job: Job) {
-        let token = self.tag(index, RECEIVE);
-        if let Some(slot) = self.slots[index].as_mut() {
-            slot.job_out = true;
+        let token = self.tag(index, Kind::Connection);
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.job_out = true;
         }
         self.helpers.submit(token, job);
     }
@@ -452,38 +436,52 @@ impl Proactor {
     /// Let a connection decide on what it has, start sending what it queued, and keep its
     /// receive armed while it wants input.
     pub(super) fn drive(&mut self, index: usize) {
-        let Some(slot) = self.slots[index].as_mut() else {
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        if slot.lingering || slot.job_out || !matches!(slot.sending, Sending::Nothing) {
+        if slot.client.lingering || slot.client.job_out || !matches!(slot.sending, Sending::Nothing)
+        {
             return;
         }
-        let need = {
-            let mut context = context!(self);
-            slot.conn.advance(&mut context)
-        };
-        let need = match need {
-            Need::Job(job) => {
-                self.submit(index, job);
-                Need::Wait
+        let mut pumped = self.pump_upstream(index);
+        let need = loop {
+            let Some(slot) = self.slots.get_mut(index) else {
+                return;
+            };
+            let need = {
+                let mut context = context!(self);
+                slot.client.conn.advance(&mut context)
+            };
+            self.settle_upstream(index);
+            match need {
+                Need::Connect(connect) => {
+                    self.connect_upstream(index, &connect);
+                    // A connection already there (reused, or a unix socket) takes its
+                    // request now.
+                    pumped |= self.pump_upstream(index);
+                }
+                Need::Job(job) => {
+                    self.submit(index, job);
+                    break Need::Wait;
+                }
+                other => break other,
             }
-            other => other,
         };
-        self.note_phase(index, false);
+        self.note_phase(index, pumped);
         // Everything the requests received so far produced goes out in one send; its
         // completion drives the connection again (for the next pipelined requests too).
         if !self.start_send(index) {
             return;
         }
         let drained = self.drained(index);
-        let Some(slot) = self.slots[index].as_mut() else {
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         let sending = !matches!(slot.sending, Sending::Nothing);
         match need {
-            Need::Close(ending) if !sending && slot.conn.output.is_empty() => {
+            Need::Close(ending) if !sending && slot.client.conn.output.is_empty() => {
                 // Nothing more from the client: a plain close, its FIN follows the response.
-                if ending == Ending::Close && slot.conn.buffered_input() == 0 {
+                if ending == Ending::Close && slot.client.conn.buffered_input() == 0 {
                     return self.close(index);
                 }
                 self.begin_close(index);
@@ -491,11 +489,11 @@ impl Proactor {
             // Its response is out and a drain is under way: nothing more comes of it.
             Need::Read if drained => self.begin_close(index),
             Need::Read => {
-                let wanted =
-                    slot.conn.wants_input() && slot.conn.buffered_input() < INPUT_HIGH_WATER;
+                let wanted = slot.client.conn.wants_input()
+                    && slot.client.conn.buffered_input() < INPUT_HIGH_WATER;
                 if wanted && slot.receive.is_none() {
                     self.arm_receive(index);
-                } else if !wanted && slot.conn.buffered_input() >= INPUT_HIGH_WATER {
+                } else if !wanted && slot.client.conn.buffered_input() >= INPUT_HIGH_WATER {
                     if let Some(op) = slot.receive {
                         let _ = self.ring.cancel(op);
                     }
@@ -503,52 +501,59 @@ impl Proactor {
             }
             _ => {}
         }
+        self.watch_upstream(index);
     }
 
     fn note_phase(&mut self, index: usize, progressed: bool) {
-        if let Some(slot) = self.slots[index].as_mut() {
-            let phase = slot.conn.phase();
-            slot.clock.note(phase, progressed, &self.link.stats);
+        if let Some(slot) = self.slots.get_mut(index) {
+            let phase = slot.client.conn.phase();
+            slot.client.clock.note(phase, progressed, &self.link.stats);
         }
     }
 
     /// The response is out and the connection must end: FIN after the data, then discard
     /// input until the client closes (lingering close).
     pub(super) fn begin_close(&mut self, index: usize) {
-        let Some(slot) = self.slots[index].as_mut() else {
+        // The exchange is over or abandoned: an upstream socket still attached is closed.
+        self.drop_upstream(index);
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         if slot.eof {
             // The client already closed its side (end of stream seen): nothing to drain.
-            let _ = socket::shutdown_write(slot.fd.as_fd());
+            let _ = socket::shutdown_write(slot.client.fd.as_fd());
             return self.close(index);
         }
-        if socket::shutdown_write(slot.fd.as_fd()).is_err() {
+        if socket::shutdown_write(slot.client.fd.as_fd()).is_err() {
             return self.close(index);
         }
-        slot.lingering = true;
-        slot.clock.note(Phase::Closing, false, &self.link.stats);
+        slot.client.lingering = true;
+        slot.client
+            .clock
+            .note(Phase::Closing, false, &self.link.stats);
         self.arm_receive(index);
     }
 
     /// Drop the connection. Operations still in flight on it are cancelled; their completions
     /// carry a stale generation and are ignored (the ring keeps their memory until they end).
     pub(super) fn close(&mut self, index: usize) {
-        if let Some(mut slot) = self.slots[index].take() {
+        if let Some(mut slot) = self.slots.remove(index) {
             if let Some(op) = slot.send_op {
                 // A send or splice blocked on a slow reader ends at once (EPIPE), rather than
                 // keep the socket open until the client has read it all.
-                let _ = socket::shutdown_both(slot.fd.as_fd());
+                let _ = socket::shutdown_both(slot.client.fd.as_fd());
                 if let Some(pipe) = slot.pipe.take() {
                     self.orphaned_pipes.push((op, pipe));
                 }
             }
-            for op in [slot.receive, slot.send_op].into_iter().flatten() {
+            for op in [slot.receive, slot.send_op, slot.upstream_poll]
+                .into_iter()
+                .flatten()
+            {
                 let _ = self.ring.cancel(op);
             }
-            slot.clock.closed(&self.link.stats);
+            slot.client.clock.closed(&self.link.stats);
             drop(slot);
-            self.free.push(index);
         }
     }
 }

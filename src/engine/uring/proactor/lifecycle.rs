@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 
 use ampd_sys::socket;
 
-use super::{Proactor, Sending, SWEEP};
+use super::{Proactor, Sending, Slot, SWEEP};
 use crate::conn::{Context, Phase};
 use crate::content::serve::DiskAccess;
-use crate::engine::phase_clock::Expired;
+use crate::engine::client::Client;
+use crate::engine::slab::Slab;
+use crate::engine::sweep::{self, Driver, Held};
 use crate::ops::{self, RunState};
 
 impl Proactor {
@@ -39,8 +41,7 @@ impl Proactor {
                 // Until the cancelled accept's last completion is in: a connection the kernel
                 // accepted for it meanwhile is served, not dropped with a reset (an upgrade's
                 // successor accepts on the same socket, so connections arrive to the end).
-                Instant::now() < deadline
-                    && (self.slots.iter().any(Option::is_some) || self.accept_op.is_some())
+                Instant::now() < deadline && (!self.slots.is_empty() || self.accept_op.is_some())
             }
             RunState::Stopped => false,
         }
@@ -57,83 +58,36 @@ impl Proactor {
             }
         }
         self.listener = None;
-        for index in 0..self.slots.len() {
-            self.close_if_drained(index);
-        }
-    }
-
-    /// While draining, a connection with nothing left to do closes at once, FIN after its last
-    /// byte: an idle one when the drain begins, and one whose response, begun before the stop
-    /// and so without `Connection: close`, has just gone out. Without this such a connection
-    /// stayed open, idle, until the grace period ended and reset it.
-    pub(super) fn close_if_drained(&mut self, index: usize) {
-        if self.drained(index) {
-            self.begin_close(index);
-        }
+        sweep::close_drained(self);
     }
 
     /// Draining, and the connection is idle with nothing in flight.
-    pub(super) fn drained(&self, index: usize) -> bool {
-        self.draining
-            && self.slots[index].as_ref().is_some_and(|slot| {
-                slot.conn.phase() == Phase::Idle
-                    && slot.conn.buffered_input() == 0
-                    && !slot.job_out
-                    && !slot.lingering
-                    && matches!(slot.sending, Sending::Nothing)
-                    && slot
-                        .clock
-                        .drain_may_close(slot.conn.has_answered(), Instant::now())
-            })
+    pub(super) fn drained(&mut self, index: usize) -> bool {
+        sweep::drained(self, index)
     }
 
-    /// Apply each connection's timeouts; publish counters; hand the access-log buffer over.
+    /// Apply each connection's timeouts (`engine::sweep`); free idle connections' buffers;
+    /// publish counters; hand the access-log buffer over.
     pub(super) fn sweep(&mut self, now: Instant) {
-        let mut expired = Vec::new();
-        let limits = &self.generation.config.limits;
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            let Some(slot) = slot else { continue };
-            if slot.clock.phase() == Phase::Idle
-                && now.saturating_duration_since(slot.clock.since()) >= SWEEP
+        // No per-turn loan of buffers here (as the event loop has): an idle connection gives
+        // its empty buffers back once it has been idle for a sweep.
+        for (_, slot) in self.slots.iter_mut() {
+            if slot.client.clock.phase() == Phase::Idle
+                && now.saturating_duration_since(slot.client.clock.since()) >= SWEEP
             {
-                slot.conn.shed_buffers();
-            }
-            if let Some(why) = slot.clock.check(now, limits, slot.job_out) {
-                expired.push((index, why));
+                slot.client.conn.shed_buffers();
             }
         }
-        for (index, why) in expired {
-            match why {
-                Expired::Request => {
-                    if let Some(slot) = self.slots[index].as_mut() {
-                        if !matches!(slot.sending, Sending::Nothing) {
-                            // A send is out: the client is not reading; no 408 can follow.
-                            self.abort(index);
-                            continue;
-                        }
-                        let mut context = context!(self);
-                        slot.conn.timed_out(&mut context);
-                    }
-                    // The 408 goes out, then the connection closes (bounded by linger).
-                    self.drive(index);
-                }
-                Expired::Sending => self.abort(index),
-                Expired::Quietly => self.close(index),
-            }
-        }
-        if self.draining {
-            // Connections that were still to send their first request when the drain began.
-            for index in 0..self.slots.len() {
-                self.close_if_drained(index);
-            }
-        }
+        let generation = self.generation.clone();
+        sweep::sweep(self, now, &generation.config.limits);
+        self.upstream_pool.sweep(now);
         self.publish();
         self.link.log.flush();
     }
 
     /// The proactor ends: cut what is left, publish counters, hand the log buffer over.
     pub(super) fn finish(&mut self) {
-        for index in 0..self.slots.len() {
+        for index in 0..self.slots.bound() {
             self.abort(index);
         }
         self.publish();
@@ -149,9 +103,70 @@ impl Proactor {
 
     /// Close with a reset (`SO_LINGER` 0): what is still queued for the client is discarded.
     fn abort(&mut self, index: usize) {
-        if let Some(slot) = self.slots[index].as_ref() {
-            let _ = socket::set_linger(slot.fd.as_fd(), Some(Duration::ZERO));
+        if let Some(slot) = self.slots.get(index) {
+            let _ = socket::set_linger(slot.client.fd.as_fd(), Some(Duration::ZERO));
         }
         self.close(index);
+    }
+}
+
+impl Held for Slot {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn client_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// A send or splice is in flight, or received input waits to be parsed.
+    fn busy(&self) -> bool {
+        !matches!(self.sending, Sending::Nothing) || self.client.conn.buffered_input() > 0
+    }
+}
+
+impl Driver for Proactor {
+    type Slot = Slot;
+
+    fn slots(&mut self) -> &mut Slab<Slot> {
+        &mut self.slots
+    }
+
+    fn draining(&self) -> bool {
+        self.draining
+    }
+
+    fn answer_timeout(&mut self, index: usize) {
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        if !matches!(slot.sending, Sending::Nothing) {
+            // A send is out: the client is not reading; no 408 can follow.
+            return self.abort(index);
+        }
+        let mut context = context!(self);
+        slot.client.conn.timed_out(&mut context);
+        self.settle_upstream(index);
+        // The 408 goes out, then the connection closes (bounded by linger).
+        self.drive(index);
+    }
+
+    fn upstream_timed_out(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.client.conn.upstream_timed_out();
+        }
+        self.drive(index);
+    }
+
+    fn reset(&mut self, index: usize) {
+        self.abort(index);
+    }
+
+    fn close(&mut self, index: usize) {
+        Proactor::close(self, index);
+    }
+
+    fn begin_close(&mut self, index: usize) {
+        Proactor::begin_close(self, index);
     }
 }

@@ -9,8 +9,9 @@ use std::os::fd::AsFd;
 use ampd_sys::io as sysio;
 use ampd_sys::uring::{Completion, SendPart};
 
-use super::{Proactor, Sending, PIPE_SIZE, SEND, SEND_CHUNK, SPLICE_IN, SPLICE_OUT};
+use super::{Proactor, Sending, PIPE_SIZE, SEND_CHUNK};
 use crate::engine::phase_clock::SEND_RATE_WINDOW;
+use crate::engine::slab::Kind;
 
 impl Proactor {
     pub(super) fn sent(&mut self, index: usize, completion: Completion) {
@@ -20,15 +21,15 @@ impl Proactor {
                 self.spare.push(buffer);
             }
         }
-        let Some(slot) = self.slots[index].as_mut() else {
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         slot.sending = Sending::Nothing;
         slot.send_op = None;
         match usize::try_from(completion.result) {
             Ok(sent) => {
-                slot.conn.output.advance(sent as u64);
-                slot.clock.sent(sent as u64);
+                slot.client.conn.output.advance(sent as u64);
+                slot.client.clock.sent(sent as u64);
                 self.note_phase(index, sent > 0);
                 self.ready.push_back(index);
             }
@@ -37,8 +38,8 @@ impl Proactor {
     }
 
     pub(super) fn spliced_in(&mut self, index: usize, result: i32) {
-        let tag = self.tag(index, SPLICE_OUT);
-        let Some(slot) = self.slots[index].as_mut() else {
+        let tag = self.tag(index, Kind::SpliceOut);
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         // Zero: the file is shorter than when its head was sent; the response cannot complete.
@@ -52,18 +53,21 @@ impl Proactor {
         let Some((pipe_out, _)) = slot.pipe.as_ref() else {
             return self.close(index);
         };
-        match self
-            .ring
-            .splice(pipe_out.as_fd(), None, slot.fd.as_fd(), moved as u32, tag)
-        {
+        match self.ring.splice(
+            pipe_out.as_fd(),
+            None,
+            slot.client.fd.as_fd(),
+            moved as u32,
+            tag,
+        ) {
             Ok(op) => slot.send_op = Some(op),
             Err(_) => self.close(index),
         }
     }
 
     pub(super) fn spliced_out(&mut self, index: usize, result: i32) {
-        let tag = self.tag(index, SPLICE_OUT);
-        let Some(slot) = self.slots[index].as_mut() else {
+        let tag = self.tag(index, Kind::SpliceOut);
+        let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         let Ok(moved) = usize::try_from(result) else {
@@ -72,8 +76,8 @@ impl Proactor {
         let Sending::Splice { in_pipe } = slot.sending else {
             return self.close(index);
         };
-        slot.conn.output.advance(moved as u64);
-        slot.clock.sent(moved as u64);
+        slot.client.conn.output.advance(moved as u64);
+        slot.client.clock.sent(moved as u64);
         let left = in_pipe.saturating_sub(moved);
         if left == 0 || moved == 0 {
             slot.sending = Sending::Nothing;
@@ -85,16 +89,19 @@ impl Proactor {
             self.ready.push_back(index);
             return;
         }
-        let phase = slot.conn.phase();
-        slot.clock.note(phase, true, &self.link.stats);
+        let phase = slot.client.conn.phase();
+        slot.client.clock.note(phase, true, &self.link.stats);
         slot.sending = Sending::Splice { in_pipe: left };
         let Some((pipe_out, _)) = slot.pipe.as_ref() else {
             return self.close(index);
         };
-        match self
-            .ring
-            .splice(pipe_out.as_fd(), None, slot.fd.as_fd(), left as u32, tag)
-        {
+        match self.ring.splice(
+            pipe_out.as_fd(),
+            None,
+            slot.client.fd.as_fd(),
+            left as u32,
+            tag,
+        ) {
             Ok(op) => slot.send_op = Some(op),
             Err(_) => self.close(index),
         }
@@ -102,17 +109,18 @@ impl Proactor {
     /// Start sending the front of the output if nothing is in flight. Returns false if the
     /// connection had to be closed.
     pub(super) fn start_send(&mut self, index: usize) -> bool {
-        let send_tag = self.tag(index, SEND);
-        let splice_tag = self.tag(index, SPLICE_IN);
-        let Some(slot) = self.slots[index].as_mut() else {
+        let send_tag = self.tag(index, Kind::Send);
+        let splice_tag = self.tag(index, Kind::SpliceIn);
+        let Some(slot) = self.slots.get_mut(index) else {
             return false;
         };
-        if !matches!(slot.sending, Sending::Nothing) || slot.conn.output.is_empty() {
+        if !matches!(slot.sending, Sending::Nothing) || slot.client.conn.output.is_empty() {
             return true;
         }
-        let started = if let Some(range) = slot.conn.output.front_file() {
+        let started = if let Some(range) = slot.client.conn.output.front_file() {
             let chunk = splice_chunk(self.generation.config.limits.min_send_rate);
-            slot.clock
+            slot.client
+                .clock
                 .set_slack(chunk as u64, std::time::Instant::now());
             let len = usize::try_from(range.end - range.offset)
                 .unwrap_or(usize::MAX)
@@ -146,7 +154,7 @@ impl Proactor {
                 .is_ok()
         } else {
             let mut buffer = self.spare.pop().unwrap_or_default();
-            for piece in slot.conn.output.memory_slices() {
+            for piece in slot.client.conn.output.memory_slices() {
                 if buffer.len() >= SEND_CHUNK {
                     break;
                 }
@@ -154,7 +162,11 @@ impl Proactor {
             }
             slot.sending = Sending::Memory;
             self.ring
-                .send(slot.fd.as_fd(), vec![SendPart::Owned(buffer)], send_tag)
+                .send(
+                    slot.client.fd.as_fd(),
+                    vec![SendPart::Owned(buffer)],
+                    send_tag,
+                )
                 .map(|op| slot.send_op = Some(op))
                 .is_ok()
         };

@@ -1,0 +1,235 @@
+//! A client connection as every engine holds it, and the steps every engine takes with it in
+//! the same way: accepting and admitting it (`Door`), the sweep's verdict on its timeouts
+//! (`Client::verdict`), and whether a graceful drain may close it (`Client::drain_may_close`).
+//!
+//! Owns: those decisions. Must not touch: how an engine waits, reads, writes or closes (the
+//! engine carries out what the verdicts say), HTTP (`conn`).
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::time::Instant;
+
+use ampd_sys::{errno, socket};
+
+use super::phase_clock::{Expired, PhaseClock};
+use super::upstream::Upstream;
+use crate::config::{Level, Limits};
+use crate::conn::{Conn, Phase};
+use crate::content::caches::Caches;
+use crate::log::error::Throttle;
+use crate::log::stats::{LoopStats, ProxyRefusal, Shed};
+use crate::ops::admission::{Admit, Ticket};
+use crate::ops::Control;
+use crate::site::Generation;
+
+/// An admitted client connection: its socket, its state machine, its scoreboard phase and
+/// timeouts, and its place in admission control's counts.
+#[derive(Debug)]
+pub struct Client {
+    pub fd: OwnedFd,
+    pub conn: Conn,
+    /// Scoreboard phase and timeouts.
+    pub clock: PhaseClock,
+    /// A job (or page-in) is out for this connection: no request timeout runs meanwhile.
+    pub job_out: bool,
+    /// Write side shut; input is read and discarded until the client closes (lingering close).
+    pub lingering: bool,
+    /// The upstream socket it drives besides its client socket (`Need::Connect`); closed
+    /// with the connection, never pooled then.
+    pub upstream: Option<Upstream>,
+    /// Given back to admission control when the connection is dropped.
+    pub ticket: Ticket,
+}
+
+/// What the sweep does with a connection past one of its limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// A request head or body had begun: `Conn::timed_out` (a `408`), then close.
+    AnswerTimeout,
+    /// A response stalled or moved too slowly: reset.
+    Reset,
+    /// Idle too long, or a lingering close the client never finished: close.
+    Close,
+    /// The exchange's upstream timeout ran out (`Conn::upstream_deadline`):
+    /// `Conn::upstream_timed_out`, then the connection decides (a `504`, or another server).
+    UpstreamTimedOut,
+}
+
+impl Client {
+    /// Whether the connection is past a limit at `now` (`PhaseClock::check`), and what follows.
+    /// The upstream's deadline first: while the connection waits on its upstream the client
+    /// phase sets none (`Phase::Upstream`).
+    pub fn verdict(&mut self, now: Instant, limits: &Limits) -> Option<Verdict> {
+        if self
+            .conn
+            .upstream_deadline()
+            .is_some_and(|deadline| now >= deadline)
+        {
+            return Some(Verdict::UpstreamTimedOut);
+        }
+        Some(match self.clock.check(now, limits, self.job_out)? {
+            Expired::Request => Verdict::AnswerTimeout,
+            Expired::Sending => Verdict::Reset,
+            Expired::Quietly => Verdict::Close,
+        })
+    }
+
+    /// Whether a graceful drain may close the connection now: idle between requests with
+    /// nothing in flight (`busy`: the engine still moves bytes for it), or quiet since it was
+    /// accepted for `FIRST_REQUEST_GRACE` (`PhaseClock::drain_may_close`).
+    #[must_use]
+    pub fn drain_may_close(&self, busy: bool, now: Instant) -> bool {
+        self.conn.phase() == Phase::Idle
+            && !busy
+            && !self.job_out
+            && !self.lingering
+            && self.upstream.is_none()
+            && self.clock.drain_may_close(self.conn.has_answered(), now)
+    }
+}
+
+/// The outcome of one `accept`.
+pub enum Accepted {
+    Client(Box<Client>),
+    /// The backlog is empty.
+    Empty,
+    /// Nothing to serve this time (refused far over a cap, or the client gave up).
+    Skipped,
+    /// Out of descriptors or memory: the caller pauses accepting (clients wait in the backlog).
+    Exhausted,
+}
+
+/// What admitting a connection needs from the engine that accepts it.
+pub struct Door<'a> {
+    pub control: &'a Control,
+    pub generation: &'a Generation,
+    /// The accepting loop's or thread's scoreboard slot.
+    pub stats: &'a LoopStats,
+    /// Relieved when descriptors run out (`accept_exhausted`).
+    pub caches: &'a Caches,
+}
+
+impl Door<'_> {
+    /// Accept one connection from `listener` and admit it.
+    pub fn accept(&self, listener: BorrowedFd<'_>) -> Accepted {
+        match socket::accept(listener) {
+            Ok((fd, peer)) => self.admit(fd, peer),
+            Err(error) => self.accept_failed(&error),
+        }
+    }
+
+    /// Admission control for an accepted socket from `peer` (`admit`): a `Client`, or
+    /// `Skipped` (closed at once).
+    pub fn admit(&self, fd: OwnedFd, peer: SocketAddr) -> Accepted {
+        match admit(self.control, self.generation, self.stats, peer.ip()) {
+            Some((conn, ticket)) => Accepted::Client(Box::new(Client {
+                fd,
+                conn,
+                clock: PhaseClock::opened(self.stats, Instant::now()),
+                job_out: false,
+                lingering: false,
+                upstream: None,
+                ticket,
+            })),
+            None => Accepted::Skipped,
+        }
+    }
+
+    /// What a failed `accept` means. Out of descriptors or memory (`EMFILE`, `ENFILE`,
+    /// `ENOBUFS`, `ENOMEM`): pause rather than spin on a listener that stays readable (see
+    /// `accept_exhausted`). Other errors (the client gave up between SYN and accept, a signal)
+    /// just move on to the next connection.
+    pub fn accept_failed(&self, error: &io::Error) -> Accepted {
+        if error.kind() == io::ErrorKind::WouldBlock {
+            Accepted::Empty
+        } else if errno::out_of_resources(error) {
+            accept_exhausted(error, self.caches);
+            Accepted::Exhausted
+        } else {
+            Accepted::Skipped
+        }
+    }
+}
+
+/// `accept` failed for want of descriptors or memory (the caller pauses accepting, and clients
+/// wait in the backlog): out of descriptors, the caches close the older half of their files so
+/// that accepting can resume; either way the error log says so, at most once per interval.
+fn accept_exhausted(error: &io::Error, caches: &Caches) {
+    static NO_MEMORY: Throttle = Throttle::new();
+    if errno::out_of_descriptors(error) {
+        caches.relieve("accept");
+    } else {
+        NO_MEMORY.log(
+            Level::Error,
+            format_args!("accept: {error}; accepting pauses"),
+        );
+    }
+}
+
+/// What admission control says about a new connection from `peer`, counted on `stats`: its
+/// `Conn` (one that answers `503` if it came in over a cap) and its place in the counts, or
+/// `None` to close it at once (far over a cap, or not a trusted balancer where the PROXY
+/// protocol is on: only `proxy_protocol_from` may say who the client is).
+///
+/// Under the PROXY protocol, `peer` is the balancer: the client's address is known only once
+/// the connection's header has been read, after admission, so the per-address connection cap
+/// counts connections per balancer (the access rules and request-rate limits, checked per
+/// request, use the client's).
+#[must_use]
+fn admit(
+    control: &Control,
+    generation: &Generation,
+    stats: &LoopStats,
+    peer: IpAddr,
+) -> Option<(Conn, Ticket)> {
+    static REFUSED: Throttle = Throttle::new();
+    static DROPPED: Throttle = Throttle::new();
+    let config = &generation.config;
+    if !config.proxy_protocol.admits(peer) {
+        crate::conn::proxy_header::refused(
+            stats,
+            ProxyRefusal::Untrusted,
+            peer,
+            "not in proxy_protocol_from",
+        );
+        return None;
+    }
+    let limits = &config.admission;
+    let cap = |why: Shed| match why {
+        Shed::Connections => format!("max_connections = {}", limits.max_connections),
+        Shed::Address => format!(
+            "max_connections_per_address = {}",
+            limits.max_connections_per_address
+        ),
+        Shed::Rate => "requests_per_second".to_owned(),
+    };
+    match control.admission.admit(peer, limits) {
+        Admit::Yes(ticket) => Some((Conn::new(config, peer), ticket)),
+        Admit::Refuse(ticket, why) => {
+            stats.shed(why);
+            REFUSED.log(
+                Level::Warn,
+                format_args!(
+                    "connection from {peer} refused with 503: over {} ({} open)",
+                    cap(why),
+                    control.admission.open()
+                ),
+            );
+            Some((Conn::refusing(config, peer), ticket))
+        }
+        Admit::Drop(why) => {
+            stats.shed(why);
+            stats.dropped(why);
+            DROPPED.log(
+                Level::Warn,
+                format_args!(
+                    "connection from {peer} dropped unanswered: far over {} ({} open)",
+                    cap(why),
+                    control.admission.open()
+                ),
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! The upstream endpoint: the socket a connection drives to an upstream server besides its
+//! client socket (issue 16's "second endpoint"), the same in every engine. `Conn` stays
+//! sans-I/O (`conn::upstream` has its side of the contract); this module opens the socket
+//! (`open`: from the idle pool or a non-blocking `connect`), moves bytes between it and `Conn`
+//! (`pump.rs`), and takes it back when `Conn` is done with it (`release`: into the pool or
+//! closed).
+//!
+//! Owns: the upstream descriptor and what may be done on it now. Must not touch: how an engine
+//! waits for readiness (epoll, `poll`, io_uring: each engine sets the readiness hints and
+//! watches what `Upstream::wants` says), HTTP (`conn`).
+
+mod pool;
+mod pump;
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::Instant;
+
+use ampd_sys::socket;
+
+use crate::config::UpstreamAddress;
+use crate::conn::{Conn, Connect, Opened, Release};
+pub use pool::IdlePool;
+pub use pump::pump;
+
+/// The side of `Conn` that speaks to the upstream socket (`conn::upstream`'s contract), as the
+/// pump and `open` use it: a trait so that they can be tested against a recording endpoint.
+pub trait Endpoint {
+    fn upstream_opened(&mut self, opened: Opened);
+    fn upstream_connected(&mut self);
+    fn upstream_output(&self) -> &[u8];
+    fn upstream_sent(&mut self, count: usize);
+    fn upstream_wants_input(&self) -> bool;
+    fn upstream_receive(&mut self, bytes: &[u8]);
+    fn upstream_finished(&mut self);
+    fn upstream_failed(&mut self, error: &io::Error);
+    fn take_upstream_release(&mut self) -> Option<Release>;
+}
+
+impl Endpoint for Conn {
+    fn upstream_opened(&mut self, opened: Opened) {
+        Conn::upstream_opened(self, opened);
+    }
+    fn upstream_connected(&mut self) {
+        Conn::upstream_connected(self);
+    }
+    fn upstream_output(&self) -> &[u8] {
+        Conn::upstream_output(self)
+    }
+    fn upstream_sent(&mut self, count: usize) {
+        Conn::upstream_sent(self, count);
+    }
+    fn upstream_wants_input(&self) -> bool {
+        Conn::upstream_wants_input(self)
+    }
+    fn upstream_receive(&mut self, bytes: &[u8]) {
+        Conn::upstream_receive(self, bytes);
+    }
+    fn upstream_finished(&mut self) {
+        Conn::upstream_finished(self);
+    }
+    fn upstream_failed(&mut self, error: &io::Error) {
+        Conn::upstream_failed(self, error);
+    }
+    fn take_upstream_release(&mut self) -> Option<Release> {
+        Conn::take_upstream_release(self)
+    }
+}
+
+/// An upstream socket attached to a connection.
+#[derive(Debug)]
+pub struct Upstream {
+    pub fd: OwnedFd,
+    address: UpstreamAddress,
+    /// A non-blocking `connect` is still in progress.
+    connecting: bool,
+    /// Readiness hints: a read or write may succeed without waiting. Set by the engine from
+    /// its readiness events (epoll, `poll`, an io_uring poll); cleared by the pump on `EAGAIN`.
+    pub can_read: bool,
+    pub can_write: bool,
+    /// The upstream closed its side (a read returned 0).
+    finished: bool,
+    /// Connecting, reading or writing failed: nothing more is tried on it.
+    broken: bool,
+}
+
+/// What an engine should wait for on an upstream socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wants {
+    pub read: bool,
+    pub write: bool,
+}
+
+impl Wants {
+    #[must_use]
+    pub fn any(self) -> bool {
+        self.read || self.write
+    }
+}
+
+impl Upstream {
+    fn new(fd: OwnedFd, address: UpstreamAddress, connecting: bool) -> Upstream {
+        Upstream {
+            fd,
+            address,
+            connecting,
+            // A socket connected already may be written (and read: nothing is lost by a
+            // read that says EAGAIN, and edge-triggered epoll reports nothing already there).
+            can_read: !connecting,
+            can_write: !connecting,
+            finished: false,
+            broken: false,
+        }
+    }
+
+    /// The engine's readiness event for this socket: `readable`, `writable`, or an error or
+    /// hang-up (which the next read, write or connect check reports).
+    pub fn ready(&mut self, readable: bool, writable: bool, error_or_hangup: bool) {
+        self.can_read |= readable || error_or_hangup;
+        self.can_write |= writable || error_or_hangup;
+    }
+
+    /// What to wait for: the connect's completion; writability while `Conn` has bytes for the
+    /// upstream that the socket did not take; readability while `Conn` wants the upstream's
+    /// bytes and none are known to be there. Nothing once broken or (for reading) finished.
+    #[must_use]
+    pub fn wants(&self, conn: &impl Endpoint) -> Wants {
+        if self.broken {
+            return Wants::default();
+        }
+        if self.connecting {
+            return Wants {
+                read: false,
+                write: !self.can_write,
+            };
+        }
+        Wants {
+            read: !self.finished && !self.can_read && conn.upstream_wants_input(),
+            write: !self.can_write && !conn.upstream_output().is_empty(),
+        }
+    }
+
+    /// Whether the pump could move bytes now without waiting (the engine then runs the
+    /// connection again instead of waiting for an event).
+    #[must_use]
+    pub fn can_move(&self, conn: &impl Endpoint) -> bool {
+        if self.broken {
+            return false;
+        }
+        if self.connecting {
+            return self.can_write;
+        }
+        (self.can_write && !conn.upstream_output().is_empty())
+            || (self.can_read && !self.finished && conn.upstream_wants_input())
+    }
+
+    /// Whether it can go back to the idle pool: connected, nothing failed, still open.
+    fn reusable(&self) -> bool {
+        !self.connecting && !self.broken && !self.finished
+    }
+}
+
+/// Carry out `Need::Connect`: an idle connection from `pool` when `connect.reuse` allows (checked
+/// alive), else a new non-blocking socket whose `connect` is under way; `Conn` is told which
+/// (`upstream_opened`, then `upstream_connected` at once if the connect completed already), or
+/// why no socket could be made (`upstream_failed`: refused, no such unix socket, out of
+/// descriptors). The socket returned is the connection's to watch.
+pub fn open(connect: &Connect, conn: &mut impl Endpoint, pool: &mut IdlePool) -> Option<Upstream> {
+    let now = Instant::now();
+    if connect.reuse {
+        if let Some(fd) = pool.take(&connect.address, now) {
+            conn.upstream_opened(Opened::Reused);
+            return Some(Upstream::new(fd, connect.address.clone(), false));
+        }
+    }
+    let opened = match &connect.address {
+        UpstreamAddress::Tcp(address) => socket::connect_tcp_nonblocking(*address),
+        UpstreamAddress::Unix(path) => socket::connect_unix_nonblocking(path),
+    };
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(error) => {
+            conn.upstream_failed(&error);
+            return None;
+        }
+    };
+    conn.upstream_opened(Opened::Fresh);
+    let mut upstream = Upstream::new(fd, connect.address.clone(), true);
+    match socket::connect_finished(upstream.fd.as_fd()) {
+        Ok(true) => {
+            upstream.connecting = false;
+            upstream.can_read = true;
+            upstream.can_write = true;
+            conn.upstream_connected();
+        }
+        Ok(false) => {}
+        Err(error) => {
+            upstream.broken = true;
+            conn.upstream_failed(&error);
+        }
+    }
+    Some(upstream)
+}
+
+/// After an `advance`, `job_done` or `timed_out`: if `Conn` is done with its upstream socket,
+/// keep it in `pool` (`Release::Keep`, when it is fit for another request) or close it.
+/// `before_pooling` runs on a socket about to be pooled (the epoll loop takes it out of its
+/// set: an idle pooled socket belongs to no connection).
+pub fn release(
+    conn: &mut impl Endpoint,
+    upstream: &mut Option<Upstream>,
+    pool: &mut IdlePool,
+    before_pooling: impl FnOnce(&Upstream),
+) {
+    let Some(release) = conn.take_upstream_release() else {
+        return;
+    };
+    let Some(socket) = upstream.take() else {
+        return;
+    };
+    if let Release::Keep { keepalive, timeout } = release {
+        if socket.reusable() && keepalive > 0 {
+            before_pooling(&socket);
+            pool.put(
+                &socket.address,
+                socket.fd,
+                keepalive,
+                timeout,
+                Instant::now(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! Moving bytes between an upstream socket and its `Conn`, without blocking: the connect's
+//! completion, then `upstream_output` written, then input read while `Conn` wants it. Shared
+//! by every engine (epoll loop, io_uring proactor after a poll, blocking engines after their
+//! `poll`).
+//!
+//! Owns: those reads and writes and what `Conn` is told of them (`upstream_connected`,
+//! `upstream_sent`, `upstream_receive`, `upstream_finished`, `upstream_failed`). Must not touch:
+//! waiting (the engine's).
+
+use std::io;
+use std::os::fd::AsFd;
+
+use ampd_sys::{io as sysio, socket};
+
+use super::{Endpoint, Upstream};
+
+/// Bytes read from the upstream per pump, so that one fast upstream cannot hold a loop.
+const READ_TURN: usize = 64 << 10;
+
+/// Move what can move now between `upstream` and `conn`, reading through `scratch`. Returns
+/// whether anything happened that `Conn` should act on (bytes moved, the connect completed,
+/// end of stream, an error).
+pub fn pump(upstream: &mut Upstream, conn: &mut impl Endpoint, scratch: &mut [u8]) -> bool {
+    if upstream.broken {
+        return false;
+    }
+    let mut moved = false;
+    if upstream.connecting {
+        if !upstream.can_write {
+            return false;
+        }
+        match socket::connect_finished(upstream.fd.as_fd()) {
+            Ok(true) => {
+                upstream.connecting = false;
+                // The completion is the writability event; the first read finds out the rest.
+                upstream.can_read = true;
+                conn.upstream_connected();
+                moved = true;
+            }
+            // A stale hint: still under way.
+            Ok(false) => {
+                upstream.can_write = false;
+                return false;
+            }
+            Err(error) => return fail(upstream, conn, &error),
+        }
+    }
+    while upstream.can_write {
+        let output = conn.upstream_output();
+        if output.is_empty() {
+            break;
+        }
+        match sysio::send(upstream.fd.as_fd(), output, sysio::MSG_NOSIGNAL) {
+            Ok(sent) => {
+                conn.upstream_sent(sent);
+                moved = true;
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => upstream.can_write = false,
+            Err(error) => return fail(upstream, conn, &error),
+        }
+    }
+    let mut total = 0;
+    while upstream.can_read && !upstream.finished && conn.upstream_wants_input() {
+        if total >= READ_TURN {
+            // More may be there: `can_move` says so, and the engine comes back.
+            break;
+        }
+        match sysio::read(upstream.fd.as_fd(), scratch) {
+            Ok(0) => {
+                upstream.finished = true;
+                conn.upstream_finished();
+                return true;
+            }
+            Ok(count) => {
+                conn.upstream_receive(&scratch[..count]);
+                total += count;
+                moved = true;
+                if count < scratch.len() {
+                    // A short read drains a stream socket: skip the read that would say
+                    // EAGAIN (the engine's readiness event reports new data).
+                    upstream.can_read = false;
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => upstream.can_read = false,
+            Err(error) => return fail(upstream, conn, &error),
+        }
+    }
+    moved
+}
+
+fn fail(upstream: &mut Upstream, conn: &mut impl Endpoint, error: &io::Error) -> bool {
+    upstream.broken = true;
+    upstream.can_read = false;
+    upstream.can_write = false;
+    conn.upstream_failed(error);
+    true
+}
