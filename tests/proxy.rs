@@ -26,7 +26,7 @@ for_each_arch!(fn bodies_pass_both_ways_with_either_framing(arch) {
         &root,
         arch,
         &pool("app", &[upstream.addr()], ""),
-        &location("/api/", "app", ""),
+        &location("/api/", "app", "max_body = \"8MiB\""),
     );
     let mut conn = Conn::open(server.addr());
     let hello = conn.get("/api/hello?x=1", &[]);

@@ -311,7 +311,10 @@ impl Conn {
                             },
                             Err(error) => {
                                 let why = error.map_or_else(
-                                    || "a 101 Switching Protocols that was not asked for".to_owned(),
+                                    || {
+                                        "a 101 Switching Protocols that was not asked for"
+                                            .to_owned()
+                                    },
                                     |error| error.to_string(),
                                 );
                                 self.invalid_response(proxy, &why, context)
