@@ -125,6 +125,26 @@ for_each_arch!(fn an_upstream_killed_mid_response_cuts_off_only_its_client(arch)
     assert!(answered >= 5, "{arch}: {answered} of 6 answered by the survivor");
 });
 
+for_each_arch!(fn a_response_cut_short_upstream_is_cut_short_for_a_client_behind(arch) {
+    // The upstream closes after 8 of 64 MiB while the client is not reading: the proxy has
+    // stopped reading the upstream (backpressure) when the close arrives, and must still see it
+    // once the client catches up.
+    let root = TempRoot::new();
+    let (declared, sent) = (64u64 << 20, 8u64 << 20);
+    let upstream = RawUpstream::start(move |_| Reply::Truncated { declared, sent });
+    let server = proxy::start(&root, arch, &pool("app", &[upstream.addr()], ""), &location("/", "app", ""));
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    stream.write_all(&build_request("GET", "/cut", &[])).unwrap();
+    let head = read_head(&mut stream).unwrap();
+    assert_eq!(head.content_length, Some(declared));
+    assert!(upstream.wait_closed(1, WAIT), "the upstream has sent its part and closed");
+    let got = read_pattern_body(&mut stream, &head.early, declared, |_| true).unwrap_or_else(|error| {
+        panic!("{arch}: no close within {WAIT:?} after the upstream's ({error}); server log:\n{}", server.stderr())
+    });
+    assert_eq!(got, sent, "{arch}: every byte the upstream sent, then the close");
+});
+
 for_each_arch!(fn one_of_two_upstreams_dying_under_load_fails_no_request(arch) {
     let root = TempRoot::new();
     let steady = RawUpstream::answering("steady", "s");

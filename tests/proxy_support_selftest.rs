@@ -75,6 +75,10 @@ fn raw_upstream_scripted_replies() {
         "/delay" => Reply::Delay(Duration::from_millis(300), Box::new(Reply::status(204))),
         "/never" => Reply::Never,
         "/big" => Reply::Generated(3 << 20),
+        "/cut" => Reply::Truncated {
+            declared: 3 << 20,
+            sent: 1 << 20,
+        },
         _ => Reply::status(404),
     });
     let addr = upstream.addr();
@@ -122,6 +126,15 @@ fn raw_upstream_scripted_replies() {
     assert_eq!((head.status, head.content_length), (200, Some(3 << 20)));
     let got = read_pattern_body(&mut stream, &head.early, 3 << 20, |_| true).unwrap();
     assert_eq!(got, 3 << 20);
+    let mut cut = TcpStream::connect(addr).unwrap();
+    cut.set_read_timeout(Some(WAIT)).unwrap();
+    cut.write_all(&build_request("GET", "/cut", &[])).unwrap();
+    let cut_head = read_head(&mut cut).unwrap();
+    assert_eq!(cut_head.content_length, Some(3 << 20));
+    assert_eq!(
+        read_pattern_body(&mut cut, &cut_head.early, 3 << 20, |_| true).unwrap(),
+        1 << 20
+    );
     // Still keep-alive after the generated body.
     stream
         .write_all(&build_request("GET", "/other", &[]))

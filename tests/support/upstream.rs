@@ -75,6 +75,9 @@ pub enum Reply {
     /// `200` with `Content-Length: N` and `N` bytes of `pattern(offset)`, produced as they are
     /// written (nothing of it held); the connection stays open.
     Generated(u64),
+    /// `200` with `Content-Length: declared` but only `sent` bytes of the pattern, then a close
+    /// (FIN): a server that dies mid-body.
+    Truncated { declared: u64, sent: u64 },
 }
 
 impl Reply {
@@ -391,25 +394,33 @@ fn perform(wire: &mut Wire, shared: &Shared, reply: Reply) -> io::Result<bool> {
             Ok(false)
         }
         Reply::Generated(len) => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\
-                 Content-Length: {len}\r\n\r\n"
-            );
-            send(wire, shared, head.as_bytes())?;
-            let mut block = vec![0u8; 64 << 10];
-            let mut sent = 0u64;
-            while sent < len {
-                if shared.stop.load(Ordering::SeqCst) {
-                    return Ok(false);
-                }
-                let take = (len - sent).min(block.len() as u64) as usize;
-                fill_pattern(sent, &mut block[..take]);
-                send(wire, shared, &block[..take])?;
-                sent += take as u64;
-            }
+            send_generated(wire, shared, len, len)?;
             Ok(true)
         }
+        Reply::Truncated { declared, sent } => {
+            send_generated(wire, shared, declared, sent)?;
+            let _ = wire.stream.shutdown(Shutdown::Both);
+            Ok(false)
+        }
     }
+}
+
+/// A `200` head declaring `declared` bytes, then the first `sent` bytes of the pattern.
+fn send_generated(wire: &mut Wire, shared: &Shared, declared: u64, sent: u64) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\
+         Content-Length: {declared}\r\n\r\n"
+    );
+    send(wire, shared, head.as_bytes())?;
+    let mut block = vec![0u8; 64 << 10];
+    let mut done = 0u64;
+    while done < sent {
+        let take = (sent - done).min(block.len() as u64) as usize;
+        fill_pattern(done, &mut block[..take]);
+        send(wire, shared, &block[..take])?;
+        done += take as u64;
+    }
+    Ok(())
 }
 
 /// Writes all of `bytes`, waiting as long as the peer takes them (a slow reader is what some
