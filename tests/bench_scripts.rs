@@ -159,3 +159,65 @@ fn setup_builds_the_document_root_and_howl() {
     drop(howl);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// bench/proxy.sh explains itself and writes configurations both proxies accept: `ampd check`
+/// takes the ampd one, and nginx (where installed, as bench/setup.sh does) `-t` the other two.
+#[test]
+fn proxy_bench_configurations_are_accepted() {
+    let help = Command::new("bash")
+        .arg(project().join("bench/proxy.sh"))
+        .arg("--help")
+        .output()
+        .expect("bash");
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("nginx") && text.contains("--configs"),
+        "{text}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("ampd-bench-proxy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let written = Command::new("bash")
+        .arg(project().join("bench/proxy.sh"))
+        .arg("--configs")
+        .arg(&dir)
+        .env("WWW", &www)
+        .output()
+        .expect("bash");
+    assert!(written.status.success(), "{written:?}");
+    let check = Command::new(env!("CARGO_BIN_EXE_ampd"))
+        .arg("check")
+        .arg(dir.join("ampd-proxy.toml"))
+        .output()
+        .expect("ampd check");
+    assert!(
+        check.status.success(),
+        "ampd check ampd-proxy.toml: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    if Command::new("nginx").arg("-v").output().is_ok() {
+        for conf in ["nginx-proxy.conf", "nginx-upstream.conf"] {
+            let tested = Command::new("nginx")
+                .arg("-t")
+                .arg("-c")
+                .arg(dir.join(conf))
+                .arg("-e")
+                .arg(dir.join("nginx-test.log"))
+                .output()
+                .expect("nginx -t");
+            assert!(
+                tested.status.success(),
+                "nginx -t {conf}: {}",
+                String::from_utf8_lossy(&tested.stderr)
+            );
+        }
+    } else {
+        println!(
+            "nginx is not installed (bench/setup.sh installs it): its configurations unchecked"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

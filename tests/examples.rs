@@ -1,10 +1,13 @@
 //! The examples show their features: `ampd serve examples/www --autoindex` lists a directory
 //! that has no index file, and `examples/ampd.toml` (run as it is, only its port changed to 0)
-//! lists `/downloads/` and serves `/private/` to its example user and to no one else.
+//! lists `/downloads/` and serves `/private/` to its example user and to no one else;
+//! `examples/proxy.toml` passes `/api/` to its application servers (the backup once the primary
+//! is gone) and serves the rest itself.
 
 mod support;
 
 use std::path::{Path, PathBuf};
+use support::pyupstream::PyUpstream;
 use support::*;
 
 fn examples() -> PathBuf {
@@ -41,7 +44,16 @@ fn serve_autoindex_lists_the_downloads_directory() {
 /// The example configuration with its `listen` on port 0 and its relative paths made absolute
 /// (the copy lives in a temporary directory); every other line as shipped.
 fn example_config(dir: &TempRoot) -> PathBuf {
-    let text = std::fs::read_to_string(examples().join("ampd.toml")).unwrap();
+    example_copy(dir, "ampd.toml", &[])
+}
+
+/// `examples/NAME` as `example_config` copies it, with each (from, to) of `replace` applied too.
+fn example_copy(dir: &TempRoot, name: &str, replace: &[(String, String)]) -> PathBuf {
+    let mut text = std::fs::read_to_string(examples().join(name)).unwrap();
+    for (from, to) in replace {
+        assert!(text.contains(from.as_str()), "{name} has {from}");
+        text = text.replace(from.as_str(), to);
+    }
     let www = examples().join("www").display().to_string();
     let mut changed = 0;
     let lines: Vec<String> = text
@@ -55,7 +67,7 @@ fn example_config(dir: &TempRoot) -> PathBuf {
         })
         .collect();
     assert_eq!(changed, 1, "one listen line");
-    let file = dir.outside_dir().join("example.toml");
+    let file = dir.outside_dir().join(name);
     std::fs::write(&file, lines.join("\n")).unwrap();
     file
 }
@@ -92,4 +104,48 @@ fn the_example_configuration_shows_a_listing_and_a_private_page() {
         page.body_text()
     );
     assert_eq!(get(addr, "/hello.txt").status, 200);
+}
+
+#[test]
+fn the_proxy_example_passes_api_to_its_pool_and_serves_files() {
+    let mut primary = PyUpstream::start("primary");
+    let backup = PyUpstream::start("backup");
+    let dir = TempRoot::new();
+    let config = example_copy(
+        &dir,
+        "proxy.toml",
+        &[
+            ("127.0.0.1:9001".into(), primary.addr().to_string()),
+            ("127.0.0.1:9002".into(), backup.addr().to_string()),
+        ],
+    );
+    let server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let api = get(addr, "/api/hello?x=1");
+    assert_eq!(api.status, 200, "{api:?}");
+    assert_eq!(
+        api.body_text(),
+        "primary GET /hello?x=1\n",
+        "the prefix is replaced"
+    );
+    let echo = request(addr, "POST", "/api/echo", &[("Content-Length", "0")]);
+    assert_eq!(echo.status, 200, "{echo:?}");
+    assert_eq!(
+        get(addr, "/hello.txt").status,
+        200,
+        "static files beside the proxy"
+    );
+
+    primary.kill();
+    let answers: Vec<String> = (0..4)
+        .map(|_| {
+            let response = get(addr, "/api/who");
+            format!("{} {}", response.status, response.body_text().trim())
+        })
+        .collect();
+    assert_eq!(
+        answers.last().unwrap(),
+        "200 backup GET /who",
+        "{answers:?}"
+    );
 }

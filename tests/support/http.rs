@@ -152,6 +152,26 @@ impl Conn {
     /// `UnexpectedEof` if the server closed before a whole response; timeouts; malformed input
     /// as `InvalidData`.
     pub fn try_read_response(&mut self, method: &str) -> io::Result<Response> {
+        self.read_one(method, false)
+    }
+
+    /// Reads one response that may also be chunked (a proxied one): the body de-chunked, the
+    /// `Transfer-Encoding` field left in `headers`.
+    ///
+    /// # Errors
+    /// As `try_read_response`, and malformed chunked framing as `InvalidData`.
+    pub fn try_read_proxied(&mut self, method: &str) -> io::Result<Response> {
+        self.read_one(method, true)
+    }
+
+    /// # Panics
+    /// As `read_response`.
+    pub fn read_proxied(&mut self, method: &str) -> Response {
+        self.try_read_proxied(method)
+            .unwrap_or_else(|error| panic!("reading proxied response: {error}"))
+    }
+
+    fn read_one(&mut self, method: &str, allow_chunked: bool) -> io::Result<Response> {
         loop {
             let head_end = find(&self.buffer, b"\r\n\r\n");
             if let Some(end) = head_end {
@@ -169,8 +189,12 @@ impl Conn {
                     self.buffer.drain(..after_head);
                     continue; // interim responses (100 Continue) are skipped
                 }
-                let body_len = body_length(&response, method)?;
+                let body_len = body_length(&response, method, allow_chunked)?;
                 match body_len {
+                    BodyLength::Chunked => {
+                        self.buffer.drain(..after_head);
+                        response.body = self.read_chunked_body()?;
+                    }
                     BodyLength::Exactly(len) => {
                         self.fill_to(after_head + len)?;
                         response.body = self.buffer[after_head..after_head + len].to_vec();
@@ -267,6 +291,46 @@ impl Conn {
         let _ = self.stream.shutdown(Shutdown::Write);
     }
 
+    /// De-chunks a body at the front of the buffer (RFC 9112 §7.1), trailers skipped.
+    fn read_chunked_body(&mut self) -> io::Result<Vec<u8>> {
+        let mut body = Vec::new();
+        loop {
+            let line = self.take_line()?;
+            let size_text = line.split(';').next().unwrap_or_default().trim();
+            let size = usize::from_str_radix(size_text, 16)
+                .map_err(|_| invalid(&format!("bad chunk size line {line:?}")))?;
+            if size == 0 {
+                while !self.take_line()?.is_empty() {}
+                return Ok(body);
+            }
+            self.fill_to(size + 2)?;
+            body.extend_from_slice(&self.buffer[..size]);
+            if &self.buffer[size..size + 2] != b"\r\n" {
+                return Err(invalid("chunk data not followed by CRLF"));
+            }
+            self.buffer.drain(..size + 2);
+        }
+    }
+
+    fn take_line(&mut self) -> io::Result<String> {
+        loop {
+            if let Some(end) = find(&self.buffer, b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
+                self.buffer.drain(..end + 2);
+                return Ok(line);
+            }
+            if self.buffer.len() > MAX_HEAD {
+                return Err(invalid("chunk line too long"));
+            }
+            if self.read_more()? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "closed inside a chunked body",
+                ));
+            }
+        }
+    }
+
     fn fill_to(&mut self, len: usize) -> io::Result<()> {
         while self.buffer.len() < len {
             if self.read_more()? == 0 {
@@ -296,12 +360,29 @@ impl Conn {
 
 enum BodyLength {
     Exactly(usize),
+    Chunked,
     UntilClose,
 }
 
-fn body_length(response: &Response, method: &str) -> io::Result<BodyLength> {
+fn body_length(response: &Response, method: &str, allow_chunked: bool) -> io::Result<BodyLength> {
     if method.eq_ignore_ascii_case("HEAD") || response.status == 204 || response.status == 304 {
         return Ok(BodyLength::Exactly(0));
+    }
+    if allow_chunked && response.has_header("transfer-encoding") {
+        if response.has_header("content-length") {
+            return Err(invalid(
+                "both Transfer-Encoding and Content-Length in a response",
+            ));
+        }
+        let last = response
+            .headers_named("transfer-encoding")
+            .flat_map(|value| value.split(','))
+            .last()
+            .map(str::trim);
+        if !last.is_some_and(|coding| coding.eq_ignore_ascii_case("chunked")) {
+            return Err(invalid("Transfer-Encoding not ending in chunked"));
+        }
+        return Ok(BodyLength::Chunked);
     }
     if response.has_header("transfer-encoding") {
         return Err(invalid("static responses must not be chunked"));
@@ -408,8 +489,9 @@ pub fn parse_all(bytes: &[u8], method: &str) -> Vec<Response> {
             body: Vec::new(),
         };
         let after = end + 4;
-        let len = match body_length(&response, method).expect("body length") {
+        let len = match body_length(&response, method, false).expect("body length") {
             BodyLength::Exactly(len) => len,
+            BodyLength::Chunked => unreachable!("chunked is refused in parse_all"),
             BodyLength::UntilClose => rest.len() - after,
         };
         response.body = rest[after..after + len].to_vec();

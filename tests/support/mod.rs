@@ -4,10 +4,15 @@
 //! and the bytes on the wire. Every wait here is bounded.
 #![allow(dead_code)]
 
+pub mod bulk;
 pub mod http;
+pub mod proxy;
+pub mod pyupstream;
 pub mod root;
 pub mod server;
 pub mod slowfs;
+pub mod upstream;
+pub mod websocket;
 
 #[allow(unused_imports)]
 pub use http::{get, request, send_raw, Conn, Response};
