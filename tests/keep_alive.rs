@@ -214,3 +214,22 @@ for_each_arch!(fn a_client_that_waits_before_its_request_is_served(arch) {
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(conn.get("/a.txt", &[]).body, b"alpha");
 });
+
+for_each_arch!(fn a_request_and_the_clients_close_arriving_together_end_the_connection_at_once(arch) {
+    // Edge-triggered epoll reports bytes and a FIN that arrive together once: a short read of
+    // the request must not leave the end of stream unread until the keep-alive timeout.
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let server = Server::start(Options::new(root.path(), arch));
+    for round in 0..20 {
+        let mut conn = Conn::open(server.addr());
+        assert_eq!(conn.get("/a.txt", &[]).status, 200, "round {round}");
+        conn.send(build_request("GET", "/a.txt", &[]));
+        conn.shutdown_write();
+        assert_eq!(conn.read_response("GET").status, 200, "round {round}");
+        assert!(
+            conn.closed_within(Duration::from_secs(3)),
+            "{arch} round {round}: the connection stayed open after the client's FIN"
+        );
+    }
+});

@@ -94,6 +94,9 @@ pub(crate) struct Slot {
     client: Client,
     can_read: bool,
     can_write: bool,
+    /// Epoll reported a hang-up: the client's end of stream is queued behind any bytes left,
+    /// and no further event will report it, so reads go on until it is read.
+    hung_up: bool,
     /// What the epoll set watches on this socket.
     watched: Watched,
     /// The range this connection's last page-in made resident: trusted to the residency test
@@ -341,6 +344,7 @@ impl EventLoop {
         let slot = Slot {
             client,
             can_read: true,
+            hung_up: false,
             can_write: true,
             watched: Watched::NotYet { writes: false },
             paged_in: None,

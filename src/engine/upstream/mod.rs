@@ -82,6 +82,9 @@ pub struct Upstream {
     finished: bool,
     /// Connecting, reading or writing failed: nothing more is tried on it.
     broken: bool,
+    /// The engine reported a hang-up (or error): the peer's end of stream is queued, and no
+    /// further readiness event will announce it, so reads go on until it is read.
+    hung_up: bool,
 }
 
 /// What an engine should wait for on an upstream socket.
@@ -110,6 +113,7 @@ impl Upstream {
             can_write: !connecting,
             finished: false,
             broken: false,
+            hung_up: false,
         }
     }
 
@@ -118,6 +122,7 @@ impl Upstream {
     pub fn ready(&mut self, readable: bool, writable: bool, error_or_hangup: bool) {
         self.can_read |= readable || error_or_hangup;
         self.can_write |= writable || error_or_hangup;
+        self.hung_up |= error_or_hangup;
     }
 
     /// What to wait for: the connect's completion; writability while `Conn` has bytes for the

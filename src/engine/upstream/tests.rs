@@ -357,3 +357,40 @@ fn an_idle_connection_the_upstream_closed_is_skipped_for_a_fresh_one() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+#[test]
+fn data_and_the_end_arriving_together_are_both_taken_in_one_pump() {
+    // Edge-triggered epoll reports the peer's last bytes and its FIN as one event (readable and
+    // hang-up); no further event comes, so one pump must read through to the end of stream
+    // even though the read of the bytes was short.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut pool = IdlePool::default();
+    let mut endpoint = Recorder {
+        out: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        want_up_to: usize::MAX,
+        ..Recorder::default()
+    };
+    let connect = tcp_connect(listener.local_addr().unwrap(), true);
+    let mut upstream = open(&connect, &mut endpoint, &mut pool).expect("a socket");
+    pump_until(&mut upstream, &mut endpoint, |endpoint| {
+        endpoint.sent == endpoint.out.len()
+    });
+    let (mut theirs, _) = listener.accept().unwrap();
+    let mut request = vec![0u8; endpoint.out.len()];
+    theirs.read_exact(&mut request).unwrap();
+    theirs.write_all(b"last bytes").unwrap();
+    drop(theirs);
+    // Both have arrived before the engine looks.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ready = poll::poll_one(upstream.fd.as_fd(), true, false, Some(Duration::ZERO)).unwrap();
+        if ready.is_some_and(|ready| ready.hangup) || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    upstream.ready(true, false, true);
+    pump(&mut upstream, &mut endpoint, &mut [0u8; 4096]);
+    assert_eq!(endpoint.input, b"last bytes");
+    assert!(endpoint.finished, "the end of stream was left unread");
+}
