@@ -24,7 +24,7 @@ use crate::content::serve::DiskAccess;
 use crate::engine::client::{Accepted, Client, Door};
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::slab::{Kind, Slab};
-use crate::engine::upstream::IdlePool;
+use crate::engine::upstream::{IdlePool, Wants};
 use crate::log::clock::Clock;
 use crate::log::error::Throttle;
 use crate::ops::{Control, LoopLink};
@@ -76,6 +76,8 @@ pub(crate) struct Slot {
     eof: bool,
     /// The poll in flight on the connection's upstream socket.
     upstream_poll: Option<OpId>,
+    /// What `upstream_poll` waits for.
+    upstream_watching: Wants,
 }
 
 /// A `Context` for a connection, from the proactor's fields (a macro, so the borrows of the
@@ -344,6 +346,7 @@ impl Proactor {
             pipe: None,
             eof: false,
             upstream_poll: None,
+            upstream_watching: Wants::default(),
         };
         // A full slab (2^29 connections) cannot happen before descriptors run out.
         if let Some(index) = self.slots.insert(slot) {

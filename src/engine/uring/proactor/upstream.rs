@@ -83,14 +83,28 @@ impl Proactor {
             return;
         }
         let wants = socket.wants(&slot.client.conn);
-        if !wants.any() || slot.upstream_poll.is_some() {
+        if let Some(op) = slot.upstream_poll {
+            let watching = slot.upstream_watching;
+            if (watching.read || !wants.read) && (watching.write || !wants.write) {
+                // The poll in flight covers what is waited for.
+                return;
+            }
+            // It does not (it waits for a response while the request now waits for room, as
+            // in an upload): replace it, or neither would ever complete.
+            let _ = self.ring.cancel(op);
+            slot.upstream_poll = None;
+        }
+        if !wants.any() {
             return;
         }
         match self
             .ring
             .poll_once(socket.fd.as_fd(), wants.read, wants.write, tag)
         {
-            Ok(op) => slot.upstream_poll = Some(op),
+            Ok(op) => {
+                slot.upstream_poll = Some(op);
+                slot.upstream_watching = wants;
+            }
             Err(error) => {
                 slot.client.conn.upstream_failed(&error);
                 self.ready.push_back(index);
