@@ -304,9 +304,10 @@ fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
                 slot.client.conn.receive(&scratch[..count]);
                 total += count;
                 changed = true;
-                if count < scratch.len() {
+                if count < scratch.len() && !slot.hung_up {
                     // A short read means the socket is drained (stream sockets): skip the
-                    // read that would only say EAGAIN; edge-triggered epoll reports new data.
+                    // read that would only say EAGAIN; edge-triggered epoll reports new data
+                    // (not an end of stream already reported: read on until it is found).
                     slot.can_read = false;
                 }
             }

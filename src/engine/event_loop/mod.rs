@@ -94,6 +94,9 @@ pub(crate) struct Slot {
     client: Client,
     can_read: bool,
     can_write: bool,
+    /// An event reported the client's hang-up (or an error): its end of stream follows the
+    /// data, and edge-triggered epoll will not report it again, so reads go on past a short one.
+    hung_up: bool,
     /// What the epoll set watches on this socket.
     watched: Watched,
     /// The range this connection's last page-in made resident: trusted to the residency test
@@ -342,6 +345,7 @@ impl EventLoop {
             client,
             can_read: true,
             can_write: true,
+            hung_up: false,
             watched: Watched::NotYet { writes: false },
             paged_in: None,
         };

@@ -78,6 +78,10 @@ pub struct Upstream {
     /// its readiness events (epoll, `poll`, an io_uring poll); cleared by the pump on `EAGAIN`.
     pub can_read: bool,
     pub can_write: bool,
+    /// A readiness event reported a hang-up or an error: the end of stream (or the error) is
+    /// there to be read after the data, and edge-triggered epoll will not report it again, so
+    /// reading goes on past a short read until it is found.
+    hung_up: bool,
     /// The upstream closed its side (a read returned 0).
     finished: bool,
     /// Connecting, reading or writing failed: nothing more is tried on it.
@@ -108,6 +112,7 @@ impl Upstream {
             // read that says EAGAIN, and edge-triggered epoll reports nothing already there).
             can_read: !connecting,
             can_write: !connecting,
+            hung_up: false,
             finished: false,
             broken: false,
         }
@@ -118,6 +123,7 @@ impl Upstream {
     pub fn ready(&mut self, readable: bool, writable: bool, error_or_hangup: bool) {
         self.can_read |= readable || error_or_hangup;
         self.can_write |= writable || error_or_hangup;
+        self.hung_up |= error_or_hangup;
     }
 
     /// What to wait for: the connect's completion; writability while `Conn` has bytes for the
