@@ -306,9 +306,8 @@ fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
                 changed = true;
                 if count < scratch.len() && !slot.hung_up {
                     // A short read means the socket is drained (stream sockets): skip the
-                    // read that would only say EAGAIN; edge-triggered epoll reports new data.
-                    // Not after a hang-up: the end of stream may be queued behind these bytes,
-                    // and epoll reported it with them, once.
+                    // read that would only say EAGAIN; edge-triggered epoll reports new data
+                    // (not an end of stream already reported: read on until it is found).
                     slot.can_read = false;
                 }
             }

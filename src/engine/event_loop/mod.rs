@@ -94,8 +94,8 @@ pub(crate) struct Slot {
     client: Client,
     can_read: bool,
     can_write: bool,
-    /// Epoll reported a hang-up: the client's end of stream is queued behind any bytes left,
-    /// and no further event will report it, so reads go on until it is read.
+    /// An event reported the client's hang-up (or an error): its end of stream follows the
+    /// data, and edge-triggered epoll will not report it again, so reads go on past a short one.
     hung_up: bool,
     /// What the epoll set watches on this socket.
     watched: Watched,
@@ -344,8 +344,8 @@ impl EventLoop {
         let slot = Slot {
             client,
             can_read: true,
-            hung_up: false,
             can_write: true,
+            hung_up: false,
             watched: Watched::NotYet { writes: false },
             paged_in: None,
         };

@@ -70,8 +70,8 @@ impl EventLoop {
             }
         } else {
             slot.can_read |= event.readable || event.hangup || event.error;
-            slot.hung_up |= event.hangup || event.error;
             slot.can_write |= event.writable || event.error;
+            slot.hung_up |= event.hangup || event.error;
         }
     }
 }

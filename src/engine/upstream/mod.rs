@@ -78,13 +78,14 @@ pub struct Upstream {
     /// its readiness events (epoll, `poll`, an io_uring poll); cleared by the pump on `EAGAIN`.
     pub can_read: bool,
     pub can_write: bool,
+    /// A readiness event reported a hang-up or an error: the end of stream (or the error) is
+    /// there to be read after the data, and edge-triggered epoll will not report it again, so
+    /// reading goes on past a short read until it is found.
+    hung_up: bool,
     /// The upstream closed its side (a read returned 0).
     finished: bool,
     /// Connecting, reading or writing failed: nothing more is tried on it.
     broken: bool,
-    /// The engine reported a hang-up (or error): the peer's end of stream is queued, and no
-    /// further readiness event will announce it, so reads go on until it is read.
-    hung_up: bool,
 }
 
 /// What an engine should wait for on an upstream socket.
@@ -111,9 +112,9 @@ impl Upstream {
             // read that says EAGAIN, and edge-triggered epoll reports nothing already there).
             can_read: !connecting,
             can_write: !connecting,
+            hung_up: false,
             finished: false,
             broken: false,
-            hung_up: false,
         }
     }
 

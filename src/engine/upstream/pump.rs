@@ -78,8 +78,7 @@ pub fn pump(upstream: &mut Upstream, conn: &mut impl Endpoint, scratch: &mut [u8
                 if count < scratch.len() && !upstream.hung_up {
                     // A short read drains a stream socket: skip the read that would say
                     // EAGAIN (the engine's readiness event reports new data). Not after a
-                    // hang-up: the end of stream is queued behind these bytes and no event
-                    // will report it again.
+                    // hang-up: the end of stream behind the data has had its one event.
                     upstream.can_read = false;
                 }
             }
