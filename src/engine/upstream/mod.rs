@@ -86,6 +86,9 @@ pub struct Upstream {
     finished: bool,
     /// Connecting, reading or writing failed: nothing more is tried on it.
     broken: bool,
+    /// The engine's registration of the descriptor (the epoll token it is watched under; 0:
+    /// none). It goes with the descriptor into the idle pool and back.
+    pub registration: u64,
 }
 
 /// What an engine should wait for on an upstream socket.
@@ -115,6 +118,7 @@ impl Upstream {
             hung_up: false,
             finished: false,
             broken: false,
+            registration: 0,
         }
     }
 
@@ -172,11 +176,28 @@ impl Upstream {
 /// why no socket could be made (`upstream_failed`: refused, no such unix socket, out of
 /// descriptors). The socket returned is the connection's to watch.
 pub fn open(connect: &Connect, conn: &mut impl Endpoint, pool: &mut IdlePool) -> Option<Upstream> {
+    open_preferring(connect, conn, pool, 0)
+}
+
+/// `open`, preferring the idle connection registered as `preferred` (see
+/// `IdlePool::take_preferring`).
+pub fn open_preferring(
+    connect: &Connect,
+    conn: &mut impl Endpoint,
+    pool: &mut IdlePool,
+    preferred: u64,
+) -> Option<Upstream> {
     let now = Instant::now();
     if connect.reuse {
-        if let Some(fd) = pool.take(&connect.address, now) {
+        if let Some((fd, registration)) = pool.take_preferring(&connect.address, preferred, now) {
             conn.upstream_opened(Opened::Reused);
-            return Some(Upstream::new(fd, connect.address.clone(), false));
+            let mut upstream = Upstream::new(fd, connect.address.clone(), false);
+            upstream.registration = registration;
+            // The pool found nothing to read on it: the response to come is what the next
+            // readiness event reports, so no read is tried before then (one `read` that would
+            // say EAGAIN per reused connection).
+            upstream.can_read = false;
+            return Some(upstream);
         }
     }
     let opened = match &connect.address {
@@ -231,9 +252,10 @@ pub fn release(
     if let Release::Keep { keepalive, timeout } = release {
         if socket.reusable() && keepalive > 0 {
             before_pooling(&socket);
-            pool.put(
+            pool.put_registered(
                 &socket.address,
                 socket.fd,
+                socket.registration,
                 keepalive,
                 timeout,
                 Instant::now(),

@@ -19,6 +19,9 @@ use crate::config::UpstreamAddress;
 
 struct Idle {
     fd: OwnedFd,
+    /// The engine's registration of the descriptor (the epoll token it is watched under; 0:
+    /// none), kept so that the next owner can be given it without a system call.
+    registration: u64,
     /// When it came back to the pool.
     since: Instant,
     /// `keepalive_timeout` of the pool it came from.
@@ -49,6 +52,19 @@ impl IdlePool {
         timeout: Duration,
         now: Instant,
     ) {
+        self.put_registered(address, fd, 0, keepalive, timeout, now);
+    }
+
+    /// `put`, remembering the engine's `registration` of the descriptor (see `Idle`).
+    pub fn put_registered(
+        &mut self,
+        address: &UpstreamAddress,
+        fd: OwnedFd,
+        registration: u64,
+        keepalive: usize,
+        timeout: Duration,
+        now: Instant,
+    ) {
         if keepalive == 0 || timeout.is_zero() {
             return;
         }
@@ -62,6 +78,7 @@ impl IdlePool {
         };
         queue.push_back(Idle {
             fd,
+            registration,
             since: now,
             timeout,
         });
@@ -77,7 +94,29 @@ impl IdlePool {
     /// likely to have been closed by the upstream; older ones then age out). Connections found
     /// expired, closed by the upstream, or holding bytes nobody asked for are closed.
     pub fn take(&mut self, address: &UpstreamAddress, now: Instant) -> Option<OwnedFd> {
+        self.take_preferring(address, 0, now).map(|(fd, _)| fd)
+    }
+
+    /// `take`, preferring a connection registered as `preferred` (the one this owner gave back
+    /// last: an event loop then needs no `epoll_ctl` to watch it again); otherwise the newest.
+    /// Returns the descriptor and its registration.
+    pub fn take_preferring(
+        &mut self,
+        address: &UpstreamAddress,
+        preferred: u64,
+        now: Instant,
+    ) -> Option<(OwnedFd, u64)> {
         let queue = self.idle.get_mut(address)?;
+        if preferred != 0 {
+            if let Some(at) = queue
+                .iter()
+                .rposition(|idle| idle.registration == preferred)
+            {
+                if let Some(idle) = queue.remove(at) {
+                    queue.push_back(idle);
+                }
+            }
+        }
         let mut found = None;
         while let Some(idle) = queue.pop_back() {
             self.count -= 1;
@@ -88,7 +127,7 @@ impl IdlePool {
             // stream means the upstream closed it; bytes mean it sent something unasked (a late
             // part of an earlier response, or a 408), after which it is out of step.
             if matches!(socket::peek_idle(idle.fd.as_fd()), Ok(IdlePeek::Quiet)) {
-                found = Some(idle.fd);
+                found = Some((idle.fd, idle.registration));
                 break;
             }
         }
@@ -138,6 +177,29 @@ mod tests {
 
     fn address(listener: &TcpListener) -> UpstreamAddress {
         UpstreamAddress::Tcp(listener.local_addr().unwrap())
+    }
+
+    #[test]
+    fn the_connection_an_owner_gave_back_is_given_to_it_again_with_its_registration() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = address(&listener);
+        let mut pool = IdlePool::default();
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        let mut upstream_ends = Vec::new();
+        let mut numbers = Vec::new();
+        for registration in [7, 8, 9] {
+            let (ours, theirs) = connected(&listener);
+            numbers.push(ours.as_raw_fd());
+            upstream_ends.push(theirs);
+            pool.put_registered(&address, ours, registration, 8, minute, now);
+        }
+        let (fd, registration) = pool.take_preferring(&address, 7, now).unwrap();
+        assert_eq!((fd.as_raw_fd(), registration), (numbers[0], 7));
+        // No such owner: the newest.
+        let (fd, registration) = pool.take_preferring(&address, 42, now).unwrap();
+        assert_eq!((fd.as_raw_fd(), registration), (numbers[2], 9));
+        assert_eq!(pool.len(), 1);
     }
 
     #[test]
