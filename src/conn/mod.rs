@@ -223,6 +223,8 @@ enum State {
 pub struct Spare {
     input: Vec<u8>,
     output: Output,
+    /// An upstream link's buffers (`upstream::Buffers`).
+    link: upstream::Buffers,
 }
 
 #[derive(Debug)]
@@ -244,6 +246,8 @@ pub struct Conn {
     awaiting_link: Option<upstream::Timeouts>,
     /// The upstream socket attached, seen from this side.
     link: Option<upstream::Link>,
+    /// The buffers of the last link, for the next.
+    link_buffers: upstream::Buffers,
     /// No upstream socket could be made after `Need::Connect`.
     open_failure: Option<upstream::Failure>,
     /// An upstream socket to hand back to the engine (`take_upstream_release`).
@@ -274,6 +278,7 @@ impl Conn {
             refused: false,
             awaiting_link: None,
             link: None,
+            link_buffers: upstream::Buffers::default(),
             open_failure: None,
             release: None,
         }
@@ -318,6 +323,9 @@ impl Conn {
         if self.output.is_empty() && !self.output.holds_memory() {
             std::mem::swap(&mut self.output, &mut spare.output);
         }
+        if self.link_buffers.is_empty() {
+            std::mem::swap(&mut self.link_buffers, &mut spare.link);
+        }
     }
 
     /// End of a turn: buffers that hold nothing go back to the loop (or are freed if the loop
@@ -339,6 +347,10 @@ impl Conn {
                 std::mem::swap(&mut self.output, &mut spare.output);
             }
         }
+        if spare.link.is_empty() {
+            std::mem::swap(&mut self.link_buffers, &mut spare.link);
+        }
+        self.link_buffers = upstream::Buffers::default();
     }
 
     /// Free buffers that hold nothing, for engines that keep idle connections without a loop
@@ -350,6 +362,7 @@ impl Conn {
             self.consumed = 0;
         }
         self.output.shed();
+        self.link_buffers = upstream::Buffers::default();
     }
 
     /// The client closed its sending side.

@@ -62,6 +62,24 @@ pub(super) struct Timeouts {
     pub read: Duration,
 }
 
+/// Largest buffer a connection keeps from one upstream link for the next.
+const KEPT_BUFFER: usize = 16 << 10;
+
+/// A link's two buffers, kept for the next link (lent by the loop between turns, as
+/// `conn::Spare`'s others).
+#[derive(Debug, Default)]
+pub(super) struct Buffers {
+    out: Vec<u8>,
+    input: Vec<u8>,
+}
+
+impl Buffers {
+    /// Whether they hold no memory.
+    pub(super) fn is_empty(&self) -> bool {
+        self.out.capacity() == 0 && self.input.capacity() == 0
+    }
+}
+
 /// The connection's view of its upstream socket.
 #[derive(Debug)]
 pub(super) struct Link {
@@ -83,18 +101,36 @@ pub(super) struct Link {
 }
 
 impl Link {
-    pub(super) fn new(opened: Opened, timeouts: Timeouts, now: Instant) -> Link {
+    /// A link whose buffers are `spare` (those of the connection's previous link, emptied).
+    pub(super) fn new(opened: Opened, timeouts: Timeouts, now: Instant, spare: Buffers) -> Link {
         Link {
             opened,
             connected: opened == Opened::Reused,
             timeouts,
-            out: Vec::new(),
+            out: spare.out,
             sent: 0,
-            input: Vec::new(),
+            input: spare.input,
             finished: false,
             failure: None,
             moved: now,
             received: 0,
+        }
+    }
+
+    /// Its buffers, emptied, for the next link (a proxied keep-alive client then allocates
+    /// none per request); large ones are let go, so an upload or a burst does not keep memory.
+    pub(super) fn into_buffers(self) -> Buffers {
+        let keep = |mut buffer: Vec<u8>| {
+            if buffer.capacity() > KEPT_BUFFER {
+                Vec::new()
+            } else {
+                buffer.clear();
+                buffer
+            }
+        };
+        Buffers {
+            out: keep(self.out),
+            input: keep(self.input),
         }
     }
 
@@ -124,7 +160,8 @@ impl Conn {
 
     fn proxy_opened(&mut self, opened: Opened, now: Instant) {
         if let Some(timeouts) = self.awaiting_link.take() {
-            self.link = Some(Link::new(opened, timeouts, now));
+            let spare = std::mem::take(&mut self.link_buffers);
+            self.link = Some(Link::new(opened, timeouts, now, spare));
         }
     }
 

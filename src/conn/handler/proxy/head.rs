@@ -41,7 +41,8 @@ pub(super) struct Forward<'a> {
     pub server: &'a UpstreamAddress,
 }
 
-pub(super) fn forward(forward: &Forward<'_>) -> Vec<u8> {
+/// Write the request head of `forward` into `out`.
+pub(super) fn forward(forward: &Forward<'_>, out: &mut Vec<u8>) {
     let head = &forward.exchange.head;
     let client_host = head.host();
     let server_host;
@@ -74,9 +75,7 @@ pub(super) fn forward(forward: &Forward<'_>) -> Vec<u8> {
         upgrade: forward.websocket.then_some("websocket"),
         keep_alive: forward.keep_alive,
     };
-    let mut out = Vec::with_capacity(512);
-    write_request(&request, &mut out);
-    out
+    write_request(&request, out);
 }
 
 /// Whether an upstream response header stays behind: hop-by-hop ones and those its

@@ -64,7 +64,7 @@ enum Stage {
     /// `Need::Connect` is out.
     Opening,
     /// The request is going out; the response head has not arrived (whole).
-    Head(Box<ResponseParser>),
+    Head(ResponseParser),
     /// The response head went to the client; its body follows.
     Body {
         relay: ResponseRelay,
@@ -212,23 +212,25 @@ impl Conn {
                 else {
                     unreachable!("a server was chosen for a proxy location")
                 };
-                let request_head = head::forward(&head::Forward {
-                    exchange: &proxy.exchange,
-                    settings,
-                    target: &proxy.target,
-                    client: self.peer,
-                    body: proxy.request.forward_body(),
-                    websocket: proxy.websocket,
-                    keep_alive: proxy.pool.settings().keepalive > 0,
-                    server: pick.address(),
-                });
                 let out = link.queue();
-                out.extend_from_slice(&request_head);
+                head::forward(
+                    &head::Forward {
+                        exchange: &proxy.exchange,
+                        settings,
+                        target: &proxy.target,
+                        client: self.peer,
+                        body: proxy.request.forward_body(),
+                        websocket: proxy.websocket,
+                        keep_alive: proxy.pool.settings().keepalive > 0,
+                        server: pick.address(),
+                    },
+                    out,
+                );
                 if let Some(kept) = proxy.request.kept() {
                     out.extend_from_slice(kept);
                 }
                 let parser = ResponseParser::new(head::response_limits(context.config));
-                proxy.stage = Stage::Head(Box::new(parser));
+                proxy.stage = Stage::Head(parser);
                 Step::Again(proxy)
             }
             Stage::Head(_) => {
@@ -468,7 +470,8 @@ impl Conn {
     pub(in crate::conn) fn drop_link(&mut self, release: Release) {
         self.awaiting_link = None;
         self.open_failure = None;
-        if self.link.take().is_some() {
+        if let Some(link) = self.link.take() {
+            self.link_buffers = link.into_buffers();
             self.release = Some(release);
         }
     }
