@@ -48,25 +48,6 @@ DIRS=$(find "$WWW/specweb" -mindepth 1 -maxdepth 1 -name 'dir*' -type d | wc -l)
 
 in_row() { [ "$1" != howl ] || [ "$2" = a ] || [ "$2" = b ]; }
 
-# The server's processes: the one started and its descendants (nginx's worker, Apache's child,
-# ampd's helper processes).
-tree() {
-  local pid=$1 child
-  [ -d "/proc/$pid" ] || return 0
-  echo "$pid"
-  for child in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do tree "$child"; done
-}
-
-# user + system clock ticks of every thread of the server's processes (/proc/PID/stat 14, 15).
-cpu_ticks() {
-  local total=0 pid ticks
-  for pid in $(tree "$1"); do
-    ticks=$(awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/"$pid"/stat 2>/dev/null || echo 0)
-    total=$((total + ${ticks:-0}))
-  done
-  echo "$total"
-}
-
 peak_reset() { local pid; for pid in $(tree "$1"); do echo 5 > /proc/"$pid"/clear_refs 2>/dev/null || true; done; }
 peak_kib() {
   local total=0 pid kib

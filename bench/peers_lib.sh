@@ -59,6 +59,25 @@ die() { log "ERROR: $*"; exit 1; }
 
 port_busy() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 
+# The server's processes: the one started and its descendants (nginx's worker, Apache's child,
+# ampd's helper processes).
+tree() {
+  local pid=$1 child
+  [ -d "/proc/$pid" ] || return 0
+  echo "$pid"
+  for child in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do tree "$child"; done
+}
+
+# user + system clock ticks of every thread of the server's processes (/proc/PID/stat 14, 15).
+cpu_ticks() {
+  local total=0 pid ticks
+  for pid in $(tree "$1"); do
+    ticks=$(awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/"$pid"/stat 2>/dev/null || echo 0)
+    total=$((total + ${ticks:-0}))
+  done
+  echo "$total"
+}
+
 prepare() {
   [ -d "$WWW" ] || die "no document root $WWW: run bench/setup.sh first"
   if [ ! -x "$AMPD" ] || [ ! -x "$BENCH" ]; then

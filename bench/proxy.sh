@@ -108,24 +108,6 @@ command -v wrk >/dev/null || die "wrk is not installed: run bench/setup.sh"
 command -v nginx >/dev/null || die "nginx is not installed: run bench/setup.sh"
 [ -f "$WWW/f100k.bin" ] || die "no $WWW/f100k.bin: run bench/setup.sh"
 
-# The processes of a started program: it and its descendants (nginx's worker).
-tree() {
-  local pid=$1 child
-  [ -d "/proc/$pid" ] || return 0
-  echo "$pid"
-  for child in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do tree "$child"; done
-}
-
-# user + system clock ticks of every process of the tree (/proc/PID/stat fields 14 and 15).
-cpu_ticks() {
-  local total=0 pid ticks
-  for pid in $(tree "$1"); do
-    ticks=$(awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/"$pid"/stat 2>/dev/null || echo 0)
-    total=$((total + ${ticks:-0}))
-  done
-  echo "$total"
-}
-
 # start NAME CPU COMMAND...: pinned; waits (bounded) for its port.
 start() {
   local name=$1 cpu=$2 port=${PROXY_PORTS[$1]} _; shift 2
