@@ -29,7 +29,10 @@ fn logged(log: &Path, uri: &str) -> String {
 /// The number after `"name":` in a JSON line.
 fn number(line: &str, name: &str) -> u64 {
     let key = format!("\"{name}\":");
-    let start = line.find(&key).unwrap_or_else(|| panic!("no {name} in {line}")) + key.len();
+    let start = line
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+        + key.len();
     line[start..]
         .chars()
         .take_while(char::is_ascii_digit)
