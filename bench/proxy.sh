@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# proxy.sh - ampd beside nginx as a reverse proxy to the same upstream, side by side in one run
-# (issue 16's benchmark). Both proxies get one worker (ampd --arch reactor with one loop, nginx
-# worker_processes 1), keep-alive connections to the upstream (a pool of 32), run pinned to CPU
+# proxy.sh - ampd beside nginx as a reverse proxy to the same upstream, side by side in one run.
+# Both proxies get one worker (ampd --arch reactor with one loop, nginx worker_processes 1),
+# keep-alive connections to the upstream (a pool of 32), run pinned to CPU
 # $SERVER_CPU; the upstream (an nginx serving the benchmark's document root) and wrk -t1 share
 # CPU $CLIENT_CPU. Runs alternate ampd, nginx, ampd, nginx... so that a change in the machine's
 # load falls on both alike.

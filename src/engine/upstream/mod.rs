@@ -1,9 +1,8 @@
 //! The upstream endpoint: the socket a connection drives to an upstream server besides its
-//! client socket (issue 16's "second endpoint"), the same in every engine. `Conn` stays
-//! sans-I/O (`conn::upstream` has its side of the contract); this module opens the socket
-//! (`open`: from the idle pool or a non-blocking `connect`), moves bytes between it and `Conn`
-//! (`pump.rs`), and takes it back when `Conn` is done with it (`release`: into the pool or
-//! closed).
+//! client socket, the same in every engine. `Conn` stays sans-I/O (`conn::upstream` has its side
+//! of the contract); this module opens the socket (`open`: from the idle pool or a non-blocking
+//! `connect`), moves bytes between it and `Conn` (`pump.rs`), and takes it back when `Conn` is
+//! done with it (`release`: into the pool or closed).
 //!
 //! Owns: the upstream descriptor and what may be done on it now. Must not touch: how an engine
 //! waits for readiness (epoll, `poll`, io_uring: each engine sets the readiness hints and
