@@ -6,7 +6,7 @@
 mod support;
 
 use std::time::{Duration, Instant};
-use support::http::{build_request, parse_all, Conn};
+use support::http::{build_request, parse_all, send_raw_open, Conn};
 use support::proxy::{self, location, pool, refusing_address};
 use support::upstream::{RawUpstream, Reply};
 use support::*;
@@ -74,7 +74,7 @@ for_each_arch!(fn malformed_upstream_responses_are_502(arch) {
     for (path, _) in MALFORMED {
         // With `Connection: close`, everything after the answer is visible: one 502, nothing of
         // the upstream's bytes.
-        let wire = send_raw(server.addr(), build_request("GET", path, &[("Connection", "close")]));
+        let wire = send_raw_open(server.addr(), build_request("GET", path, &[("Connection", "close")]));
         let text = String::from_utf8_lossy(&wire).into_owned();
         let responses = parse_all(&wire, "GET");
         assert_eq!(responses.len(), 1, "{path}: {text}");

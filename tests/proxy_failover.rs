@@ -71,6 +71,23 @@ for_each_arch!(fn a_client_gone_mid_response_closes_the_upstream_connection(arch
     assert_eq!(upstream.connections(), 2);
 });
 
+for_each_arch!(fn a_client_gone_while_the_upstream_thinks_closes_the_upstream_connection(arch) {
+    // A client that gives up before the response (its FIN, nothing pipelined behind) leaves
+    // nobody to answer: the upstream connection is let go at once, not when the upstream
+    // finally answers (or times out).
+    let root = TempRoot::new();
+    let upstream = RawUpstream::start(|_| Reply::Never);
+    let server = proxy::start(&root, arch, &pool("app", &[upstream.addr()], "keepalive = 8"), &location("/", "app", ""));
+    let client = TcpStream::connect(server.addr()).unwrap();
+    (&client).write_all(&build_request("GET", "/slow", &[])).unwrap();
+    assert_eq!(upstream.wait_requests(1, WAIT).len(), 1);
+    drop(client);
+    assert!(
+        upstream.wait_closed(1, WAIT),
+        "{arch}: the upstream connection is still open after its client left"
+    );
+});
+
 for_each_arch!(fn an_upstream_killed_mid_response_cuts_off_only_its_client(arch) {
     let root = TempRoot::new();
     let mut first = PyUpstream::start("first");

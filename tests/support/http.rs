@@ -473,6 +473,16 @@ pub fn send_raw(addr: SocketAddr, bytes: impl AsRef<[u8]>) -> Vec<u8> {
         .unwrap_or_else(|error| panic!("read: {error}"))
 }
 
+/// Sends `bytes` and reads until the server closes, without closing our side first: for a
+/// request that ends with `Connection: close` to a proxy location, where a client's half-close
+/// while the response is awaited means it gave up (as nginx and Go's proxy read it).
+pub fn send_raw_open(addr: SocketAddr, bytes: impl AsRef<[u8]>) -> Vec<u8> {
+    let mut conn = Conn::open(addr);
+    let _ = conn.try_send(bytes.as_ref());
+    conn.read_to_end()
+        .unwrap_or_else(|error| panic!("read: {error}"))
+}
+
 /// Parses every response in `bytes` (e.g. from `send_raw`) in order.
 pub fn parse_all(bytes: &[u8], method: &str) -> Vec<Response> {
     let mut responses = Vec::new();

@@ -172,6 +172,20 @@ impl Conn {
         Step::Over
     }
 
+    /// The client closed its side while the response was awaited, with no request of its own
+    /// waiting behind this one: nobody is left to answer (nginx's "client prematurely closed
+    /// connection"), so the upstream connection is let go and the exchange logged as `499`.
+    pub(in crate::conn) fn client_gave_up(
+        &mut self,
+        proxy: Box<Proxy>,
+        context: &mut Context<'_>,
+    ) -> Step {
+        self.drop_link(Release::Close);
+        self.record_sizes(Some(&proxy.exchange), 499, 0, 0, context);
+        self.state = State::Closing(Ending::Close);
+        Step::Over
+    }
+
     /// The client's body cannot be forwarded (`400` broken chunking, `413` past the limit).
     pub(in crate::conn) fn body_refused(
         &mut self,

@@ -309,6 +309,9 @@ impl Conn {
                 if self.peer_finished && !proxy.request.done() {
                     return self.client_gone(proxy, context);
                 }
+                if self.peer_finished && self.consumed == self.input.len() {
+                    return self.client_gave_up(proxy, context);
+                }
                 Step::Wait(proxy, Need::Read)
             }
             Ok(ResponseParse::Complete { head, len }) => {
@@ -507,6 +510,11 @@ impl Conn {
                 .link
                 .as_ref()
                 .is_some_and(|link| link.pending() + waiting < HIGH_WATER),
+            // While the response is awaited the client is read (bounded, pipelined requests
+            // wait in the buffer), so that a client that gives up is noticed and its exchange
+            // abandoned (`client_gave_up`); not while the body streams, when writing to it
+            // shows whether it is still there.
+            Stage::Head(_) if proxy.request.done() => waiting < HIGH_WATER,
             _ if proxy.request.done() => false,
             _ => match &self.link {
                 Some(link) => link.pending() + waiting < HIGH_WATER,

@@ -317,3 +317,28 @@ fn an_untrusted_forwarded_for_chain_is_replaced_and_a_trusted_one_appended_to() 
         "{sent}"
     );
 }
+
+#[test]
+fn a_client_that_closes_while_the_upstream_thinks_abandons_the_exchange() {
+    let mut harness = Harness::proxying(1, |_| {});
+    let need = harness.feed(b"GET /slow HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    harness.connect(&need);
+    harness.upstream_take();
+    // The client is read while the response is awaited, so that its going is noticed.
+    assert!(harness.conn.wants_input());
+    let need = harness.finish();
+    assert!(matches!(need, Need::Close(_)), "{need:?}");
+    assert_eq!(harness.release(), Some(Release::Close));
+    assert!(harness.take_raw().is_empty(), "nothing is answered");
+
+    // A client that pipelined its next request before closing its side still gets both.
+    let mut harness = Harness::proxying(1, |_| {});
+    let need = harness
+        .feed(b"GET /a HTTP/1.1\r\nHost: a.test\r\n\r\nGET /b HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    harness.connect(&need);
+    harness.upstream_take();
+    harness.finish();
+    assert!(harness.release().is_none(), "the exchange goes on");
+    harness.upstream_reply(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na");
+    assert_eq!(harness.statuses(), vec![200]);
+}
