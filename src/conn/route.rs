@@ -34,9 +34,15 @@ pub(super) const ROUTING: PathOptions = PathOptions {
 
 impl Conn {
     /// Whether `route` refuses a request with this method before looking at anything else
-    /// (a connection over a cap, `405`, `501`): the answer is known from the head alone.
+    /// (a connection over a cap, or the static handlers' method rule: `405`, `501`): the answer
+    /// is known from the head alone. A proxy location's requests with bodies never come here
+    /// (`on_request` routes them first).
     pub(super) fn refuses_from_head(&self, method: &Method) -> bool {
-        self.refused || !matches!(method, Method::Get | Method::Head | Method::Options)
+        self.refused
+            || !matches!(
+                handler::methods(Handler::Static, method),
+                Methods::Take | Methods::Options(_)
+            )
     }
 
     /// Where a request goes: its location (after rewrites), the path it was routed by, and
