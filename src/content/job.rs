@@ -218,8 +218,8 @@ pub fn page_in(file: &File, offset: u64, len: u64, send_to: Option<&OwnedFd>) ->
 /// Why the helper sends: a page-in followed by the loop's send reads every page twice, and
 /// the second access moves it to the active list (`folio_mark_accessed`), so under memory
 /// pressure reclaim scans twice the pages (pgactivate 25 per 100 KiB request against 5 for
-/// `mt`, docs/architectures.md "Fourth run"). nginx does the same with `aio threads`:
-/// its `sendfile` runs in the thread pool.
+/// `mt`, docs/architectures.md "Helper threads send what they read"). nginx does the same with
+/// `aio threads`: its `sendfile` runs in the thread pool.
 ///
 /// An error or a file shorter than its head said stops it: the loop's own `sendfile` meets
 /// the same condition and ends the connection.
