@@ -9,6 +9,7 @@
 //! Sources: Abyss §3 (per-server and per-directory sections); nginx `merge_loc_conf`.
 
 mod blocks;
+pub mod gateway;
 pub mod load;
 mod merge;
 mod pools;
@@ -23,11 +24,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use gateway::{Application, CgiLimits, CgiSettings, FastCgiSettings, ScriptSettings};
 pub use load::{check_file, load_file, ConfigError};
 pub use text::{is_token_byte, parse_duration, parse_listen, parse_size, LISTEN_FORMS};
 pub use upstream::{
     ActiveHealth, Balance, PassiveHealth, ProxyHost, ProxySettings, UpstreamAddress, UpstreamPool,
-    UpstreamServer,
+    UpstreamProtocol, UpstreamServer,
 };
 
 /// Which concurrency architecture serves connections (Flash §3, JAWS §3). Every variant runs the
@@ -399,6 +401,10 @@ pub enum Handler {
     Health,
     /// Another server answers (`LocationSettings::proxy`).
     Proxy,
+    /// A FastCGI application answers (`LocationSettings::fastcgi`).
+    FastCgi,
+    /// A CGI script answers, started for the request (`LocationSettings::cgi`).
+    Cgi,
 }
 
 /// A redirect answered without touching the disk.
@@ -434,6 +440,16 @@ pub struct LocationSettings {
     pub rate_limit: bool,
     /// The upstream a `Handler::Proxy` location forwards to.
     pub proxy: Option<ProxySettings>,
+    /// The application a `Handler::FastCgi` location passes requests to.
+    pub fastcgi: Option<FastCgiSettings>,
+    /// What a `Handler::Cgi` location's scripts may do.
+    pub cgi: Option<CgiSettings>,
+    /// How CGI and FastCGI locations name the script and its meta-variables.
+    pub script: ScriptSettings,
+    /// `fallback = "/index.php"`: a request this (static) location finds no file or directory
+    /// for is routed again under this path, its query kept (nginx's `try_files $uri $uri/
+    /// /index.php?$query_string`, the front controller PHP frameworks use).
+    pub fallback: Option<String>,
     /// Reachable only by an upstream's `X-Accel-Redirect`; a client asking gets `404`.
     pub internal: bool,
     /// Largest request body this location reads; `None`: `limits.max_body`. Past it `413`.
@@ -483,9 +499,14 @@ pub struct Config {
     pub process: ProcessOptions,
     /// At least one; the first default site (or else the first site) answers unknown hosts.
     pub sites: Vec<Site>,
-    /// `[upstream.NAME]` pools and those implied by `proxy_pass` addresses, in the order
-    /// `ProxySettings::pool` indexes.
+    /// `[upstream.NAME]` pools and those implied by `proxy_pass` and `fastcgi_pass` addresses
+    /// and by applications, in the order `ProxySettings::pool` and `FastCgiSettings::pool`
+    /// index.
     pub upstreams: Vec<UpstreamPool>,
+    /// `[cgi]`.
+    pub cgi: CgiLimits,
+    /// `[application.NAME]`, in the file's order.
+    pub applications: Vec<Application>,
 }
 
 impl LocationSettings {
@@ -512,6 +533,10 @@ impl LocationSettings {
             handler: Handler::Static,
             rate_limit: true,
             proxy: None,
+            fastcgi: None,
+            cgi: None,
+            script: ScriptSettings::default(),
+            fallback: None,
             internal: false,
             max_body: None,
         }
@@ -608,6 +633,8 @@ impl Config {
                 }],
             }],
             upstreams: Vec::new(),
+            cgi: CgiLimits::default(),
+            applications: Vec::new(),
         }
     }
 }

@@ -79,6 +79,16 @@ pub struct ActiveHealth {
     pub fall: u32,
 }
 
+/// What a pool's servers speak; set by the locations that use it (one protocol per pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1 (`proxy_pass`).
+    Http,
+    /// FastCGI (`fastcgi_pass`): connections carry one request at a time, `FCGI_KEEP_CONN`
+    /// when `keepalive` is above 0; active health checks ask `FCGI_GET_VALUES`.
+    FastCgi,
+}
+
 /// `[upstream.NAME]`: servers and how requests are spread over them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamPool {
@@ -86,6 +96,7 @@ pub struct UpstreamPool {
     pub name: String,
     /// At least one.
     pub servers: Vec<UpstreamServer>,
+    pub protocol: UpstreamProtocol,
     pub balance: Balance,
     /// Idle keep-alive connections kept per loop and server address (0: a connection per request).
     pub keepalive: usize,
@@ -112,6 +123,7 @@ impl UpstreamPool {
         UpstreamPool {
             name,
             servers,
+            protocol: UpstreamProtocol::Http,
             balance: Balance::RoundRobin,
             keepalive: 32,
             keepalive_timeout: Duration::from_secs(60),

@@ -58,7 +58,7 @@ pub(super) fn methods(handler: Handler, method: &Method) -> Methods {
             Method::Other(_) => Methods::NotImplemented,
             _ => Methods::NotAllowed(READ_ONLY),
         },
-        Handler::Proxy => proxy::methods(method),
+        Handler::Proxy | Handler::FastCgi | Handler::Cgi => proxy::methods(method),
     }
 }
 
@@ -70,6 +70,10 @@ impl Conn {
             Handler::Status => self.serve_status(&routed, context),
             Handler::Health => self.serve_health(&routed, context),
             Handler::Proxy => self.serve_proxy(routed, context),
+            Handler::FastCgi | Handler::Cgi => {
+                self.answer(&routed.exchange, Some(&routed.route), 501, &[], context);
+                None
+            }
         }
     }
 }
