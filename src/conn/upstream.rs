@@ -36,7 +36,9 @@ pub enum Connect {
 
 /// Starts a program on the far end of its socket pair; it must not block (it queues the start
 /// to a thread of its own: `crate::programs`).
-pub struct ProgramStart(Cell<Option<Box<dyn FnOnce(OwnedFd) + Send>>>);
+pub struct ProgramStart(Cell<Option<StartProgram>>);
+
+type StartProgram = Box<dyn FnOnce(OwnedFd) + Send>;
 
 impl ProgramStart {
     pub fn new(start: impl FnOnce(OwnedFd) + Send + 'static) -> ProgramStart {
