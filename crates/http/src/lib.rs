@@ -15,6 +15,8 @@
 //! * [`coding`]: `Accept-Encoding` negotiation.
 //! * [`chunked`]: resumable chunked body decoder (request bodies, and the upstream responses
 //!   the proxy relays).
+//! * [`fastcgi`]: the FastCGI 1.0 record codec, client side: records, name-value pairs and a
+//!   streaming reader of an application's answer.
 //! * [`proxy_protocol`]: the PROXY protocol header (v1 text, v2 binary) a load balancer sends
 //!   first.
 //! * [`upstream`]: the reverse proxy's side of HTTP/1.1: the upstream's response head
@@ -28,6 +30,7 @@ pub mod coding;
 pub mod conditional;
 pub mod date;
 pub mod error;
+pub mod fastcgi;
 mod framing;
 pub mod fuzz;
 pub mod multipart;
