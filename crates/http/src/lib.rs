@@ -6,6 +6,7 @@
 //! shares one protocol implementation.
 //!
 //! * [`authority`]: `host [":" port]` of absolute-form targets and `Host`.
+//! * [`cgi`]: the response head of a CGI script or a FastCGI application (RFC 3875 §6).
 //! * [`request`]: resumable request-head parser ([`HeadParser`]) and [`RequestHead`].
 //! * [`error`]: [`ParseError`], each variant with the status to answer.
 //! * [`response`]: status line and header encoder into a caller's buffer.
@@ -25,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod authority;
+pub mod cgi;
 pub mod chunked;
 pub mod coding;
 pub mod conditional;
