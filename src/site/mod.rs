@@ -138,13 +138,20 @@ impl Sites {
                 exact: HashMap::new(),
                 prefixes: Vec::new(),
             };
+            // Index files a script location of this site runs are routed there, never sent.
+            let script_indexes: Vec<String> = site
+                .locations
+                .iter()
+                .filter_map(|location| location.settings.script.extension.clone())
+                .collect();
             for location in &site.locations {
                 let root = match location.settings.handler {
                     Handler::Static
                         if location.settings.redirect.is_none()
                             && location.settings.rewrite.is_none() =>
                     {
-                        let options = location.settings.static_files.clone();
+                        let mut options = location.settings.static_files.clone();
+                        options.script_indexes.clone_from(&script_indexes);
                         let path = options.root.clone();
                         Some(Arc::new(
                             DocRoot::open(options)
@@ -153,12 +160,19 @@ impl Sites {
                     }
                     // The directory an upstream may name in `X-Sendfile` is served as a root
                     // of its own, with the same confinement as any document root.
-                    Handler::Proxy => match location
+                    Handler::Proxy | Handler::FastCgi | Handler::Cgi => match location
                         .settings
                         .proxy
                         .as_ref()
                         .and_then(|proxy| proxy.x_sendfile_root.clone())
-                    {
+                        .or_else(|| {
+                            let fastcgi = location.settings.fastcgi.as_ref();
+                            fastcgi.and_then(|fastcgi| fastcgi.x_sendfile_root.clone())
+                        })
+                        .or_else(|| {
+                            let cgi = location.settings.cgi.as_ref();
+                            cgi.and_then(|cgi| cgi.x_sendfile_root.clone())
+                        }) {
                         Some(directory) => {
                             let options = StaticOptions {
                                 root: directory.clone(),
@@ -168,6 +182,7 @@ impl Sites {
                                 follow_symlinks: false,
                                 userdir: None,
                                 precompressed: false,
+                                script_indexes: Vec::new(),
                             };
                             Some(Arc::new(DocRoot::open(options).map_err(|error| {
                                 BuildError {
