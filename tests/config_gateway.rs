@@ -286,6 +286,14 @@ fn every_gateway_error_names_its_place() {
         ),
         (
             format!(
+                "[application.app]\ncommand = [\"app\"]\nsocket = \"{{dir}}/a.sock\"\nprocesses = 0\n{SITE}"
+            ),
+            "4:13",
+            "application.app.processes",
+            "0 is less than 1",
+        ),
+        (
+            format!(
                 "[upstream.php]\nservers = [\"127.0.0.1:1\"]\nhealth_check = {{ path = \"/ping\" }}\n{SITE}fastcgi_pass = \"php\"\n"
             ),
             "3:25",

@@ -146,6 +146,12 @@ impl Loader<'_> {
             }
         };
         let processes = match &raw.processes {
+            Some(value) if *value.get_ref() < 1 => return Err(self.hinted(
+                value.span(),
+                &field("processes"),
+                format!("{} is less than 1", value.get_ref()),
+                "the processes ampd keeps running: at least 1 (remove the application to run none)",
+            )),
             Some(value) => self.count(value, &field("processes"), 1)?,
             None => 1,
         };
@@ -346,15 +352,11 @@ mod tests {
         let (line, key, message) = error("[application.app]\ncommand = [\"app\"]\n");
         assert_eq!((line, key.as_str()), (1, "application.app.socket"));
         assert_eq!(message, "an application needs a socket");
-        let processes = load(
+        let (line, key, message) = error(
             "[application.app]\ncommand = [\"app\"]\nsocket = \"/tmp/a.sock\"\nprocesses = 0\n",
-        )
-        .unwrap_err();
-        assert_eq!(
-            (processes.line, processes.key.as_str()),
-            (4, "application.app.processes")
         );
-        assert_eq!(processes.message, "0 is less than 1");
+        assert_eq!((line, key.as_str()), (4, "application.app.processes"));
+        assert_eq!(message, "0 is less than 1");
         let (line, key, message) = error(
             "[upstream.App]\nservers = [\"127.0.0.1:1\"]\n[application.app]\ncommand = [\"app\"]\nsocket = \"/tmp/a.sock\"\n",
         );
