@@ -148,6 +148,12 @@ impl Supervisor {
         Ok(supervisor)
     }
 
+    /// Whether it has nothing to watch: no application, none stopping, no output left.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.applications.is_empty() && self.stopping.is_empty() && self.draining.is_empty()
+    }
+
     /// Names and process ids of the running processes (for tests and status).
     #[must_use]
     pub fn pids(&self) -> Vec<(String, i32)> {
