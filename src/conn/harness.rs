@@ -14,9 +14,17 @@ use std::path::PathBuf;
 use std::net::SocketAddr;
 
 use super::upstream::{Connect, Opened, Release};
+
+/// The server a `Need::Connect` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connected {
+    pub address: UpstreamAddress,
+    pub reuse: bool,
+}
 use super::{Conn, Context, Need};
 use crate::config::{
-    Config, Handler, ProxySettings, UpstreamAddress, UpstreamPool, UpstreamServer,
+    Config, FastCgiSettings, Handler, ProxySettings, UpstreamAddress, UpstreamPool,
+    UpstreamProtocol, UpstreamServer,
 };
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
@@ -56,6 +64,7 @@ impl World {
             stats: &self.loop_stats,
             metrics: &self.stats,
             upstreams: &self.generation.upstreams,
+            launcher: &self.generation.launcher,
             rates: &self.rates,
             draining: self.draining,
         }
@@ -303,14 +312,38 @@ impl Harness {
         })
     }
 
-    /// Carry out `need`, a `Need::Connect`: a fresh socket whose connect completes at once.
-    pub fn connect(&mut self, need: &Need) -> Connect {
-        let Need::Connect(connect) = need else {
-            panic!("expected Need::Connect, got {need:?}");
+    /// The `/` location passes requests to a FastCGI pool of one server (never connected to),
+    /// `.php` scripts below `/srv/www`.
+    pub fn fastcgi(configure: impl FnOnce(&mut Config)) -> Harness {
+        Harness::proxying(1, |config| {
+            config.upstreams[0].protocol = UpstreamProtocol::FastCgi;
+            config.upstreams[0].keepalive = 0;
+            let location = config.serve_location();
+            location.handler = Handler::FastCgi;
+            location.proxy = None;
+            location.fastcgi = Some(FastCgiSettings {
+                pool: 0,
+                x_accel_redirect: true,
+                x_sendfile_root: None,
+            });
+            location.script.extension = Some(".php".to_owned());
+            location.static_files.root = "/srv/www".into();
+            configure(config);
+        })
+    }
+
+    /// Carry out `need`, a `Need::Connect` to a server: a fresh socket whose connect completes
+    /// at once.
+    pub fn connect(&mut self, need: &Need) -> Connected {
+        let Need::Connect(Connect::Server { address, reuse }) = need else {
+            panic!("expected Need::Connect to a server, got {need:?}");
         };
         self.conn.upstream_opened(Opened::Fresh);
         self.conn.upstream_connected();
-        connect.clone()
+        Connected {
+            address: address.clone(),
+            reuse: *reuse,
+        }
     }
 
     /// Everything the connection writes to the upstream until it has nothing more (a socket
