@@ -394,9 +394,12 @@ for_each_arch!(fn cgi_faults_are_contained(arch) {
 for_each_arch!(fn cgi_max_scripts_cap_answers_503(arch) {
     let root = build_root();
     let server = start(&root, arch, 1);
-    // One more hold than the `mp` engine has processes, so at least one process has two: with
-    // one script allowed per process, some request is over the cap under every engine.
+    // `mp` serves one connection at a time per process, so its per-process cap of one script
+    // is not exceeded while its four processes hold four scripts: the other connections wait
+    // for a process. Every other engine runs one script and refuses the rest.
+    let mp = arch.starts_with("mp");
     const HOLDS: usize = 6;
+    const MP_PROCESSES: usize = 4;
     let (results_tx, results_rx) = mpsc::channel();
     let mut readers = Vec::new();
     for _ in 0..HOLDS {
@@ -416,9 +419,10 @@ for_each_arch!(fn cgi_max_scripts_cap_answers_503(arch) {
             .map(|entries| entries.flatten().filter(|entry| entry.file_name().to_string_lossy().ends_with(".started")).count())
             .unwrap_or(0)
     };
+    let settled = |refused: usize| if mp { started() == MP_PROCESSES } else { refused + started() == HOLDS };
     let mut refused = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while refused.len() + started() < HOLDS {
+    while !settled(refused.len()) {
         assert!(Instant::now() < deadline, "{} refused, {} started of {HOLDS}", refused.len(), started());
         if let Ok(response) = results_rx.recv_timeout(Duration::from_millis(20)) {
             refused.push(response);
@@ -434,12 +438,16 @@ for_each_arch!(fn cgi_max_scripts_cap_answers_503(arch) {
     let held = answers.iter().filter(|response| response.status == 200).count();
     let over = answers.iter().filter(|response| response.status == 503).collect::<Vec<_>>();
     assert_eq!(held + over.len(), HOLDS, "{answers:?}");
-    assert_eq!(held, running, "every held script answered: {answers:?}");
-    assert!(!over.is_empty(), "nothing refused over max_scripts = 1: {answers:?}");
     for response in &over {
         assert!(response.has_header("retry-after"), "{response:?}");
     }
-    if !arch.starts_with("mp") {
+    if mp {
+        assert_eq!(running, MP_PROCESSES, "one script per process at once");
+        // A waiting connection may reach a process whose script ended but is not reaped yet
+        // (its slot is freed then): that one is refused like any over the cap.
+        assert!(held >= MP_PROCESSES, "the held scripts answered: {answers:?}");
+    } else {
+        assert_eq!(running, 1, "max_scripts = 1");
         assert_eq!(held, 1, "one script at a time in one process: {answers:?}");
     }
     // Slots come back once the scripts are reaped (the launcher does that a moment after

@@ -3,7 +3,8 @@
 //! decoded into `$_POST`, a session cookie round trip, a front controller (`/index.php/a/b`, a
 //! `fallback` location for routes without a file, a `script` location with `params` through a
 //! pool with `keepalive`), `X-Accel-Redirect` handing a file to the static path, and 10 MiB
-//! uploads (raw and multipart, checked by sha256 in PHP) and a chunked one.
+//! uploads (raw and multipart, checked by sha256 in PHP) and a chunked one; PHP's messages on
+//! FastCGI's stderr stream reach the error log.
 
 mod support;
 
@@ -15,6 +16,7 @@ use support::scripts::install_php;
 use support::*;
 
 const MIB: u64 = 1 << 20;
+const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A root with the PHP scripts (at its top, in `php/` and as `shop/index.php`), a static file
 /// under `/app/` and an internal file; php-fpm beside it.
@@ -125,6 +127,16 @@ for_each_arch!(fn php_fpm_answers(arch) {
     assert_eq!(accel.status, 200, "{accel:?}");
     assert_eq!(accel.body_text(), "the protected report\n");
     assert!(!accel.has_header("x-accel-redirect"), "{accel:?}");
+
+    // PHP's messages arrive on FastCGI's stderr stream: they go to the error log.
+    let logged = fetch(server.addr(), "GET", "/stderr.php", &[]);
+    assert_eq!(logged.status, 200, "{logged:?}");
+    assert_eq!(logged.body_text(), "logged\n");
+    assert!(
+        server.wait_for_stderr("php stderr line for the error log", WAIT),
+        "PHP's stderr is not in the error log:\n{}",
+        server.stderr()
+    );
 
     // No such script: php-fpm's 404 reaches the client.
     assert_eq!(fetch(server.addr(), "GET", "/missing.php", &[]).status, 404);

@@ -107,7 +107,8 @@ impl PhpFpm {
 }
 
 /// The php-fpm.conf text: one static pool on `socket`, PHP's upload and body limits raised above
-/// the tests' 10 MiB uploads, sessions kept in `dir`.
+/// the tests' 10 MiB uploads, sessions kept in `dir`. PHP's own error_log is left unset, so
+/// PHP's messages go to the web server on the request's FastCGI stderr stream.
 fn configuration(dir: &Path, socket: &Path) -> String {
     let dir = dir.display();
     let mut text = format!(
@@ -126,7 +127,6 @@ fn configuration(dir: &Path, socket: &Path) -> String {
          php_admin_value[post_max_size] = 32M\n\
          php_admin_value[upload_tmp_dir] = {dir}/uploads\n\
          php_admin_value[session.save_path] = {dir}/sessions\n\
-         php_admin_value[error_log] = {dir}/php-fpm.log\n\
          php_admin_flag[log_errors] = on\n",
         socket = socket.display()
     );
