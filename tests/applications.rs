@@ -32,15 +32,15 @@ fn config(root: &TempRoot, arch: &str, socket: &Path, generation: &str) -> PathB
         root,
         arch,
         &format!(
-            "[application.echo]\ncommand = [\"python3\", \"app.py\", \"{generation}\"]\nprocesses = 2\nsocket = \"{}\"\nstop_timeout = \"3s\"\n\n[[site]]\nroot = \"{}\"\n",
+            "pid_file = \"ampd.pid\"\n[application.echo]\ncommand = [\"python3\", \"app.py\", \"{generation}\"]\nprocesses = 2\nsocket = \"{}\"\nstop_timeout = \"3s\"\n\n[[site]]\nroot = \"{}\"\n",
             socket.display(),
             root.path().display()
         ),
     )
 }
 
-/// The server's children running app.py with `generation` as argument.
-fn app_processes(server: &Server, generation: &str) -> Vec<u32> {
+/// The children of process `parent` running app.py with `generation` as argument.
+fn app_processes(parent: u32, generation: &str) -> Vec<u32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -51,7 +51,7 @@ fn app_processes(server: &Server, generation: &str) -> Vec<u32> {
         };
         // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
         let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-        if fields[0] == "Z" || fields[1] != server.pid().to_string() {
+        if fields[0] == "Z" || fields[1] != parent.to_string() {
             continue;
         }
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -97,8 +97,8 @@ for_each_arch!(fn applications_start_restart_reload_and_stop_with_the_server(arc
     let mut server = Server::start(Options::config_file(&file));
 
     // Running once the server is ready, both answering on the socket ampd bound.
-    wait_until("two processes of generation one", || app_processes(&server, "one").len() == 2);
-    let first = app_processes(&server, "one");
+    wait_until("two processes of generation one", || app_processes(server.pid(), "one").len() == 2);
+    let first = app_processes(server.pid(), "one");
     let answer = ask(&socket);
     let (generation, pid) = answer.split_once(' ').unwrap();
     assert_eq!(generation, "one");
@@ -111,19 +111,19 @@ for_each_arch!(fn applications_start_restart_reload_and_stop_with_the_server(arc
     let victim = first[0];
     assert!(std::process::Command::new("kill").args(["-KILL", &victim.to_string()]).status().unwrap().success());
     wait_until("the killed process replaced", || {
-        let now = app_processes(&server, "one");
+        let now = app_processes(server.pid(), "one");
         now.len() == 2 && !now.contains(&victim) && now.contains(&first[1])
     });
     assert!(server.stderr().contains(&format!("application echo[{victim}] was killed by signal 9; starting it again in 100ms")), "{}", server.stderr());
 
     // SIGHUP with a changed command: new processes, the old ones stopped.
-    let before = app_processes(&server, "one");
+    let before = app_processes(server.pid(), "one");
     config(&root, arch, &socket, "two");
     server.signal("HUP");
-    wait_until("two processes of generation two", || app_processes(&server, "two").len() == 2);
+    wait_until("two processes of generation two", || app_processes(server.pid(), "two").len() == 2);
     wait_until("generation one stopped", || before.iter().all(|&pid| !alive(pid)));
     assert!(ask(&socket).starts_with("two "));
-    let last = app_processes(&server, "two");
+    let last = app_processes(server.pid(), "two");
 
     // The site still serves beside them.
     let response = get(server.addr(), "/index.html");
@@ -158,3 +158,57 @@ fn an_application_that_cannot_start_is_a_start_up_failure_naming_it() {
     );
     assert!(!socket.exists());
 }
+
+/// Sends `SIGTERM` to the upgraded process when the test ends, however it ends, and waits for
+/// it (so its applications are stopped, not orphaned).
+struct Successor(Option<u32>);
+
+impl Drop for Successor {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+            let deadline = Instant::now() + WITHIN;
+            while alive(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+for_each_arch!(fn a_binary_upgrade_hands_the_socket_path_to_the_new_processes(arch) {
+    let root = TempRoot::new();
+    root.outside_file("app.py", ECHO_APP);
+    let socket = root.outside_dir().join("echo.sock");
+    let file = config(&root, arch, &socket, "one");
+    let pid_file = root.outside_dir().join("ampd.pid");
+    let mut server = Server::start(Options::config_file(&file));
+    wait_until("the first server's processes", || app_processes(server.pid(), "one").len() == 2);
+    let old = app_processes(server.pid(), "one");
+
+    server.signal("USR2");
+    let mut successor = Successor(None);
+    wait_until("the new process's pid file", || {
+        successor.0 = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .filter(|&pid| pid != server.pid());
+        successor.0.is_some()
+    });
+    let new_pid = successor.0.unwrap();
+    assert_eq!(server.wait_exit(WITHIN), Some(0), "{}", server.stderr());
+
+    // The old server stopped its own processes and left the new socket file in place.
+    assert!(old.iter().all(|&pid| !alive(pid)), "the old server's applications outlived it");
+    wait_until("the new server's processes", || app_processes(new_pid, "one").len() == 2);
+    let new = app_processes(new_pid, "one");
+    assert!(socket.exists(), "the old server removed the new socket file");
+    let answer = ask(&socket);
+    let pid: u32 = answer.split_once(' ').unwrap().1.parse().unwrap();
+    assert!(new.contains(&pid), "{answer} from {new:?}");
+
+    drop(successor);
+    assert!(new.iter().all(|&pid| !alive(pid)));
+    assert!(!socket.exists());
+});
