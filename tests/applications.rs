@@ -212,3 +212,26 @@ for_each_arch!(fn a_binary_upgrade_hands_the_socket_path_to_the_new_processes(ar
     assert!(new.iter().all(|&pid| !alive(pid)));
     assert!(!socket.exists());
 });
+
+for_each_arch!(fn sigquit_stops_the_applications_before_the_server_exits(arch) {
+    let root = TempRoot::new();
+    // Ignores SIGTERM: on SIGQUIT it gets a second, then SIGKILL.
+    root.outside_file(
+        "app.py",
+        format!("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n{ECHO_APP}"),
+    );
+    let socket = root.outside_dir().join("echo.sock");
+    let file = config(&root, arch, &socket, "one");
+    let mut server = Server::start(Options::config_file(&file));
+    wait_until("the processes", || app_processes(server.pid(), "one").len() == 2);
+    let running = app_processes(server.pid(), "one");
+    wait_until("SIGTERM ignored", || {
+        running.iter().all(|pid| server.stderr().contains(&format!("application echo[{pid}]: serving as one")))
+    });
+    let began = Instant::now();
+    server.signal("QUIT");
+    assert_eq!(server.wait_exit(WITHIN), Some(0), "{}", server.stderr());
+    assert!(began.elapsed() < Duration::from_secs(5), "{:?}", began.elapsed());
+    assert!(running.iter().all(|&pid| !alive(pid)), "applications outlived SIGQUIT");
+    assert!(!socket.exists());
+});
