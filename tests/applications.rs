@@ -235,3 +235,20 @@ for_each_arch!(fn sigquit_stops_the_applications_before_the_server_exits(arch) {
     assert!(running.iter().all(|&pid| !alive(pid)), "applications outlived SIGQUIT");
     assert!(!socket.exists());
 });
+
+for_each_arch!(fn applications_die_with_a_server_killed_outright(arch) {
+    let root = TempRoot::new();
+    root.outside_file("app.py", ECHO_APP);
+    let socket = root.outside_dir().join("echo.sock");
+    let file = config(&root, arch, &socket, "one");
+    let mut server = Server::start(Options::config_file(&file));
+    wait_until("the processes", || app_processes(server.pid(), "one").len() == 2);
+    let running = app_processes(server.pid(), "one");
+    wait_until("the programs running", || {
+        running.iter().all(|pid| server.stderr().contains(&format!("application echo[{pid}]: serving as one")))
+    });
+    server.signal("KILL");
+    assert!(server.wait_exit(WITHIN).is_some());
+    // Nobody is left to stop them: the kernel's parent-death signal does.
+    wait_until("the orphaned processes ended", || running.iter().all(|&pid| !alive(pid)));
+});
