@@ -153,6 +153,34 @@ pub fn pidfd_open(pid: Pid) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Make the child that `command` starts receive `signal` when the thread that starts it ends
+/// (`PR_SET_PDEATHSIG`, set in the child between `fork` and `exec`): a program the server
+/// keeps does not outlive a server killed with `SIGKILL`. If the parent has already gone by
+/// then, the spawn fails with `ESRCH` instead. (`std` then forks rather than `posix_spawn`s.)
+pub fn die_with_parent(command: &mut std::process::Command, signal: i32) {
+    use std::os::unix::process::CommandExt;
+    let parent = pid();
+    let signal = libc::c_ulong::try_from(signal).unwrap_or(0);
+    let in_child = move || -> io::Result<()> {
+        // SAFETY: prctl(PR_SET_PDEATHSIG) takes integers, no pointers; it is a plain system
+        // call (async-signal-safe), allowed between fork and exec.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: getppid takes no arguments and cannot fail.
+        if unsafe { libc::getppid() } != parent {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: `in_child` runs in the forked child before exec; it only makes the two system
+    // calls above and builds an error from an integer (no allocation, no lock), which is what
+    // `pre_exec` requires of it.
+    unsafe {
+        command.pre_exec(in_child);
+    }
+}
+
 /// The calling process's id.
 #[must_use]
 pub fn pid() -> Pid {
@@ -223,6 +251,22 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn a_child_dies_with_the_thread_that_started_it() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::thread::spawn(|| {
+            let mut command = std::process::Command::new("sleep");
+            command.arg("30");
+            die_with_parent(&mut command, libc::SIGKILL);
+            command.spawn().unwrap()
+        })
+        .join()
+        .unwrap();
+        // The spawning thread has ended: the kernel sent the signal.
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
     }
 
     #[test]

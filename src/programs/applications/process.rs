@@ -1,6 +1,6 @@
 //! One process of an application: started with the listening socket as descriptor 0 and one
 //! pipe as both stdout and stderr (so their lines keep their order), in a process group of its
-//! own; its output in the error log as `application NAME[pid]: line`; its end noticed through a
+//! own, killed by the kernel if the thread that started it ends (the server killed outright); its output in the error log as `application NAME[pid]: line`; its end noticed through a
 //! pidfd; the backoff before it is started again.
 //!
 //! Owns: spawning, the output, the backoff arithmetic. Must not touch: when to stop (the
@@ -98,6 +98,9 @@ impl Live {
         let (read_end, write_end) = ampd_sys::io::pipe()?;
         ampd_sys::socket::set_nonblocking(read_end.as_fd(), true)?;
         let mut command = Command::new(&program);
+        // Not left running by a server killed outright (no one would stop them, and the next
+        // start replaces their socket).
+        child::die_with_parent(&mut command, ampd_sys::signal::SIGKILL);
         command
             .args(arguments)
             .envs(application.env.iter().map(|(name, value)| (name, value)))

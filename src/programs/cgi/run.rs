@@ -268,7 +268,9 @@ impl Watch {
                 return;
             }
         };
-        match spawn(&launch, &found, stdio) {
+        // `stdio` stays open here until the failure, if any, is set: the engine reads the
+        // reason once it sees the end of stream.
+        match spawn(&launch, &found, &stdio) {
             Ok((child, pidfd, stderr)) => self.running.push(Running {
                 filename: found.filename,
                 child,
@@ -288,15 +290,18 @@ impl Watch {
                 &format!("cannot run {}: {failure}", found.filename.display()),
             ),
         }
+        drop(stdio);
     }
 }
 
-/// Start the script: returns it, its pidfd and the read end of its stderr (non-blocking). The
-/// launcher keeps no copy of `stdio`.
-fn spawn(launch: &Launch, found: &Found, stdio: OwnedFd) -> io::Result<(Child, OwnedFd, OwnedFd)> {
+/// Start the script with copies of `stdio` as its stdin and stdout: returns it, its pidfd and
+/// the read end of its stderr (non-blocking). The copies are closed here; the caller closes
+/// `stdio`.
+fn spawn(launch: &Launch, found: &Found, stdio: &OwnedFd) -> io::Result<(Child, OwnedFd, OwnedFd)> {
     // The pair is made non-blocking for the engine's end; the flag belongs to the open file,
     // so this end gets its own state: a script reads and writes blocking.
     ampd_sys::socket::set_nonblocking(stdio.as_fd(), false)?;
+    let stdin = stdio.try_clone()?;
     let stdout = stdio.try_clone()?;
     let mut command = Command::new(&found.filename);
     command.env_clear();
@@ -322,12 +327,13 @@ fn spawn(launch: &Launch, found: &Found, stdio: OwnedFd) -> io::Result<(Child, O
     }
     command
         .process_group(0)
-        .stdin(Stdio::from(stdio))
+        .stdin(Stdio::from(stdin))
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::piped());
     let spawned = command.spawn();
-    // The command holds this thread's copies of the socket: closed now, so the engine sees the
-    // end of stream when the script (and whatever it started) is done with it.
+    // The command holds copies of the socket: closed now, so that once the caller closes
+    // `stdio`, the engine sees the end of stream when the script (and whatever it started) is
+    // done with it.
     drop(command);
     let mut script = spawned?;
     let watched = script

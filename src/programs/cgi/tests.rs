@@ -276,15 +276,18 @@ fn a_script_that_cannot_be_executed_is_a_spawn_failure_in_the_log() {
         "#!/nonexistent/interpreter-5c1d\n",
     );
     let launcher = launcher(4);
-    let mut started = start(
-        &launcher,
-        search(dir.path(), "/broken.sh"),
-        dir.path(),
-        &[],
-        WITHIN,
-    );
-    assert_eq!(read_all(&mut started.stream), "");
-    assert_eq!(started.failure.get(), Some(&LaunchFailure::Spawn));
+    // Many times: the failure is set before the end of stream, every time.
+    for _ in 0..20 {
+        let mut started = start(
+            &launcher,
+            search(dir.path(), "/broken.sh"),
+            dir.path(),
+            &[],
+            WITHIN,
+        );
+        assert_eq!(read_all(&mut started.stream), "");
+        assert_eq!(started.failure.get(), Some(&LaunchFailure::Spawn));
+    }
     let path = dir.path().join("broken.sh").display().to_string();
     assert!(!log_lines(&["cannot run", &path], WITHIN).is_empty());
     assert!(eventually(WITHIN, || launcher.running() == 0));
