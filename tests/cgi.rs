@@ -4,8 +4,8 @@
 //! extension-mapped script, responses without a length (chunked to HTTP/1.1, close-delimited to
 //! HTTP/1.0, streamed as the script writes), 10 MiB and chunked request bodies on stdin, `max_body`
 //! refusing before the script starts, malformed heads (502 and an error-log line naming the
-//! script), stderr in the error log, `cgi_timeout` killing the script's process group, and the
-//! `max_scripts` cap (503 with `Retry-After`).
+//! script), stderr in the error log, `cgi_timeout` killing the script's process group (and a
+//! stop of ampd ending running scripts), and the `max_scripts` cap (503 with `Retry-After`).
 
 mod support;
 
@@ -389,6 +389,28 @@ for_each_arch!(fn cgi_faults_are_contained(arch) {
     // Everyone else is still served.
     let fine = fetch(server.addr(), "GET", "/cgi-bin/env.py", &[]);
     assert_eq!(fine.status, 200, "{fine:?}");
+});
+
+for_each_arch!(fn cgi_scripts_end_with_the_server(arch) {
+    let root = build_root();
+    let config = write_config(&root, arch, &format!("grace_period = \"1s\"\n{LOCATIONS}"));
+    let mut server = Server::start(Options::config_file(&config));
+    // A script that would run for 20 s (cgi_timeout is 60 s here) while ampd is stopped.
+    let waiting = {
+        let addr = server.addr();
+        thread::spawn(move || {
+            let mut conn = Conn::open(addr);
+            conn.send(build_request("GET", "/cgi-bin/sleep.py", &[]));
+            let _cut_off = conn.try_read_proxied("GET");
+        })
+    };
+    let script = wait_pid_file(&root.path().join("cgi-bin/sleep.pid"), WAIT);
+    let child = wait_pid_file(&root.path().join("cgi-bin/sleep-child.pid"), WAIT);
+    server.signal("TERM");
+    assert!(server.wait_exit(WAIT).is_some(), "ampd did not stop within {WAIT:?}");
+    waiting.join().expect("the waiting client");
+    assert!(wait_gone(script, WAIT), "the script {script} outlived ampd");
+    assert!(wait_gone(child, WAIT), "the script's child {child} outlived ampd");
 });
 
 for_each_arch!(fn cgi_max_scripts_cap_answers_503(arch) {

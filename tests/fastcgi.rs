@@ -2,7 +2,8 @@
 //! workers on a unix socket, started by the test): hello, the request line PHP sees, a form POST
 //! decoded into `$_POST`, a session cookie round trip, a front controller (`/index.php/a/b`, a
 //! `fallback` location for routes without a file, a `script` location with `params` through a
-//! pool with `keepalive`), `X-Accel-Redirect` handing a file to the static path, and 10 MiB
+//! pool with `keepalive`, a directory's index script), `X-Accel-Redirect` and `X-Sendfile`
+//! handing a file to the static path, and 10 MiB
 //! uploads (raw and multipart, checked by sha256 in PHP) and a chunked one; PHP's messages on
 //! FastCGI's stderr stream reach the error log.
 
@@ -16,6 +17,7 @@ use support::scripts::install_php;
 use support::*;
 
 const MIB: u64 = 1 << 20;
+const SECRET: &str = "outside the sendfile root";
 const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A root with the PHP scripts (at its top, in `php/` and as `shop/index.php`), a static file
@@ -26,6 +28,8 @@ fn build(root: &TempRoot) -> PhpFpm {
     install_php(root, "shop");
     root.file("app/style.css", "body { color: teal }\n");
     root.file("protected/report.txt", "the protected report\n");
+    root.outside_file("files/doc.txt", "a document from the sendfile root\n");
+    root.outside_file("secret.txt", SECRET);
     PhpFpm::start(&root.outside_dir().join("fpm"))
 }
 
@@ -33,6 +37,7 @@ fn build(root: &TempRoot) -> PhpFpm {
 /// `/shop/` running one script through pool `php` (kept connections, FCGI_KEEP_CONN).
 fn start(root: &TempRoot, arch: &str, fpm: &PhpFpm) -> Server {
     let socket = fpm.address();
+    let files = root.outside_dir().join("files").display().to_string();
     let config = write_config(
         root,
         arch,
@@ -44,11 +49,13 @@ keepalive = 2
 
 [[site]]
 root = "www"
+index = ["index.php", "index.html"]
 
 [[site.location]]
 extension = ".php"
 fastcgi_pass = "{socket}"
 max_body = "20MiB"
+x_sendfile_root = "{files}"
 
 [[site.location]]
 path = "/app/"
@@ -128,6 +135,18 @@ for_each_arch!(fn php_fpm_answers(arch) {
     assert_eq!(accel.body_text(), "the protected report\n");
     assert!(!accel.has_header("x-accel-redirect"), "{accel:?}");
 
+    // X-Sendfile: a file below x_sendfile_root is served; nothing outside it.
+    let base = root.outside_dir().display().to_string();
+    let sent = fetch(server.addr(), "GET", &format!("/sendfile.php?file={base}/files/doc.txt"), &[]);
+    assert_eq!(sent.status, 200, "{sent:?}");
+    assert_eq!(sent.body_text(), "a document from the sendfile root\n");
+    assert!(!sent.has_header("x-sendfile"), "{sent:?}");
+    for file in [format!("{base}/secret.txt"), format!("{base}/files/../secret.txt")] {
+        let refused = fetch(server.addr(), "GET", &format!("/sendfile.php?file={file}"), &[]);
+        assert!(refused.status >= 400, "{file}: {refused:?}");
+        assert!(!refused.body_text().contains(SECRET), "{file}: {refused:?}");
+    }
+
     // PHP's messages arrive on FastCGI's stderr stream: they go to the error log.
     let logged = fetch(server.addr(), "GET", "/stderr.php", &[]);
     assert_eq!(logged.status, 200, "{logged:?}");
@@ -162,6 +181,15 @@ for_each_arch!(fn php_front_controllers(arch) {
         ("REQUEST_METHOD", "GET"),
     ] {
         assert_eq!(dump_value(&text, name), Some(value), "{name} in:\n{text}");
+    }
+
+    // A directory whose first index file is a script runs it.
+    for (path, script) in [("/php/", "/php/index.php"), ("/", "/index.php")] {
+        let index = fetch(server.addr(), "GET", path, &[]);
+        assert_eq!(index.status, 200, "{path}: {index:?}\n{}", server.stderr());
+        let text = index.body_text();
+        assert_eq!(dump_value(&text, "SCRIPT_NAME"), Some(script), "{path}: {text}");
+        assert_eq!(dump_value(&text, "REQUEST_URI"), Some(path), "{path}: {text}");
     }
 
     // `script` through a pool with kept connections: every path runs it, PATH_INFO is the
