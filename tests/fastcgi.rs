@@ -1,17 +1,17 @@
 //! FastCGI to an external server under every engine: Debian's php8.2-fpm (a static pool of four
 //! workers on a unix socket, started by the test): hello, the request line PHP sees, a form POST
-//! decoded into `$_POST`, a session cookie round trip, a front controller (`/index.php/a/b`, a
+//! decoded into `$_POST`, a session cookie round trip, front controllers (`/index.php/a/b`, a
 //! `fallback` location for routes without a file, a `script` location with `params` through a
 //! pool with `keepalive`, a directory's index script), `X-Accel-Redirect` and `X-Sendfile`
-//! handing a file to the static path, and 10 MiB
-//! uploads (raw and multipart, checked by sha256 in PHP) and a chunked one; PHP's messages on
-//! FastCGI's stderr stream reach the error log.
+//! handing a file to the static path, 10 MiB uploads (raw and multipart, checked by sha256 in
+//! PHP) and a chunked one, PHP's messages on FastCGI's stderr stream in the error log, a body
+//! over `max_body` refused (413), and 502 once php-fpm is gone.
 
 mod support;
 
 use support::bulk::pattern_sha256;
 use support::gateway::{dump_value, fetch, post_pattern, post_wrapped_pattern, Framing};
-use support::http::{build_request, Conn};
+use support::http::{build_request, parse_all, send_raw, Conn};
 use support::phpfpm::PhpFpm;
 use support::scripts::install_php;
 use support::*;
@@ -159,6 +159,12 @@ for_each_arch!(fn php_fpm_answers(arch) {
 
     // No such script: php-fpm's 404 reaches the client.
     assert_eq!(fetch(server.addr(), "GET", "/missing.php", &[]).status, 404);
+
+    // php-fpm gone: 502, and ampd keeps serving its own files.
+    drop(fpm);
+    let down = fetch(server.addr(), "GET", "/hello.php", &[]);
+    assert_eq!(down.status, 502, "{down:?}");
+    assert_eq!(fetch(server.addr(), "GET", "/app/style.css", &[]).status, 200);
 });
 
 for_each_arch!(fn php_front_controllers(arch) {
@@ -263,4 +269,10 @@ for_each_arch!(fn php_fpm_takes_uploads(arch) {
     assert_eq!(echo.status, 200, "{echo:?}");
     assert_eq!(echo.header("content-length"), Some("100000"));
     assert_eq!(support::bulk::sha256(&echo.body), pattern_sha256(100_000));
+
+    // Over the location's max_body (20 MiB): 413 before php-fpm hears of it.
+    let refused = parse_all(&send_raw(server.addr(), format!(
+        "POST /upload.php HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n", 30 * MIB
+    )), "POST");
+    assert_eq!(refused.first().map(|response| response.status), Some(413), "{refused:?}");
 });
