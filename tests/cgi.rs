@@ -5,7 +5,8 @@
 //! HTTP/1.0, streamed as the script writes), 10 MiB and chunked request bodies on stdin, `max_body`
 //! refusing before the script starts, malformed heads (502 and an error-log line naming the
 //! script), stderr in the error log, `cgi_timeout` killing the script's process group (and a
-//! stop of ampd ending running scripts), and the `max_scripts` cap (503 with `Retry-After`).
+//! stop of ampd ending running scripts), scripts running as the configured `user`, and the
+//! `max_scripts` cap (503 with `Retry-After`).
 
 mod support;
 
@@ -411,6 +412,39 @@ for_each_arch!(fn cgi_scripts_end_with_the_server(arch) {
     waiting.join().expect("the waiting client");
     assert!(wait_gone(script, WAIT), "the script {script} outlived ampd");
     assert!(wait_gone(child, WAIT), "the script's child {child} outlived ampd");
+});
+
+/// The effective user and group ids of this test process.
+fn own_ids() -> (String, String) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|ids| ids.split_whitespace().nth(1))
+            .expect("an id line")
+            .to_string()
+    };
+    (field("Uid:"), field("Gid:"))
+}
+
+for_each_arch!(fn cgi_scripts_run_as_the_configured_user(arch) {
+    let root = build_root();
+    // As root (CI), ampd drops to `nobody` and its scripts run as nobody; otherwise they run as
+    // ampd's own user.
+    let (head, uid, gid) = if is_root_user() {
+        ("user = \"nobody\"\n".to_string(), "65534".to_string(), "65534".to_string())
+    } else {
+        let (uid, gid) = own_ids();
+        (String::new(), uid, gid)
+    };
+    let config = write_config(&root, arch, &format!("{head}{LOCATIONS}"));
+    let server = Server::start(Options::config_file(&config));
+    let env = fetch(server.addr(), "GET", "/cgi-bin/env.py", &[]);
+    assert_eq!(env.status, 200, "{env:?}\n{}", server.stderr());
+    let dump = env.body_text();
+    assert_eq!(dump_value(&dump, "UID"), Some(uid.as_str()), "{dump}");
+    assert_eq!(dump_value(&dump, "GID"), Some(gid.as_str()), "{dump}");
 });
 
 for_each_arch!(fn cgi_max_scripts_cap_answers_503(arch) {
