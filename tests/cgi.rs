@@ -1,6 +1,7 @@
 //! CGI/1.1 (RFC 3875) under every engine, with real Python and Perl scripts
 //! (tests/fixtures/cgi): the meta-variables a script sees (httpoxy's `Proxy` field never
-//! becomes `HTTP_PROXY`), `Status`, local and client `Location`, `X-Accel-Redirect`, an
+//! becomes `HTTP_PROXY`), scripts found below an alias and never through a link out of it,
+//! HEAD, `Status`, local and client `Location`, `X-Accel-Redirect`, an
 //! extension-mapped script, responses without a length (chunked to HTTP/1.1, close-delimited to
 //! HTTP/1.0, streamed as the script writes), 10 MiB and chunked request bodies on stdin, `max_body`
 //! refusing before the script starts, malformed heads (502 and an error-log line naming the
@@ -220,6 +221,44 @@ for_each_arch!(fn cgi_extension_location(arch) {
     let local = fetch(server.addr(), "GET", "/cgi-bin/redirect_local.py", &[]);
     assert_eq!(local.status, 200, "{local:?}");
     assert_eq!(local.body_text(), "the local redirect's target\n");
+});
+
+for_each_arch!(fn cgi_script_lookup(arch) {
+    let root = build_root();
+    // Scripts outside the document root, reached through an alias.
+    let outside = root.outside_dir().join("scripts");
+    std::fs::create_dir_all(&outside).unwrap();
+    for name in ["env.py", "marker.py"] {
+        std::fs::copy(root.path().join("cgi-bin").join(name), outside.join(name)).unwrap();
+    }
+    // A link in cgi-bin to a script outside it: never run.
+    root.symlink(outside.join("marker.py"), "cgi-bin/escape.py");
+    let server = start_with(&root, arch, 16, &format!(
+        "[[site.location]]\npath = \"/alias-bin/\"\nalias = \"{}/\"\nhandler = \"cgi\"\n",
+        outside.display()
+    ));
+
+    let aliased = fetch(server.addr(), "GET", "/alias-bin/env.py/x", &[]);
+    assert_eq!(aliased.status, 200, "{aliased:?}");
+    let dump = aliased.body_text();
+    let filename = outside.join("env.py").display().to_string();
+    assert_eq!(dump_value(&dump, "SCRIPT_NAME"), Some("/alias-bin/env.py"), "{dump}");
+    assert_eq!(dump_value(&dump, "SCRIPT_FILENAME"), Some(filename.as_str()), "{dump}");
+    assert_eq!(dump_value(&dump, "PATH_INFO"), Some("/x"), "{dump}");
+
+    let escape = fetch(server.addr(), "GET", "/cgi-bin/escape.py", &[]);
+    assert_eq!(escape.status, 404, "{escape:?}");
+    assert!(!outside.join("marker.txt").exists(), "a script outside cgi-bin ran through a link");
+
+    // HEAD runs the script but sends no body.
+    let mut conn = Conn::open(server.addr());
+    conn.send(build_request("HEAD", "/cgi-bin/env.py", &[]));
+    let head = conn.read_proxied("HEAD");
+    assert_eq!(head.status, 200, "{head:?}");
+    assert_eq!(head.header("x-cgi"), Some("python"));
+    conn.send(build_request("GET", "/hello.txt", &[]));
+    let next = conn.read_proxied("GET");
+    assert_eq!(next.body_text(), "hello world\n", "no body bytes were left after the HEAD answer");
 });
 
 /// Reads from `stream` into `buffer` until `needle` is in it (each read bounded by the socket's
