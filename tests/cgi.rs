@@ -1,13 +1,13 @@
 //! CGI/1.1 (RFC 3875) under every engine, with real Python and Perl scripts
-//! (tests/fixtures/cgi): the meta-variables a script sees (httpoxy's `Proxy` field never
-//! becomes `HTTP_PROXY`), scripts found below an alias and never through a link out of it,
-//! HEAD, `Status`, local and client `Location`, `X-Accel-Redirect`, an
-//! extension-mapped script, responses without a length (chunked to HTTP/1.1, close-delimited to
-//! HTTP/1.0, streamed as the script writes), 10 MiB and chunked request bodies on stdin, `max_body`
-//! refusing before the script starts, malformed heads (502 and an error-log line naming the
-//! script), stderr in the error log, `cgi_timeout` killing the script's process group (and a
-//! stop of ampd ending running scripts), scripts running as the configured `user`, and the
-//! `max_scripts` cap (503 with `Retry-After`).
+//! (tests/fixtures/cgi): the meta-variables a script sees (httpoxy's `Proxy` field never becomes
+//! `HTTP_PROXY`), scripts found below an alias and never through a link out of it, HEAD,
+//! `Status`, local and client `Location`, `X-Accel-Redirect`, an extension-mapped script,
+//! responses without a length (chunked to HTTP/1.1, close-delimited to HTTP/1.0, streamed as the
+//! script writes), 10 MiB and chunked request bodies on stdin, `max_body` refusing before the
+//! script starts, malformed heads (502 and an error-log line naming the script), stderr in the
+//! error log, `cgi_timeout` killing the script's process group (and a stop of ampd ending
+//! running scripts), scripts running as the configured `user`, and the `max_scripts` cap (503
+//! with `Retry-After`).
 
 mod support;
 
