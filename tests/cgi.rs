@@ -26,9 +26,9 @@ use support::*;
 const MIB: u64 = 1 << 20;
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The locations every test here serves: `/cgi-bin/` (scripts below the site root),
-/// `/slow-bin/` with a 1 s `cgi_timeout`, `/small-bin/` with a 64 KiB
-/// `max_body`, and an internal `/protected/` for `X-Accel-Redirect`.
+/// The locations every test here serves: `/cgi-bin/` (scripts below the site root), `/slow-bin/`
+/// with a 1 s `cgi_timeout`, `/small-bin/` with a 64 KiB `max_body`, and an internal
+/// `/protected/` for `X-Accel-Redirect`.
 const LOCATIONS: &str = r#"
 [[site]]
 root = "www"
@@ -55,7 +55,7 @@ internal = true
 "#;
 
 /// A root with the scripts in cgi-bin, slow-bin and small-bin, an extension-mapped script, a
-/// local redirect's target, an internal file and a script that is not executable.
+/// local redirect's target, an internal file and a file in cgi-bin that is not executable.
 fn build_root() -> TempRoot {
     let root = TempRoot::new();
     install_cgi(&root, "cgi-bin");
