@@ -1,11 +1,13 @@
 //! CGI/1.1 (RFC 3875) under every engine, with real Python and Perl scripts
-//! (tests/fixtures/cgi): the meta-variables a script sees (httpoxy's `Proxy` field never
-//! becomes `HTTP_PROXY`), `Status`, local and client `Location`, `X-Accel-Redirect`, an
-//! extension-mapped script, responses without a length (chunked to HTTP/1.1, close-delimited to
-//! HTTP/1.0, streamed as the script writes), 10 MiB and chunked request bodies on stdin, `max_body`
-//! refusing before the script starts, malformed heads (502 and an error-log line naming the
-//! script), stderr in the error log, `cgi_timeout` killing the script's process group, and the
-//! `max_scripts` cap (503 with `Retry-After`).
+//! (tests/fixtures/cgi): the meta-variables a script sees (httpoxy's `Proxy` field never becomes
+//! `HTTP_PROXY`), scripts found below an alias and never through a link out of it, HEAD,
+//! `Status`, local and client `Location`, `X-Accel-Redirect`, an extension-mapped script,
+//! responses without a length (chunked to HTTP/1.1, close-delimited to HTTP/1.0, streamed as the
+//! script writes), 10 MiB and chunked request bodies on stdin, `max_body` refusing before the
+//! script starts, malformed heads (502 and an error-log line naming the script), stderr in the
+//! error log, `cgi_timeout` killing the script's process group (and a stop of ampd ending
+//! running scripts), scripts running as the configured `user`, and the `max_scripts` cap (503
+//! with `Retry-After`).
 
 mod support;
 
@@ -24,9 +26,9 @@ use support::*;
 const MIB: u64 = 1 << 20;
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The locations every test here serves: `/cgi-bin/` (scripts below the site root),
-/// `/slow-bin/` with a 1 s `cgi_timeout`, `/small-bin/` with a 64 KiB
-/// `max_body`, and an internal `/protected/` for `X-Accel-Redirect`.
+/// The locations every test here serves: `/cgi-bin/` (scripts below the site root), `/slow-bin/`
+/// with a 1 s `cgi_timeout`, `/small-bin/` with a 64 KiB `max_body`, and an internal
+/// `/protected/` for `X-Accel-Redirect`.
 const LOCATIONS: &str = r#"
 [[site]]
 root = "www"
@@ -53,7 +55,7 @@ internal = true
 "#;
 
 /// A root with the scripts in cgi-bin, slow-bin and small-bin, an extension-mapped script, a
-/// local redirect's target, an internal file and a script that is not executable.
+/// local redirect's target, an internal file and a file in cgi-bin that is not executable.
 fn build_root() -> TempRoot {
     let root = TempRoot::new();
     install_cgi(&root, "cgi-bin");
@@ -219,6 +221,44 @@ for_each_arch!(fn cgi_extension_location(arch) {
     let local = fetch(server.addr(), "GET", "/cgi-bin/redirect_local.py", &[]);
     assert_eq!(local.status, 200, "{local:?}");
     assert_eq!(local.body_text(), "the local redirect's target\n");
+});
+
+for_each_arch!(fn cgi_script_lookup(arch) {
+    let root = build_root();
+    // Scripts outside the document root, reached through an alias.
+    let outside = root.outside_dir().join("scripts");
+    std::fs::create_dir_all(&outside).unwrap();
+    for name in ["env.py", "marker.py"] {
+        std::fs::copy(root.path().join("cgi-bin").join(name), outside.join(name)).unwrap();
+    }
+    // A link in cgi-bin to a script outside it: never run.
+    root.symlink(outside.join("marker.py"), "cgi-bin/escape.py");
+    let server = start_with(&root, arch, 16, &format!(
+        "[[site.location]]\npath = \"/alias-bin/\"\nalias = \"{}/\"\nhandler = \"cgi\"\n",
+        outside.display()
+    ));
+
+    let aliased = fetch(server.addr(), "GET", "/alias-bin/env.py/x", &[]);
+    assert_eq!(aliased.status, 200, "{aliased:?}");
+    let dump = aliased.body_text();
+    let filename = outside.join("env.py").display().to_string();
+    assert_eq!(dump_value(&dump, "SCRIPT_NAME"), Some("/alias-bin/env.py"), "{dump}");
+    assert_eq!(dump_value(&dump, "SCRIPT_FILENAME"), Some(filename.as_str()), "{dump}");
+    assert_eq!(dump_value(&dump, "PATH_INFO"), Some("/x"), "{dump}");
+
+    let escape = fetch(server.addr(), "GET", "/cgi-bin/escape.py", &[]);
+    assert_eq!(escape.status, 404, "{escape:?}");
+    assert!(!outside.join("marker.txt").exists(), "a script outside cgi-bin ran through a link");
+
+    // HEAD runs the script but sends no body.
+    let mut conn = Conn::open(server.addr());
+    conn.send(build_request("HEAD", "/cgi-bin/env.py", &[]));
+    let head = conn.read_proxied("HEAD");
+    assert_eq!(head.status, 200, "{head:?}");
+    assert_eq!(head.header("x-cgi"), Some("python"));
+    conn.send(build_request("GET", "/hello.txt", &[]));
+    let next = conn.read_proxied("GET");
+    assert_eq!(next.body_text(), "hello world\n", "no body bytes were left after the HEAD answer");
 });
 
 /// Reads from `stream` into `buffer` until `needle` is in it (each read bounded by the socket's
@@ -389,6 +429,61 @@ for_each_arch!(fn cgi_faults_are_contained(arch) {
     // Everyone else is still served.
     let fine = fetch(server.addr(), "GET", "/cgi-bin/env.py", &[]);
     assert_eq!(fine.status, 200, "{fine:?}");
+});
+
+for_each_arch!(fn cgi_scripts_end_with_the_server(arch) {
+    let root = build_root();
+    let config = write_config(&root, arch, &format!("grace_period = \"1s\"\n{LOCATIONS}"));
+    let mut server = Server::start(Options::config_file(&config));
+    // A script that would run for 20 s (cgi_timeout is 60 s here) while ampd is stopped.
+    let waiting = {
+        let addr = server.addr();
+        thread::spawn(move || {
+            let mut conn = Conn::open(addr);
+            conn.send(build_request("GET", "/cgi-bin/sleep.py", &[]));
+            let _cut_off = conn.try_read_proxied("GET");
+        })
+    };
+    let script = wait_pid_file(&root.path().join("cgi-bin/sleep.pid"), WAIT);
+    let child = wait_pid_file(&root.path().join("cgi-bin/sleep-child.pid"), WAIT);
+    server.signal("TERM");
+    assert!(server.wait_exit(WAIT).is_some(), "ampd did not stop within {WAIT:?}");
+    waiting.join().expect("the waiting client");
+    assert!(wait_gone(script, WAIT), "the script {script} outlived ampd");
+    assert!(wait_gone(child, WAIT), "the script's child {child} outlived ampd");
+});
+
+/// The effective user and group ids of this test process.
+fn own_ids() -> (String, String) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|ids| ids.split_whitespace().nth(1))
+            .expect("an id line")
+            .to_string()
+    };
+    (field("Uid:"), field("Gid:"))
+}
+
+for_each_arch!(fn cgi_scripts_run_as_the_configured_user(arch) {
+    let root = build_root();
+    // As root (CI), ampd drops to `nobody` and its scripts run as nobody; otherwise they run as
+    // ampd's own user.
+    let (head, uid, gid) = if is_root_user() {
+        ("user = \"nobody\"\n".to_string(), "65534".to_string(), "65534".to_string())
+    } else {
+        let (uid, gid) = own_ids();
+        (String::new(), uid, gid)
+    };
+    let config = write_config(&root, arch, &format!("{head}{LOCATIONS}"));
+    let server = Server::start(Options::config_file(&config));
+    let env = fetch(server.addr(), "GET", "/cgi-bin/env.py", &[]);
+    assert_eq!(env.status, 200, "{env:?}\n{}", server.stderr());
+    let dump = env.body_text();
+    assert_eq!(dump_value(&dump, "UID"), Some(uid.as_str()), "{dump}");
+    assert_eq!(dump_value(&dump, "GID"), Some(gid.as_str()), "{dump}");
 });
 
 for_each_arch!(fn cgi_max_scripts_cap_answers_503(arch) {

@@ -1,21 +1,23 @@
 //! FastCGI to an external server under every engine: Debian's php8.2-fpm (a static pool of four
 //! workers on a unix socket, started by the test): hello, the request line PHP sees, a form POST
-//! decoded into `$_POST`, a session cookie round trip, a front controller (`/index.php/a/b`, a
+//! decoded into `$_POST`, a session cookie round trip, front controllers (`/index.php/a/b`, a
 //! `fallback` location for routes without a file, a `script` location with `params` through a
-//! pool with `keepalive`), `X-Accel-Redirect` handing a file to the static path, and 10 MiB
-//! uploads (raw and multipart, checked by sha256 in PHP) and a chunked one; PHP's messages on
-//! FastCGI's stderr stream reach the error log.
+//! pool with `keepalive`, a directory's index script), `X-Accel-Redirect` and `X-Sendfile`
+//! handing a file to the static path, 10 MiB uploads (raw and multipart, checked by sha256 in
+//! PHP) and a chunked one, PHP's messages on FastCGI's stderr stream in the error log, a body
+//! over `max_body` refused (413), and 502 once php-fpm is gone.
 
 mod support;
 
 use support::bulk::pattern_sha256;
 use support::gateway::{dump_value, fetch, post_pattern, post_wrapped_pattern, Framing};
-use support::http::{build_request, Conn};
+use support::http::{build_request, parse_all, send_raw, Conn};
 use support::phpfpm::PhpFpm;
 use support::scripts::install_php;
 use support::*;
 
 const MIB: u64 = 1 << 20;
+const SECRET: &str = "outside the sendfile root";
 const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A root with the PHP scripts (at its top, in `php/` and as `shop/index.php`), a static file
@@ -26,6 +28,8 @@ fn build(root: &TempRoot) -> PhpFpm {
     install_php(root, "shop");
     root.file("app/style.css", "body { color: teal }\n");
     root.file("protected/report.txt", "the protected report\n");
+    root.outside_file("files/doc.txt", "a document from the sendfile root\n");
+    root.outside_file("secret.txt", SECRET);
     PhpFpm::start(&root.outside_dir().join("fpm"))
 }
 
@@ -33,6 +37,7 @@ fn build(root: &TempRoot) -> PhpFpm {
 /// `/shop/` running one script through pool `php` (kept connections, FCGI_KEEP_CONN).
 fn start(root: &TempRoot, arch: &str, fpm: &PhpFpm) -> Server {
     let socket = fpm.address();
+    let files = root.outside_dir().join("files").display().to_string();
     let config = write_config(
         root,
         arch,
@@ -44,11 +49,13 @@ keepalive = 2
 
 [[site]]
 root = "www"
+index = ["index.php", "index.html"]
 
 [[site.location]]
 extension = ".php"
 fastcgi_pass = "{socket}"
 max_body = "20MiB"
+x_sendfile_root = "{files}"
 
 [[site.location]]
 path = "/app/"
@@ -128,6 +135,18 @@ for_each_arch!(fn php_fpm_answers(arch) {
     assert_eq!(accel.body_text(), "the protected report\n");
     assert!(!accel.has_header("x-accel-redirect"), "{accel:?}");
 
+    // X-Sendfile: a file below x_sendfile_root is served; nothing outside it.
+    let base = root.outside_dir().display().to_string();
+    let sent = fetch(server.addr(), "GET", &format!("/sendfile.php?file={base}/files/doc.txt"), &[]);
+    assert_eq!(sent.status, 200, "{sent:?}");
+    assert_eq!(sent.body_text(), "a document from the sendfile root\n");
+    assert!(!sent.has_header("x-sendfile"), "{sent:?}");
+    for file in [format!("{base}/secret.txt"), format!("{base}/files/../secret.txt")] {
+        let refused = fetch(server.addr(), "GET", &format!("/sendfile.php?file={file}"), &[]);
+        assert!(refused.status >= 400, "{file}: {refused:?}");
+        assert!(!refused.body_text().contains(SECRET), "{file}: {refused:?}");
+    }
+
     // PHP's messages arrive on FastCGI's stderr stream: they go to the error log.
     let logged = fetch(server.addr(), "GET", "/stderr.php", &[]);
     assert_eq!(logged.status, 200, "{logged:?}");
@@ -140,6 +159,12 @@ for_each_arch!(fn php_fpm_answers(arch) {
 
     // No such script: php-fpm's 404 reaches the client.
     assert_eq!(fetch(server.addr(), "GET", "/missing.php", &[]).status, 404);
+
+    // php-fpm gone: 502, and ampd keeps serving its own files.
+    drop(fpm);
+    let down = fetch(server.addr(), "GET", "/hello.php", &[]);
+    assert_eq!(down.status, 502, "{down:?}");
+    assert_eq!(fetch(server.addr(), "GET", "/app/style.css", &[]).status, 200);
 });
 
 for_each_arch!(fn php_front_controllers(arch) {
@@ -162,6 +187,15 @@ for_each_arch!(fn php_front_controllers(arch) {
         ("REQUEST_METHOD", "GET"),
     ] {
         assert_eq!(dump_value(&text, name), Some(value), "{name} in:\n{text}");
+    }
+
+    // A directory whose first index file is a script runs it.
+    for (path, script) in [("/php/", "/php/index.php"), ("/", "/index.php")] {
+        let index = fetch(server.addr(), "GET", path, &[]);
+        assert_eq!(index.status, 200, "{path}: {index:?}\n{}", server.stderr());
+        let text = index.body_text();
+        assert_eq!(dump_value(&text, "SCRIPT_NAME"), Some(script), "{path}: {text}");
+        assert_eq!(dump_value(&text, "REQUEST_URI"), Some(path), "{path}: {text}");
     }
 
     // `script` through a pool with kept connections: every path runs it, PATH_INFO is the
@@ -235,4 +269,10 @@ for_each_arch!(fn php_fpm_takes_uploads(arch) {
     assert_eq!(echo.status, 200, "{echo:?}");
     assert_eq!(echo.header("content-length"), Some("100000"));
     assert_eq!(support::bulk::sha256(&echo.body), pattern_sha256(100_000));
+
+    // Over the location's max_body (20 MiB): 413 before php-fpm hears of it.
+    let refused = parse_all(&send_raw(server.addr(), format!(
+        "POST /upload.php HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n", 30 * MIB
+    )), "POST");
+    assert_eq!(refused.first().map(|response| response.status), Some(413), "{refused:?}");
 });

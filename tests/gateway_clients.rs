@@ -6,7 +6,7 @@
 mod support;
 
 use support::bulk::{sha256, write_pattern};
-use support::flup::FlupTcp;
+use support::flup::PyFastCgi;
 use support::phpfpm::PhpFpm;
 use support::scripts::{install_cgi, install_php};
 use support::*;
@@ -29,7 +29,7 @@ for_each_arch!(fn reference_gateway_checks(arch) {
     install_cgi(&root, "cgi-bin");
     install_php(&root, "php");
     let fpm = PhpFpm::start(&root.outside_dir().join("fpm"));
-    let flup = FlupTcp::start(root.outside_dir());
+    let flup = PyFastCgi::flup(root.outside_dir());
     let mut megabyte = Vec::new();
     write_pattern(&mut megabyte, MIB).unwrap();
     let upload = root.outside_file("1m.bin", &megabyte);

@@ -1,8 +1,9 @@
 //! The flup WSGI application (tests/fixtures/flup_app.py) and the Python that can run it: flup
 //! comes from PyPI only, so scripts/test-python.sh installs it in a virtual environment under
 //! `target/test-python` (Debian bookworm's pip refuses system-wide installs, PEP 668).
-//! `FlupTcp` runs the application as an external FastCGI server on 127.0.0.1:0; for an
-//! `[application.NAME]` ampd runs `command()` itself.
+//! `PyFastCgi` runs it (or tests/fixtures/fastcgi_faults.py, a responder that misbehaves on
+//! purpose) as an external FastCGI server on 127.0.0.1:0; for an `[application.NAME]` ampd runs
+//! `command_toml()` itself.
 //! Owns: the external application's process. Must not touch: ampd.
 
 use std::io::{BufRead, BufReader};
@@ -49,29 +50,42 @@ pub fn command_toml() -> String {
     )
 }
 
-/// flup_app.py as an external FastCGI server over TCP.
-pub struct FlupTcp {
+/// A Python FastCGI server over TCP, a child of the test.
+pub struct PyFastCgi {
     child: Child,
     addr: SocketAddr,
 }
 
-impl FlupTcp {
-    /// Starts it on 127.0.0.1:0 with `FLUP_STATE_DIR=state_dir` and waits (bounded) for its
-    /// `listening ADDR` line.
-    ///
-    /// # Panics
-    /// If it cannot start or does not listen within 15 s.
-    pub fn start(state_dir: &Path) -> FlupTcp {
-        let mut child = Command::new(python())
+impl PyFastCgi {
+    /// flup_app.py on 127.0.0.1:0 with `FLUP_STATE_DIR=state_dir`.
+    pub fn flup(state_dir: &Path) -> PyFastCgi {
+        let mut command = Command::new(python());
+        command
             .arg(app_script())
             .args(["--tcp", "127.0.0.1:0"])
             .env("FLUP_STATE_DIR", state_dir)
-            .env("FLUP_TEST_ENV", "tcp")
+            .env("FLUP_TEST_ENV", "tcp");
+        PyFastCgi::start(command, "flup_app.py")
+    }
+
+    /// tests/fixtures/fastcgi_faults.py (standard library only) on 127.0.0.1:0.
+    pub fn faults() -> PyFastCgi {
+        let mut command = Command::new("/usr/bin/python3");
+        command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fastcgi_faults.py"));
+        PyFastCgi::start(command, "fastcgi_faults.py")
+    }
+
+    /// Runs `command` and waits (bounded) for its `listening ADDR` line.
+    ///
+    /// # Panics
+    /// If it cannot start or does not listen within 15 s.
+    fn start(mut command: Command, name: &str) -> PyFastCgi {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|error| panic!("spawn flup_app.py: {error}"));
+            .unwrap_or_else(|error| panic!("spawn {name}: {error}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let (lines_tx, lines_rx) = mpsc::channel();
         thread::spawn(move || {
@@ -89,9 +103,9 @@ impl FlupTcp {
         let Some(addr) = addr else {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("flup_app.py printed no `listening ADDR` within {READY_TIMEOUT:?}");
+            panic!("{name} printed no `listening ADDR` within {READY_TIMEOUT:?}");
         };
-        FlupTcp { child, addr }
+        PyFastCgi { child, addr }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -99,7 +113,7 @@ impl FlupTcp {
     }
 }
 
-impl Drop for FlupTcp {
+impl Drop for PyFastCgi {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
