@@ -236,6 +236,8 @@ fn launch(
         log_file,
     };
     let served = engine::run(start, bound);
+    // No script outlives the server (their requests are over or cut by now).
+    ampd::programs::cgi::stop_process_scripts(ampd::programs::cgi::STOP_WAIT);
     // After the drain: requests in flight to an application have finished. (The mp master
     // stops its own; nothing is held here then.)
     ops::applications::stop_within(Duration::MAX);

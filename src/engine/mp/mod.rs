@@ -191,6 +191,7 @@ impl Master {
                 // The worker's own copy goes to its waiting room, which closes it when drained.
                 let listener = self.listener.take();
                 let code = worker::main(self, index, commands_in, listener);
+                crate::programs::cgi::stop_process_scripts(crate::programs::cgi::STOP_WAIT);
                 // Never return into the master's code.
                 std::process::exit(code)
             }

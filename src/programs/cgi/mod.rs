@@ -29,6 +29,25 @@ use std::time::Duration;
 
 use crate::config::CgiLimits;
 
+/// How long a stopping server waits for its killed scripts to be reaped.
+pub const STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// The server process's launcher (`Launcher::process`).
+static PROCESS: std::sync::Mutex<Option<Launcher>> = std::sync::Mutex::new(None);
+
+/// The server process is stopping (its connections drained or cut): kill the process group of
+/// every CGI script still running, so that none outlives it, and wait up to `within` for them
+/// to be reaped.
+pub fn stop_process_scripts(within: Duration) {
+    let launcher = PROCESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    if let Some(launcher) = launcher {
+        launcher.stop(within);
+    }
+}
+
 /// One per server process (clones share it): the cap on scripts running at once and the
 /// launcher thread, started by the first `Launch::start`.
 #[derive(Clone)]
@@ -72,13 +91,26 @@ impl Launcher {
     /// process has its own (the thread starts on first use, after the fork).
     #[must_use]
     pub fn process(limits: &CgiLimits) -> Launcher {
-        static PROCESS: std::sync::Mutex<Option<Launcher>> = std::sync::Mutex::new(None);
         let mut current = PROCESS
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match &*current {
             Some(launcher) if launcher.shared.max_scripts == limits.max_scripts => launcher.clone(),
             _ => current.insert(Launcher::new(limits)).clone(),
+        }
+    }
+
+    /// Kill every running script's process group and refuse new ones; wait up to `within`
+    /// for them to be reaped.
+    pub fn stop(&self, within: Duration) {
+        let Some(Ok(queue)) = self.shared.queue.get() else {
+            // No script was ever started here.
+            return;
+        };
+        queue.stop_all();
+        let deadline = std::time::Instant::now() + within;
+        while self.running() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 

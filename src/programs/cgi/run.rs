@@ -16,6 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,6 +46,8 @@ static SPAWN_FAILED: Throttle = Throttle::new();
 pub struct Queue {
     sender: Sender<Job>,
     wake: Arc<EventFd>,
+    /// The server is stopping: kill every script's process group (`Queue::stop_all`).
+    stopping: Arc<AtomicBool>,
 }
 
 struct Job {
@@ -67,11 +70,24 @@ impl Queue {
         );
         let (sender, receiver) = mpsc::channel();
         let thread_wake = wake.clone();
+        let stopping = Arc::new(AtomicBool::new(false));
+        let thread_stopping = stopping.clone();
         std::thread::Builder::new()
             .name("cgi-launcher".to_owned())
-            .spawn(move || Watch::new(receiver, thread_wake).run())
+            .spawn(move || Watch::new(receiver, thread_wake, thread_stopping).run())
             .map_err(|failure| format!("cannot start the CGI launcher thread: {failure}"))?;
-        Ok(Queue { sender, wake })
+        Ok(Queue {
+            sender,
+            wake,
+            stopping,
+        })
+    }
+
+    /// The server is stopping: every script still running has its process group killed (and
+    /// no other starts), so none outlives the server.
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.wake.notify();
     }
 
     pub fn push(&self, launch: Launch, stdio: OwnedFd) {
@@ -160,17 +176,27 @@ impl Running {
 
     /// Past the deadline: kill the process group, say so, and stop reading (what escaped the
     /// group may hold stderr open for ever).
-    fn kill(&mut self, buffer: &mut [u8]) {
+    fn kill(&mut self, buffer: &mut [u8], stopping: bool) {
         self.killed = true;
         let _ = child::kill_group(self.pid(), SIGKILL);
-        error::log(
-            Level::Error,
-            format_args!(
-                "cgi {}: still running after {:?} (cgi_timeout); its process group was killed",
-                self.filename.display(),
-                self.timeout
-            ),
-        );
+        if stopping {
+            error::log(
+                Level::Warn,
+                format_args!(
+                    "cgi {}: still running as the server stops; its process group was killed",
+                    self.filename.display()
+                ),
+            );
+        } else {
+            error::log(
+                Level::Error,
+                format_args!(
+                    "cgi {}: still running after {:?} (cgi_timeout); its process group was killed",
+                    self.filename.display(),
+                    self.timeout
+                ),
+            );
+        }
         self.read_stderr(buffer);
         if self.stderr.is_some() {
             self.close_stderr();
@@ -188,15 +214,17 @@ fn log_line(filename: &Path, line: &str) {
 struct Watch {
     queue: Receiver<Job>,
     wake: Arc<EventFd>,
+    stopping: Arc<AtomicBool>,
     running: Vec<Running>,
     buffer: Vec<u8>,
 }
 
 impl Watch {
-    fn new(queue: Receiver<Job>, wake: Arc<EventFd>) -> Watch {
+    fn new(queue: Receiver<Job>, wake: Arc<EventFd>, stopping: Arc<AtomicBool>) -> Watch {
         Watch {
             queue,
             wake,
+            stopping,
             running: Vec::new(),
             buffer: vec![0; 16 * 1024],
         }
@@ -214,6 +242,9 @@ impl Watch {
                     break;
                 }
                 match self.queue.try_recv() {
+                    Ok(job) if self.stopping.load(Ordering::Acquire) => {
+                        refuse(&job.launch, "the server is stopping");
+                    }
                     Ok(job) => self.launch(job),
                     Err(TryRecvError::Empty) => break,
                     // Every launcher and slot is gone, so no script runs either.
@@ -226,12 +257,13 @@ impl Watch {
             }
             self.wake.drain();
             let now = Instant::now();
+            let stopping = self.stopping.load(Ordering::Acquire);
             let buffer = &mut self.buffer;
             for script in &mut self.running {
                 script.read_stderr(buffer);
                 script.reap();
-                if !script.killed && now >= script.deadline {
-                    script.kill(buffer);
+                if !script.killed && script.slot.is_some() && (stopping || now >= script.deadline) {
+                    script.kill(buffer, stopping);
                 }
             }
             self.running.retain(|script| !script.finished());
