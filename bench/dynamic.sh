@@ -479,14 +479,18 @@ labels_of() { local side; for side in $(sides_of "$1"); do echo "${side%%:*}"; d
       echo "| ${ROW_NAME[$row]} | $label | $(median_of "$row" "$label" 4) | $(median_of "$row" "$label" 5) | $scripts | $fpm | $(median_of "$row" "$label" 8) | $(median_of "$row" "$label" 9) | $(errors_of "$row" "$label") |"
     done
   done
-  echo
-  echo "Ratios (first side / second side):"
-  echo
-  echo "| row | req/s | server µs/req | server + scripts µs/req | p99 |"
-  echo "|---|---:|---:|---:|---:|"
+  header=0
   for row in $ROWS; do
     set -- $(labels_of "$row")
     [ $# = 2 ] || continue
+    if [ "$header" = 0 ]; then
+      header=1
+      echo
+      echo "Ratios (first side / second side):"
+      echo
+      echo "| row | req/s | server µs/req | server + scripts µs/req | p99 |"
+      echo "|---|---:|---:|---:|---:|"
+    fi
     awk -v name="${ROW_NAME[$row]} ($1 / $2)" \
         -v ar="$(median_of "$row" "$1" 4)" -v br="$(median_of "$row" "$2" 4)" \
         -v as="$(median_of "$row" "$1" 5)" -v bs="$(median_of "$row" "$2" 5)" \
