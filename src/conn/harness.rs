@@ -14,6 +14,13 @@ use std::path::PathBuf;
 use std::net::SocketAddr;
 
 use super::upstream::{Connect, Opened, Release};
+
+/// The server a `Need::Connect` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connected {
+    pub address: UpstreamAddress,
+    pub reuse: bool,
+}
 use super::{Conn, Context, Need};
 use crate::config::{
     Config, Handler, ProxySettings, UpstreamAddress, UpstreamPool, UpstreamServer,
@@ -303,14 +310,18 @@ impl Harness {
         })
     }
 
-    /// Carry out `need`, a `Need::Connect`: a fresh socket whose connect completes at once.
-    pub fn connect(&mut self, need: &Need) -> Connect {
-        let Need::Connect(connect) = need else {
-            panic!("expected Need::Connect, got {need:?}");
+    /// Carry out `need`, a `Need::Connect` to a server: a fresh socket whose connect completes
+    /// at once.
+    pub fn connect(&mut self, need: &Need) -> Connected {
+        let Need::Connect(Connect::Server { address, reuse }) = need else {
+            panic!("expected Need::Connect to a server, got {need:?}");
         };
         self.conn.upstream_opened(Opened::Fresh);
         self.conn.upstream_connected();
-        connect.clone()
+        Connected {
+            address: address.clone(),
+            reuse: *reuse,
+        }
     }
 
     /// Everything the connection writes to the upstream until it has nothing more (a socket

@@ -43,7 +43,7 @@ use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
 use crate::upstream::Upstreams;
 use output::Output;
-pub use upstream::{Connect, Opened, Release};
+pub use upstream::{Connect, Opened, ProgramStart, Release};
 
 /// Stop parsing pipelined requests while this much output is queued, so a client that sends
 /// faster than it reads cannot make the server buffer without bound.

@@ -8,18 +8,55 @@
 //! Must not touch: sockets, the pools' shared state (`crate::upstream`); what the bytes mean is
 //! the proxy exchange's (`proxy/`).
 
+use std::cell::Cell;
+use std::fmt;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use super::Conn;
 use crate::config::UpstreamAddress;
 
-/// Open a connection to an upstream server (`Need::Connect`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Connect {
-    pub address: UpstreamAddress,
-    /// An idle keep-alive connection to `address` from the loop's pool may be used.
-    pub reuse: bool,
+/// What `Need::Connect` asks the engine to attach.
+#[derive(Debug)]
+pub enum Connect {
+    /// A connection to an upstream server.
+    Server {
+        address: UpstreamAddress,
+        /// An idle keep-alive connection to `address` from the loop's pool may be used.
+        reuse: bool,
+    },
+    /// A program started for this request (a CGI script): the engine makes a connected pair
+    /// of unix stream sockets, attaches one (connected at once) and hands the other to
+    /// `ProgramStart::start`, which makes it the program's standard input and output (as
+    /// Apache's mod_cgid does): one descriptor both ways, the end of the request body a
+    /// half-close (`upstream_output_ended`), the end of the response the program's exit.
+    Program(ProgramStart),
+}
+
+/// Starts a program on the far end of its socket pair; it must not block (it queues the start
+/// to a thread of its own: `crate::programs`).
+pub struct ProgramStart(Cell<Option<StartProgram>>);
+
+type StartProgram = Box<dyn FnOnce(OwnedFd) + Send>;
+
+impl ProgramStart {
+    pub fn new(start: impl FnOnce(OwnedFd) + Send + 'static) -> ProgramStart {
+        ProgramStart(Cell::new(Some(Box::new(start))))
+    }
+
+    /// Hand `stdio` to the program (once; a second call drops it, closing it).
+    pub fn start(&self, stdio: OwnedFd) {
+        if let Some(start) = self.0.take() {
+            start(stdio);
+        }
+    }
+}
+
+impl fmt::Debug for ProgramStart {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("ProgramStart")
+    }
 }
 
 /// How the engine provided the upstream socket.
@@ -98,6 +135,9 @@ pub(super) struct Link {
     pub moved: Instant,
     /// Bytes read from the upstream in all.
     pub received: u64,
+    /// Nothing more will be queued: once `out` is written, the engine shuts down the write
+    /// side (a program's standard input reaches its end).
+    pub output_ended: bool,
 }
 
 impl Link {
@@ -114,6 +154,7 @@ impl Link {
             failure: None,
             moved: now,
             received: 0,
+            output_ended: false,
         }
     }
 
@@ -190,6 +231,13 @@ impl Conn {
         self.link()
             .filter(|link| link.connected && link.failure.is_none())
             .map_or(&[][..], |link| &link.out[link.sent..])
+    }
+
+    /// Whether the bytes of `upstream_output` are the last: once they are written, the engine
+    /// shuts down the socket's write side (once).
+    #[must_use]
+    pub fn upstream_output_ended(&self) -> bool {
+        self.link().is_some_and(|link| link.output_ended)
     }
 
     /// `count` bytes of `upstream_output` were written.

@@ -18,7 +18,7 @@ use std::time::Instant;
 use ampd_sys::socket;
 
 use crate::config::UpstreamAddress;
-use crate::conn::{Conn, Connect, Opened, Release};
+use crate::conn::{Conn, Connect, Opened, ProgramStart, Release};
 pub use pool::IdlePool;
 pub use pump::pump;
 
@@ -29,6 +29,7 @@ pub trait Endpoint {
     fn upstream_connected(&mut self);
     fn upstream_output(&self) -> &[u8];
     fn upstream_sent(&mut self, count: usize);
+    fn upstream_output_ended(&self) -> bool;
     fn upstream_wants_input(&self) -> bool;
     fn upstream_receive(&mut self, bytes: &[u8]);
     fn upstream_finished(&mut self);
@@ -48,6 +49,9 @@ impl Endpoint for Conn {
     }
     fn upstream_sent(&mut self, count: usize) {
         Conn::upstream_sent(self, count);
+    }
+    fn upstream_output_ended(&self) -> bool {
+        Conn::upstream_output_ended(self)
     }
     fn upstream_wants_input(&self) -> bool {
         Conn::upstream_wants_input(self)
@@ -70,7 +74,9 @@ impl Endpoint for Conn {
 #[derive(Debug)]
 pub struct Upstream {
     pub fd: OwnedFd,
-    address: UpstreamAddress,
+    /// The server's address (the idle pool's key); `None` for a program's socket, which is
+    /// never pooled.
+    address: Option<UpstreamAddress>,
     /// A non-blocking `connect` is still in progress.
     connecting: bool,
     /// Readiness hints: a read or write may succeed without waiting. Set by the engine from
@@ -83,6 +89,8 @@ pub struct Upstream {
     hung_up: bool,
     /// The upstream closed its side (a read returned 0).
     finished: bool,
+    /// Our write side is shut down (`Endpoint::upstream_output_ended`).
+    write_shut: bool,
     /// Connecting, reading or writing failed: nothing more is tried on it.
     broken: bool,
     /// The engine's registration of the descriptor (the epoll token it is watched under; 0:
@@ -105,7 +113,7 @@ impl Wants {
 }
 
 impl Upstream {
-    fn new(fd: OwnedFd, address: UpstreamAddress, connecting: bool) -> Upstream {
+    fn new(fd: OwnedFd, address: Option<UpstreamAddress>, connecting: bool) -> Upstream {
         Upstream {
             fd,
             address,
@@ -116,6 +124,7 @@ impl Upstream {
             can_write: !connecting,
             hung_up: false,
             finished: false,
+            write_shut: false,
             broken: false,
             registration: 0,
         }
@@ -163,9 +172,14 @@ impl Upstream {
             || (self.can_read && !self.finished && conn.upstream_wants_input())
     }
 
-    /// Whether it can go back to the idle pool: connected, nothing failed, still open.
+    /// Whether it can go back to the idle pool: a server's, connected, nothing failed, both
+    /// directions still open.
     fn reusable(&self) -> bool {
-        !self.connecting && !self.broken && !self.finished
+        self.address.is_some()
+            && !self.connecting
+            && !self.broken
+            && !self.finished
+            && !self.write_shut
     }
 }
 
@@ -186,11 +200,15 @@ pub fn open_preferring(
     pool: &mut IdlePool,
     preferred: u64,
 ) -> Option<Upstream> {
+    let (address, reuse) = match connect {
+        Connect::Server { address, reuse } => (address, *reuse),
+        Connect::Program(start) => return open_program(start, conn),
+    };
     let now = Instant::now();
-    if connect.reuse {
-        if let Some((fd, registration)) = pool.take_preferring(&connect.address, preferred, now) {
+    if reuse {
+        if let Some((fd, registration)) = pool.take_preferring(address, preferred, now) {
             conn.upstream_opened(Opened::Reused);
-            let mut upstream = Upstream::new(fd, connect.address.clone(), false);
+            let mut upstream = Upstream::new(fd, Some(address.clone()), false);
             upstream.registration = registration;
             // The pool found nothing to read on it: the response to come is what the next
             // readiness event reports, so no read is tried before then (one `read` that would
@@ -199,7 +217,7 @@ pub fn open_preferring(
             return Some(upstream);
         }
     }
-    let opened = match &connect.address {
+    let opened = match address {
         // No Nagle: a request head and the last piece of a body are written as they come,
         // and each would otherwise wait for the upstream's delayed ACK (up to 40 ms on Linux),
         // as nginx's `tcp_nodelay` avoids on its upstream keep-alive connections.
@@ -215,7 +233,7 @@ pub fn open_preferring(
         }
     };
     conn.upstream_opened(Opened::Fresh);
-    let mut upstream = Upstream::new(fd, connect.address.clone(), true);
+    let mut upstream = Upstream::new(fd, Some(address.clone()), true);
     match socket::connect_finished(upstream.fd.as_fd()) {
         Ok(true) => {
             upstream.connecting = false;
@@ -230,6 +248,25 @@ pub fn open_preferring(
         }
     }
     Some(upstream)
+}
+
+/// `Connect::Program`: a socket pair, one end attached (connected), the other (blocking, as a
+/// program's standard streams are) handed to the program's start.
+fn open_program(start: &ProgramStart, conn: &mut impl Endpoint) -> Option<Upstream> {
+    let pair = socket::socket_pair().and_then(|(ours, theirs)| {
+        socket::set_nonblocking(theirs.as_fd(), false).map(|()| (ours, theirs))
+    });
+    let (ours, theirs) = match pair {
+        Ok(pair) => pair,
+        Err(error) => {
+            conn.upstream_failed(&error);
+            return None;
+        }
+    };
+    start.start(theirs);
+    conn.upstream_opened(Opened::Fresh);
+    conn.upstream_connected();
+    Some(Upstream::new(ours, None, false))
 }
 
 /// After an `advance`, `job_done` or `timed_out`: if `Conn` is done with its upstream socket,
@@ -248,11 +285,11 @@ pub fn release(
     let Some(socket) = upstream.take() else {
         return;
     };
-    if let Release::Keep { keepalive, timeout } = release {
+    if let (Release::Keep { keepalive, timeout }, Some(address)) = (release, &socket.address) {
         if socket.reusable() && keepalive > 0 {
             before_pooling(&socket);
             pool.put_registered(
-                &socket.address,
+                address,
                 socket.fd,
                 socket.registration,
                 keepalive,

@@ -59,6 +59,14 @@ pub fn pump(upstream: &mut Upstream, conn: &mut impl Endpoint, scratch: &mut [u8
             Err(error) => return fail(upstream, conn, &error),
         }
     }
+    if !upstream.write_shut && conn.upstream_output_ended() && conn.upstream_output().is_empty() {
+        // The program's standard input ends here (its reads return 0); its output still comes.
+        if let Err(error) = socket::shutdown_write(upstream.fd.as_fd()) {
+            return fail(upstream, conn, &error);
+        }
+        upstream.write_shut = true;
+        moved = true;
+    }
     let mut total = 0;
     while upstream.can_read && !upstream.finished && conn.upstream_wants_input() {
         if total >= READ_TURN {

@@ -24,6 +24,8 @@ struct Recorder {
     finished: bool,
     failed: Option<io::Error>,
     release: Option<Release>,
+    /// No more output after `out` (half-close once written).
+    output_ended: bool,
 }
 
 impl Endpoint for Recorder {
@@ -38,6 +40,9 @@ impl Endpoint for Recorder {
     }
     fn upstream_sent(&mut self, count: usize) {
         self.sent += count;
+    }
+    fn upstream_output_ended(&self) -> bool {
+        self.output_ended
     }
     fn upstream_wants_input(&self) -> bool {
         self.input.len() < self.want_up_to
@@ -57,7 +62,7 @@ impl Endpoint for Recorder {
 }
 
 fn tcp_connect(address: SocketAddr, reuse: bool) -> Connect {
-    Connect {
+    Connect::Server {
         address: UpstreamAddress::Tcp(address),
         reuse,
     }
@@ -286,7 +291,7 @@ fn unix_sockets_connect_at_once_and_a_missing_one_fails() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("app.sock");
     let _ = std::fs::remove_file(&path);
-    let connect = Connect {
+    let connect = Connect::Server {
         address: UpstreamAddress::Unix(path.clone()),
         reuse: true,
     };
@@ -399,4 +404,40 @@ fn an_end_of_stream_that_arrived_while_no_input_was_wanted_is_read_once_it_is() 
     }
     assert_eq!(endpoint.input, b"tail");
     assert!(endpoint.finished, "the end of stream was never read");
+}
+
+#[test]
+fn a_program_gets_one_end_of_a_pair_reads_its_input_to_the_end_and_is_never_pooled() {
+    let (started, program) = std::sync::mpsc::channel();
+    let connect = Connect::Program(ProgramStart::new(move |stdio| {
+        // A program that reads standard input to its end, then answers (as `cat | wc -c`).
+        let handle = std::thread::spawn(move || {
+            let mut stdio = std::os::unix::net::UnixStream::from(stdio);
+            let mut input = Vec::new();
+            stdio.read_to_end(&mut input).unwrap();
+            write!(stdio, "read {}", input.len()).unwrap();
+        });
+        started.send(handle).unwrap();
+    }));
+    let mut pool = IdlePool::default();
+    let mut endpoint = Recorder {
+        out: b"hello".to_vec(),
+        want_up_to: usize::MAX,
+        output_ended: true,
+        ..Recorder::default()
+    };
+    let mut upstream = open(&connect, &mut endpoint, &mut pool).expect("a socket pair");
+    assert_eq!(endpoint.opened, Some(Opened::Fresh));
+    assert!(endpoint.connected, "a pair is connected at once");
+    pump_until(&mut upstream, &mut endpoint, |endpoint| endpoint.finished);
+    assert_eq!(endpoint.input, b"read 5", "the half-close ended its input");
+    program.recv().unwrap().join().unwrap();
+    endpoint.release = Some(Release::Keep {
+        keepalive: 8,
+        timeout: Duration::from_secs(60),
+    });
+    let mut attached = Some(upstream);
+    release(&mut endpoint, &mut attached, &mut pool, |_| {});
+    assert!(attached.is_none());
+    assert_eq!(pool.len(), 0, "a program's socket is closed, never pooled");
 }

@@ -264,7 +264,7 @@ impl Conn {
             send: settings.send_timeout,
             read: settings.read_timeout,
         });
-        let connect = Connect {
+        let connect = Connect::Server {
             address: pick.address().clone(),
             reuse: proxy.reuse && settings.keepalive > 0,
         };
