@@ -2,7 +2,7 @@
 //!
 //! See `docs/architecture.md` for the request path drawn top to bottom. Layers, left to right
 //! (a module may only import the ones to its left; `tests/imports.rs` checks it):
-//! `ampd_http`, `ampd_sys` → `config` → `log` → `response` → `content` → `upstream` → `site` → `conn` → `ops` → `engine`
+//! `ampd_http`, `ampd_sys` → `config` → `log` → `programs` → `response` → `content` → `upstream` → `site` → `conn` → `ops` → `engine`
 //! → `main`.
 #![forbid(unsafe_code)]
 
@@ -12,6 +12,7 @@ pub mod content;
 pub mod engine;
 pub mod log;
 pub mod ops;
+pub mod programs;
 pub mod response;
 pub mod site;
 pub mod sync;

@@ -79,10 +79,15 @@ fn bad_values() {
     let line = error_for(&format!("[limits]\nheader_timeout = \"5 parsecs\"\n{SITE}"));
     assert_place(&line, "2:18", "limits.header_timeout");
     let line = error_for(&format!(
-        "{SITE}[[site.location]]\npath = \"/x\"\nhandler = \"cgi\"\n"
+        "{SITE}[[site.location]]\npath = \"/x\"\nhandler = \"fcgi\"\n"
     ));
     assert_place(&line, "5:11", "site.location.handler");
-    assert!(line.contains("not built yet"), "{line}");
+    assert!(
+        line.contains(
+            "unknown handler 'fcgi' (hint: static, status, health, proxy, fastcgi or cgi)"
+        ),
+        "{line}"
+    );
     let line = error_for(&format!("{SITE}allow = [\"10.0.0.0/33\"]\n"));
     assert_place(&line, "3:9", "site.allow");
     let line = error_for(&format!(

@@ -1,11 +1,12 @@
 //! Dependencies point one way (docs/architecture.md): a module under `src/` may only name the
-//! modules to its left in `config → log → response → content → upstream → site → conn → ops → engine`. In particular
+//! modules to its left in `config → log → programs → response → content → upstream → site → conn →
+//! ops → engine`. In particular
 //! `conn` never imports `ops` or `engine`, and `ops` never imports `engine`.
 
 use std::path::Path;
 
-const ORDER: [&str; 9] = [
-    "config", "log", "response", "content", "upstream", "site", "conn", "ops", "engine",
+const ORDER: [&str; 10] = [
+    "config", "log", "programs", "response", "content", "upstream", "site", "conn", "ops", "engine",
 ];
 
 fn rust_files(dir: &Path, into: &mut Vec<std::path::PathBuf>) {

@@ -1,7 +1,7 @@
 //! `[[site]]` and `[[site.location]]` blocks: host names, locations, the settings a block sets
 //! (`Partial`, merged in `merge.rs`), address blocks, redirects, password hashes; with the
 //! errors (unknown handler, conflicts, keys in the wrong table, missing roots). The proxy keys
-//! are read in `proxy_keys.rs`.
+//! are read in `proxy_keys.rs`, the CGI and FastCGI keys in `gateway_keys.rs`.
 //!
 //! Owns: turning `RawBlock`s into `Site`s. Must not touch: server-wide keys (`load.rs`).
 
@@ -14,6 +14,7 @@ use toml::Spanned;
 use super::load::{ConfigError, Loaded, Loader};
 use super::merge::{self, Partial, Unfinished};
 use super::raw::{RawAuth, RawBlock};
+use super::targets::FASTCGI_PASS_FORMS;
 use super::text::{is_token_byte, plain, position};
 use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site};
 
@@ -72,16 +73,18 @@ impl Loader<'_> {
             }
             let site_settings = self.settings(&block, "site")?;
             self.proxy_handler_has_a_target(&block, "site", &site_settings, None)?;
+            self.fastcgi_handler_has_a_target(&block, "site", &site_settings, None)?;
             let mut locations = Vec::new();
-            let mut seen_paths: Vec<(&str, bool, usize)> = Vec::new();
+            let mut seen_paths: Vec<SeenPath<'_>> = Vec::new();
             for location in block.location.as_deref().unwrap_or_default() {
                 self.not_a_second_location(location, &mut seen_paths)?;
                 locations.push(self.location(location, &site_settings)?);
             }
-            if !locations
-                .iter()
-                .any(|location| location.path == "/" && !location.exact)
-            {
+            if !locations.iter().any(|location| {
+                location.path == "/"
+                    && !location.exact
+                    && location.settings.script.extension.is_none()
+            }) {
                 let settings = merge::finish(Partial::default(), &site_settings)
                     .map_err(|unfinished| self.unfinished(&block, &unfinished))?;
                 locations.push(Location {
@@ -90,12 +93,11 @@ impl Loader<'_> {
                     settings,
                 });
             }
-            if !locations
+            let handlers: Vec<Handler> = locations
                 .iter()
-                .any(|location| location.settings.handler == Handler::Proxy)
-            {
-                self.proxy_key_without_proxy(&block, "site")?;
-            }
+                .map(|location| location.settings.handler)
+                .collect();
+            self.keys_without_their_handler(&block, "site", &handlers)?;
             sites.push(Site {
                 names,
                 default,
@@ -128,24 +130,31 @@ impl Loader<'_> {
         if block.location.is_some() {
             return Err(self.error(0..0, "site.location.location", "locations do not nest"));
         }
-        let Some(path) = &block.path else {
-            let span = first_span(block);
-            return Err(self.hinted(
-                span,
-                "site.location.path",
-                "a location needs a path",
-                "path = \"/static/\" (a prefix), with exact = true for one path only",
-            ));
+        // An extension location matches below "/" unless it says otherwise.
+        let path = match (&block.path, &block.extension) {
+            (Some(path), _) => {
+                if !path.get_ref().starts_with('/') {
+                    return Err(self.error(
+                        path.span(),
+                        "site.location.path",
+                        format!("'{}' does not start with '/'", path.get_ref()),
+                    ));
+                }
+                path.get_ref().clone()
+            }
+            (None, Some(_)) => "/".to_owned(),
+            (None, None) => {
+                return Err(self.hinted(
+                    first_span(block),
+                    "site.location.path",
+                    "a location needs a path (or an extension)",
+                    "path = \"/static/\" (a prefix), with exact = true for one path only; or extension = \".php\"",
+                ));
+            }
         };
-        if !path.get_ref().starts_with('/') {
-            return Err(self.error(
-                path.span(),
-                "site.location.path",
-                format!("'{}' does not start with '/'", path.get_ref()),
-            ));
-        }
         let partial = self.settings(block, "site.location")?;
         self.proxy_handler_has_a_target(block, "site.location", &partial, Some(site))?;
+        self.fastcgi_handler_has_a_target(block, "site.location", &partial, Some(site))?;
         if let Some(alias) = &block.alias {
             if block.root.is_some() {
                 return Err(self.hinted(
@@ -158,46 +167,64 @@ impl Loader<'_> {
         }
         let settings = merge::finish(partial, site)
             .map_err(|unfinished| self.unfinished(block, &unfinished))?;
-        if settings.handler != Handler::Proxy {
-            self.proxy_key_without_proxy(block, "site.location")?;
-        }
+        self.keys_without_their_handler(block, "site.location", &[settings.handler])?;
         Ok(Location {
-            path: path.get_ref().clone(),
+            path,
             exact: block.exact.as_ref().is_some_and(|exact| *exact.get_ref()),
             settings,
         })
     }
 
-    /// A second location with the same path and kind (prefix or exact) as an earlier one in the
-    /// same site would replace it in the routing table and silently drop its rules (a `deny`,
-    /// a `basic_auth`): refused, pointing at the second and naming the first's line. An exact and
-    /// a prefix location of one path are different locations and may coexist.
+    /// A second location with the same path and kind (prefix, exact, or extension with the same
+    /// extension) as an earlier one in the same site would replace it in the routing table, or
+    /// never be reached, and silently drop its rules (a `deny`, a `basic_auth`): refused,
+    /// pointing at the second and naming the first's line. An exact, a prefix and an extension
+    /// location of one path are different locations and may coexist.
     fn not_a_second_location<'b>(
         &self,
         block: &'b RawBlock,
-        seen: &mut Vec<(&'b str, bool, usize)>,
+        seen: &mut Vec<SeenPath<'b>>,
     ) -> Loaded<()> {
-        let Some(path) = &block.path else {
-            return Ok(());
-        };
         let exact = block.exact.as_ref().is_some_and(|exact| *exact.get_ref());
-        if let Some((_, _, first)) = seen
+        let extension = block
+            .extension
+            .as_ref()
+            .map(|value| value.get_ref().as_str());
+        let (path, span) = match (&block.path, &block.extension) {
+            (Some(path), _) => (path.get_ref().as_str(), path.span()),
+            (None, Some(value)) => ("/", value.span()),
+            (None, None) => return Ok(()),
+        };
+        if let Some(first) = seen
             .iter()
-            .find(|(seen_path, seen_exact, _)| *seen_path == path.get_ref() && *seen_exact == exact)
+            .find(|seen| seen.path == path && seen.exact == exact && seen.extension == extension)
         {
-            let (line, _) = position(self.text(), *first);
-            let kind = if exact { "an exact" } else { "a prefix" };
+            let (line, _) = position(self.text(), first.at);
+            let kind = match (exact, extension) {
+                (_, Some(extension)) => {
+                    format!("an extension location of '{extension}' below a path")
+                }
+                (true, None) => "an exact location".to_owned(),
+                (false, None) => "a prefix location".to_owned(),
+            };
+            let key = if block.path.is_some() {
+                "site.location.path"
+            } else {
+                "site.location.extension"
+            };
             return Err(self.hinted(
-                path.span(),
-                "site.location.path",
-                format!(
-                    "'{}' is already a location of this site (line {line})",
-                    path.get_ref()
-                ),
-                format!("{kind} location appears once per site: merge the two blocks"),
+                span,
+                key,
+                format!("'{path}' is already a location of this site (line {line})"),
+                format!("{kind} appears once per site: merge the two blocks"),
             ));
         }
-        seen.push((path.get_ref(), exact, path.span().start));
+        seen.push(SeenPath {
+            path,
+            exact,
+            extension,
+            at: span.start,
+        });
         Ok(())
     }
 
@@ -226,6 +253,18 @@ impl Loader<'_> {
                 "a proxy location without proxy_pass",
                 "proxy_pass = \"http://NAME\" for an [upstream.NAME], or \"http://127.0.0.1:9001\"",
             ),
+            Unfinished::MissingFastCgiPass => self.hinted(
+                span,
+                &format!("{table}.fastcgi_pass"),
+                "a FastCGI location without fastcgi_pass",
+                format!("fastcgi_pass = {FASTCGI_PASS_FORMS}"),
+            ),
+            Unfinished::CgiWithoutRoot => self.hinted(
+                span,
+                &format!("{table}.root"),
+                "no root for this CGI location's scripts",
+                "set root in the site, or root/alias in the location: scripts are found below it",
+            ),
         }
     }
 
@@ -234,13 +273,14 @@ impl Loader<'_> {
             (block.path.as_ref().map(Spanned::span), "path"),
             (block.exact.as_ref().map(Spanned::span), "exact"),
             (block.alias.as_ref().map(Spanned::span), "alias"),
+            (block.extension.as_ref().map(Spanned::span), "extension"),
         ] {
             if let Some(span) = present {
                 return Err(self.hinted(
                     span,
                     &format!("{table}.{key}"),
                     "only valid in a [[site.location]]",
-                    "a site uses root; put path/exact/alias in a [[site.location]]",
+                    "a site uses root; put path/exact/alias/extension in a [[site.location]]",
                 ));
             }
         }
@@ -334,26 +374,21 @@ impl Loader<'_> {
                 "status" => Handler::Status,
                 "health" => Handler::Health,
                 "proxy" => Handler::Proxy,
-                name @ ("cgi" | "fastcgi") => {
-                    return Err(self.hinted(
-                        handler.span(),
-                        &key("handler"),
-                        format!("handler '{name}' is not built yet"),
-                        "static, status, health or proxy",
-                    ))
-                }
+                "fastcgi" => Handler::FastCgi,
+                "cgi" => Handler::Cgi,
                 other => {
                     return Err(self.hinted(
                         handler.span(),
                         &key("handler"),
                         format!("unknown handler '{other}'"),
-                        "static, status, health or proxy",
+                        "static, status, health, proxy, fastcgi or cgi",
                     ))
                 }
             });
         }
         partial.rate_limit = block.rate_limit.as_ref().map(|value| *value.get_ref());
         self.proxy_keys(block, table, &mut partial)?;
+        self.gateway_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 
@@ -533,5 +568,16 @@ fn first_span(block: &RawBlock) -> Range<usize> {
         .or_else(|| block.handler.as_ref().map(Spanned::span))
         .or_else(|| block.alias.as_ref().map(Spanned::span))
         .or_else(|| block.proxy_pass.as_ref().map(Spanned::span))
+        .or_else(|| block.fastcgi_pass.as_ref().map(Spanned::span))
+        .or_else(|| block.extension.as_ref().map(Spanned::span))
         .unwrap_or(0..0)
+}
+
+/// A location already read, to refuse a second of the same kind.
+struct SeenPath<'b> {
+    path: &'b str,
+    exact: bool,
+    extension: Option<&'b str>,
+    /// Byte offset of its `path` (or `extension`).
+    at: usize,
 }

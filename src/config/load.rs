@@ -107,8 +107,8 @@ pub(super) struct Loader<'a> {
     file: &'a Path,
     text: &'a str,
     base: PathBuf,
-    /// Filled by `[upstream.NAME]` tables first, then by `proxy_pass` addresses as the sites
-    /// are read (a cell: the block readers share `&self`).
+    /// Filled by `[upstream.NAME]` tables first, then applications, then by `proxy_pass` and
+    /// `fastcgi_pass` addresses as the sites are read (a cell: the block readers share `&self`).
     pub(super) pools: RefCell<PoolTable>,
 }
 
@@ -160,6 +160,11 @@ impl Loader<'_> {
     /// The configuration's source text (to place a second mention against a first).
     pub(super) fn text(&self) -> &str {
         self.text
+    }
+
+    /// The configuration file's directory (relative paths in the file are relative to it).
+    pub(super) fn base(&self) -> &Path {
+        &self.base
     }
 
     pub(super) fn path(&self, value: &str) -> PathBuf {
@@ -241,8 +246,10 @@ impl Loader<'_> {
         self.admission(raw.admission.unwrap_or_default(), &mut config)?;
         self.logs(raw.log.unwrap_or_default(), &mut config)?;
         self.upstreams(raw.upstream)?;
+        config.cgi = self.cgi_limits(raw.cgi)?;
+        config.applications = self.applications(raw.application)?;
         config.sites = self.sites(raw.site.unwrap_or_default())?;
-        config.upstreams = self.pools.take().into_pools();
+        config.upstreams = self.finish_pools()?;
         Ok(config)
     }
 

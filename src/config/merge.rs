@@ -2,15 +2,17 @@
 //!
 //! Owns: `Partial` (what one block sets) and `finish`, which fills what a location leaves
 //! unset from its site, then from the defaults. A location's value always wins; lists
-//! (`index`, `headers`, `allow`, `deny`, `forwarded_trust`) are replaced whole, never appended,
-//! so a location reads the same whatever its site says about keys it sets itself. A
-//! `proxy_pass` implies `handler = "proxy"` in the block that sets it, so a location's own
-//! handler wins over its site's `proxy_pass` (a `/status` beside a proxied site).
+//! (`index`, `headers`, `allow`, `deny`, `forwarded_trust`, `params`) are replaced whole, never
+//! appended, so a location reads the same whatever its site says about keys it sets itself. A
+//! `proxy_pass` implies `handler = "proxy"` (a `fastcgi_pass`, `handler = "fastcgi"`) in the
+//! block that sets it, so a location's own handler wins over its site's `proxy_pass` (a
+//! `/status` beside a proxied site). `extension` is a location's own: it decides routing.
 //! Must not touch: the file's text (errors are placed by `load`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::gateway::{CgiSettings, FastCgiSettings, ScriptSettings};
 use super::pools::ProxyPass;
 use super::upstream::{ProxyHost, ProxySettings};
 use super::{AddressRange, BasicAuth, Handler, LocationSettings, Redirect};
@@ -44,6 +46,14 @@ pub(super) struct Partial {
     pub x_accel_redirect: Option<bool>,
     pub x_sendfile_root: Option<PathBuf>,
     pub forwarded_trust: Option<Vec<AddressRange>>,
+    /// The pool `fastcgi_pass` names (an index into `Config::upstreams`).
+    pub fastcgi_pass: Option<usize>,
+    /// Never inherited (a location's routing): only a location sets it.
+    pub extension: Option<String>,
+    pub script: Option<String>,
+    pub params: Option<Vec<(String, String)>>,
+    pub fallback: Option<String>,
+    pub cgi_timeout: Option<Duration>,
 }
 
 impl Partial {
@@ -51,6 +61,7 @@ impl Partial {
     fn own_handler(&self) -> Option<Handler> {
         self.handler
             .or_else(|| self.proxy_pass.as_ref().map(|_| Handler::Proxy))
+            .or_else(|| self.fastcgi_pass.map(|_| Handler::FastCgi))
     }
 }
 
@@ -61,6 +72,10 @@ pub(super) enum Unfinished {
     MissingRoot,
     /// A proxy location that neither it nor its site gives a `proxy_pass`.
     MissingProxyPass,
+    /// A FastCGI location that neither it nor its site gives a `fastcgi_pass`.
+    MissingFastCgiPass,
+    /// A CGI location that neither it nor its site gives a root (its scripts are found there).
+    CgiWithoutRoot,
 }
 
 /// The location's settings: its own, else its site's, else the defaults.
@@ -72,10 +87,50 @@ pub(super) fn finish(
         .own_handler()
         .or_else(|| site.own_handler())
         .unwrap_or(Handler::Static);
+    let x_accel_redirect = location.x_accel_redirect.or(site.x_accel_redirect);
+    let x_sendfile_root = location
+        .x_sendfile_root
+        .clone()
+        .or_else(|| site.x_sendfile_root.clone());
     let proxy = match handler {
         Handler::Proxy => Some(proxy(&mut location, site)?),
         _ => None,
     };
+    let fastcgi = match handler {
+        Handler::FastCgi => Some(FastCgiSettings {
+            pool: location
+                .fastcgi_pass
+                .or(site.fastcgi_pass)
+                .ok_or(Unfinished::MissingFastCgiPass)?,
+            x_accel_redirect: x_accel_redirect.unwrap_or(true),
+            x_sendfile_root: x_sendfile_root.clone(),
+        }),
+        _ => None,
+    };
+    let cgi = match handler {
+        Handler::Cgi => {
+            let defaults = CgiSettings::default();
+            Some(CgiSettings {
+                timeout: location
+                    .cgi_timeout
+                    .or(site.cgi_timeout)
+                    .unwrap_or(defaults.timeout),
+                x_accel_redirect: x_accel_redirect.unwrap_or(defaults.x_accel_redirect),
+                x_sendfile_root,
+            })
+        }
+        _ => None,
+    };
+    let script = ScriptSettings {
+        extension: location.extension.take(),
+        script: location.script.take().or_else(|| site.script.clone()),
+        params: location
+            .params
+            .take()
+            .or_else(|| site.params.clone())
+            .unwrap_or_default(),
+    };
+    let fallback = location.fallback.take().or_else(|| site.fallback.clone());
     let redirect = location.redirect.or_else(|| site.redirect.clone());
     let rewrite = location.rewrite.or_else(|| site.rewrite.clone());
     let root = location.root.or_else(|| site.root.clone());
@@ -84,6 +139,7 @@ pub(super) fn finish(
     let (root, alias) = match root {
         Some(root) => root,
         None if needs_root => return Err(Unfinished::MissingRoot),
+        None if handler == Handler::Cgi => return Err(Unfinished::CgiWithoutRoot),
         None => (PathBuf::from("/nonexistent"), false),
     };
     let mut settings = LocationSettings::new(root);
@@ -133,6 +189,10 @@ pub(super) fn finish(
     settings.max_body = location.max_body.or(site.max_body);
     settings.internal = location.internal.or(site.internal).unwrap_or(false);
     settings.proxy = proxy;
+    settings.fastcgi = fastcgi;
+    settings.cgi = cgi;
+    settings.script = script;
+    settings.fallback = fallback;
     Ok(settings)
 }
 

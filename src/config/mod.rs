@@ -8,8 +8,10 @@
 //! network.)
 //! Sources: Abyss §3 (per-server and per-directory sections); nginx `merge_loc_conf`.
 
+mod applications;
 mod blocks;
 pub mod gateway;
+mod gateway_keys;
 pub mod load;
 mod merge;
 mod pools;

@@ -21,38 +21,94 @@ use super::targets::{
     PROXY_PASS_FORMS, SERVER_FORMS,
 };
 use super::text::{plain, position};
-use super::upstream::{ActiveHealth, Balance, UpstreamAddress, UpstreamPool, UpstreamServer};
+use super::upstream::{
+    ActiveHealth, Balance, UpstreamAddress, UpstreamPool, UpstreamProtocol, UpstreamServer,
+};
 
-/// The pools of one file, in the order `ProxySettings::pool` indexes.
+/// The pools of one file, in the order `ProxySettings::pool` and `FastCgiSettings::pool` index.
 #[derive(Debug, Default)]
 pub(super) struct PoolTable {
     pools: Vec<UpstreamPool>,
-    /// The first `named` pools are `[upstream.NAME]` tables; the rest are implicit.
+    /// What the file says about each pool beyond its settings, parallel to `pools`.
+    notes: Vec<PoolNotes>,
+    /// The first `named` pools are `[upstream.NAME]` tables and applications; the rest are
+    /// implicit.
     named: usize,
 }
 
+/// What the loader must remember of a pool until every location has named it: its protocol is
+/// decided by the locations that use it, and some of its settings depend on the protocol.
+#[derive(Debug, Default)]
+struct PoolNotes {
+    /// The first location key that named it (decides the protocol) and where.
+    used_by: Option<PoolUse>,
+    /// `keepalive` was written: a FastCGI pool keeps it, else it defaults to 0.
+    keepalive_set: bool,
+    /// `health_check`'s span and its `path`'s, if it has one.
+    health_check: Option<(Range<usize>, Option<Range<usize>>)>,
+}
+
+/// A key that named a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PoolUse {
+    pub(super) protocol: UpstreamProtocol,
+    /// Byte offset of the naming value (an application's: its table name).
+    pub(super) at: usize,
+    /// `"proxy_pass"`, `"fastcgi_pass"` or `"application"`.
+    pub(super) key: &'static str,
+}
+
 impl PoolTable {
-    fn add_named(&mut self, pool: UpstreamPool) {
+    fn add_named(&mut self, pool: UpstreamPool, notes: PoolNotes) {
         debug_assert_eq!(self.named, self.pools.len(), "named pools come first");
         self.pools.push(pool);
+        self.notes.push(notes);
         self.named += 1;
     }
 
+    /// The pool of an `[application.NAME]` (defined at byte `at`): named, and FastCGI from the
+    /// start.
+    pub(super) fn add_application(&mut self, mut pool: UpstreamPool, at: usize) {
+        pool.protocol = UpstreamProtocol::FastCgi;
+        let notes = PoolNotes {
+            used_by: Some(PoolUse {
+                protocol: UpstreamProtocol::FastCgi,
+                at,
+                key: "application",
+            }),
+            ..PoolNotes::default()
+        };
+        self.add_named(pool, notes);
+    }
+
+    /// How many named pools (`[upstream.NAME]`, then applications) there are so far.
+    pub(super) fn named_count(&self) -> usize {
+        self.named
+    }
+
     /// The named pool `name` (without case: it is the host of `http://NAME`).
-    fn named(&self, name: &str) -> Option<usize> {
+    pub(super) fn named(&self, name: &str) -> Option<usize> {
         self.pools[..self.named]
             .iter()
             .position(|pool| pool.name.eq_ignore_ascii_case(name))
     }
 
-    /// The implicit pool of `addresses` (made with the defaults the first time): locations
-    /// naming the same address share its keep-alive connections and health.
-    fn implicit(&mut self, addresses: Vec<UpstreamAddress>, written: &str) -> usize {
+    /// The implicit pool of `addresses` speaking `protocol` (made with the defaults the first
+    /// time): locations naming the same address the same way share its keep-alive connections
+    /// and health.
+    pub(super) fn implicit(
+        &mut self,
+        addresses: Vec<UpstreamAddress>,
+        written: &str,
+        protocol: UpstreamProtocol,
+    ) -> usize {
         let same = |pool: &UpstreamPool| {
-            pool.servers
-                .iter()
-                .map(|server| &server.address)
-                .eq(addresses.iter())
+            pool.protocol == protocol
+                && pool
+                    .servers
+                    .iter()
+                    .map(|server| &server.address)
+                    .eq(addresses.iter())
         };
         if let Some(at) = self.pools[self.named..].iter().position(same) {
             return self.named + at;
@@ -69,10 +125,32 @@ impl PoolTable {
                 backup: false,
             })
             .collect();
-        self.pools.push(UpstreamPool::new(name, servers));
+        let mut pool = UpstreamPool::new(name, servers);
+        pool.protocol = protocol;
+        self.pools.push(pool);
+        self.notes.push(PoolNotes::default());
         self.pools.len() - 1
     }
 
+    /// Records that `pool` is named by `using`; the first use sets the pool's protocol. A later
+    /// use with another protocol is refused with the first one (a pool speaks one protocol).
+    pub(super) fn use_pool(&mut self, pool: usize, using: PoolUse) -> Result<(), PoolUse> {
+        match self.notes[pool].used_by {
+            Some(first) if first.protocol != using.protocol => Err(first),
+            Some(_) => Ok(()),
+            None => {
+                self.notes[pool].used_by = Some(using);
+                self.pools[pool].protocol = using.protocol;
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn pool_name(&self, pool: usize) -> &str {
+        &self.pools[pool].name
+    }
+
+    #[cfg(test)]
     pub(super) fn into_pools(self) -> Vec<UpstreamPool> {
         self.pools
     }
@@ -117,8 +195,19 @@ impl Loader<'_> {
                 ));
             }
             seen.push((lower, name.span().start));
-            let pool = self.pool(name, table.get_ref())?;
-            self.pools.borrow_mut().add_named(pool);
+            let raw = table.get_ref();
+            let pool = self.pool(name, raw)?;
+            let notes = PoolNotes {
+                used_by: None,
+                keepalive_set: raw.keepalive.is_some(),
+                health_check: raw.health_check.as_ref().map(|check| {
+                    (
+                        check.span(),
+                        check.get_ref().path.as_ref().map(Spanned::span),
+                    )
+                }),
+            };
+            self.pools.borrow_mut().add_named(pool, notes);
         }
         Ok(())
     }
@@ -283,7 +372,7 @@ impl Loader<'_> {
         self.resolve(&address, span, key)
     }
 
-    fn resolve(
+    pub(super) fn resolve(
         &self,
         address: &AddressText<'_>,
         span: Range<usize>,
@@ -319,23 +408,12 @@ impl Loader<'_> {
     }
 
     fn health_check(&self, raw: &RawHealthCheck, key: &str) -> Loaded<ActiveHealth> {
-        let path = raw.path.get_ref();
-        if !path.starts_with('/') {
-            return Err(self.hinted(
-                raw.path.span(),
-                &format!("{key}.path"),
-                format!("'{path}' does not start with '/'"),
-                "the path requested with GET, like \"/health\"",
-            ));
-        }
-        if path.bytes().any(|byte| byte <= b' ' || byte >= 0x7f) {
-            return Err(self.hinted(
-                raw.path.span(),
-                &format!("{key}.path"),
-                format!("'{path}' has a space, a control or a non-ASCII character"),
-                "percent-encode it (%20)",
-            ));
-        }
+        // Whether a path is needed depends on the pool's protocol, known once the locations are
+        // read (`finish_pools`): an empty one stands for "none" meanwhile.
+        let path = match &raw.path {
+            Some(path) => self.health_check_path(path, key)?,
+            None => String::new(),
+        };
         let duration = |value: &Option<Spanned<Quantity>>, field: &str, default: u64| {
             value
                 .as_ref()
@@ -365,13 +443,74 @@ impl Loader<'_> {
             None => 200,
         };
         Ok(ActiveHealth {
-            path: path.clone(),
+            path,
             interval: duration(&raw.interval, "interval", 5)?,
             timeout: duration(&raw.timeout, "timeout", 2)?,
             expect,
             rise: count(&raw.rise, "rise")?,
             fall: count(&raw.fall, "fall")?,
         })
+    }
+
+    fn health_check_path(&self, path: &Spanned<String>, key: &str) -> Loaded<String> {
+        let text = path.get_ref();
+        if !text.starts_with('/') {
+            return Err(self.hinted(
+                path.span(),
+                &format!("{key}.path"),
+                format!("'{text}' does not start with '/'"),
+                "the path requested with GET, like \"/health\"",
+            ));
+        }
+        if text.bytes().any(|byte| byte <= b' ' || byte >= 0x7f) {
+            return Err(self.hinted(
+                path.span(),
+                &format!("{key}.path"),
+                format!("'{text}' has a space, a control or a non-ASCII character"),
+                "percent-encode it (%20)",
+            ));
+        }
+        Ok(text.clone())
+    }
+
+    /// Once every location has named its pools: the settings that depend on a pool's protocol.
+    /// A FastCGI pool's `keepalive` defaults to 0 (nginx's `fastcgi_keep_conn off`: a kept
+    /// connection holds one of the application's workers while idle), and its health check asks
+    /// `FCGI_GET_VALUES`, so a `path` is refused; an HTTP pool's check needs one.
+    pub(super) fn finish_pools(&self) -> Loaded<Vec<UpstreamPool>> {
+        let table = self.pools.take();
+        let mut pools = table.pools;
+        for (pool, notes) in pools.iter_mut().zip(&table.notes) {
+            let key = format!("upstream.{}.health_check", pool.name);
+            match (pool.protocol, &notes.health_check) {
+                (UpstreamProtocol::FastCgi, Some((_, Some(path)))) => {
+                    let (line, _) = notes
+                        .used_by
+                        .map_or((0, 0), |using| position(self.text(), using.at));
+                    return Err(self.hinted(
+                        path.clone(),
+                        &format!("{key}.path"),
+                        format!(
+                            "a FastCGI pool (fastcgi_pass, line {line}) is checked without a path"
+                        ),
+                        "its health check asks the application FCGI_GET_VALUES: remove path",
+                    ));
+                }
+                (UpstreamProtocol::Http, Some((check, None))) => {
+                    return Err(self.hinted(
+                        check.clone(),
+                        &format!("{key}.path"),
+                        "an HTTP pool's health check needs a path",
+                        "health_check = { path = \"/health\" } (a FastCGI pool, named by fastcgi_pass, needs none)",
+                    ));
+                }
+                _ => {}
+            }
+            if pool.protocol == UpstreamProtocol::FastCgi && !notes.keepalive_set {
+                pool.keepalive = 0;
+            }
+        }
+        Ok(pools)
     }
 
     /// A `proxy_pass`: a named pool, or the implicit pool of an address.
@@ -412,13 +551,60 @@ impl Loader<'_> {
                 let addresses = self
                     .resolve(&address, value.span(), key)
                     .map_err(|error| self.pool_with_a_port(error, &address, pass.path))?;
-                self.pools.borrow_mut().implicit(addresses, text)
+                self.pools
+                    .borrow_mut()
+                    .implicit(addresses, text, UpstreamProtocol::Http)
             }
         };
+        self.use_pool(
+            pool,
+            PoolUse {
+                protocol: UpstreamProtocol::Http,
+                at: value.span().start,
+                key: "proxy_pass",
+            },
+            value.span(),
+            key,
+        )?;
         Ok(ProxyPass {
             pool,
             path: pass.path.map(str::to_owned),
         })
+    }
+
+    /// Marks `pool` as named by `using` (written at `span`, under `key`); refused when an earlier
+    /// key named it for the other protocol.
+    pub(super) fn use_pool(
+        &self,
+        pool: usize,
+        using: PoolUse,
+        span: Range<usize>,
+        key: &str,
+    ) -> Loaded<()> {
+        let first = match self.pools.borrow_mut().use_pool(pool, using) {
+            Ok(()) => return Ok(()),
+            Err(first) => first,
+        };
+        let name = self.pools.borrow().pool_name(pool).to_owned();
+        let (line, _) = position(self.text(), first.at);
+        let (message, hint) = match first.key {
+            "application" => (
+                format!("'{name}' is an application (line {line}), which speaks FastCGI"),
+                "name it with fastcgi_pass".to_owned(),
+            ),
+            other => (
+                format!("the pool '{name}' is already named by {other} (line {line})"),
+                format!(
+                    "a pool speaks one protocol: give the {} servers a pool of their own",
+                    if using.protocol == UpstreamProtocol::FastCgi {
+                        "FastCGI"
+                    } else {
+                        "HTTP"
+                    }
+                ),
+            ),
+        };
+        Err(self.hinted(span, key, message, hint))
     }
 
     /// `http://app:80` meant for `[upstream.app]`: when the name does not resolve, the hint
@@ -443,7 +629,7 @@ impl Loader<'_> {
         }
     }
 
-    fn count_u32(&self, value: &Spanned<i64>, key: &str, min: i64) -> Loaded<u32> {
+    pub(super) fn count_u32(&self, value: &Spanned<i64>, key: &str, min: i64) -> Loaded<u32> {
         let count = self.count(value, key, min)?;
         u32::try_from(count)
             .map_err(|_| self.error(value.span(), key, format!("{count} is too large")))
@@ -470,33 +656,43 @@ mod tests {
     #[test]
     fn implicit_pools_are_shared_by_address_and_come_after_the_named() {
         let mut table = PoolTable::default();
-        table.add_named(UpstreamPool::new(
-            "App".to_owned(),
-            vec![UpstreamServer {
-                address: tcp("127.0.0.1:1"),
-                weight: 1,
-                backup: false,
-            }],
-        ));
+        table.add_named(
+            UpstreamPool::new(
+                "App".to_owned(),
+                vec![UpstreamServer {
+                    address: tcp("127.0.0.1:1"),
+                    weight: 1,
+                    backup: false,
+                }],
+            ),
+            PoolNotes::default(),
+        );
         assert_eq!(table.named("app"), Some(0));
         assert_eq!(table.named("APP"), Some(0));
         assert_eq!(table.named("other"), None);
         // An address that a named pool also holds still gets its own implicit pool: a named
         // pool's settings are not the defaults an inline address promises.
-        let first = table.implicit(vec![tcp("127.0.0.1:1")], "http://127.0.0.1:1");
+        let http = UpstreamProtocol::Http;
+        let first = table.implicit(vec![tcp("127.0.0.1:1")], "http://127.0.0.1:1", http);
         assert_eq!(first, 1);
-        assert_eq!(table.implicit(vec![tcp("127.0.0.1:1")], "x"), 1);
+        assert_eq!(table.implicit(vec![tcp("127.0.0.1:1")], "x", http), 1);
         let both = vec![tcp("127.0.0.1:2"), tcp("[::1]:2")];
-        assert_eq!(table.implicit(both.clone(), "host:2"), 2);
-        assert_eq!(table.implicit(both, "other:2"), 2);
+        assert_eq!(table.implicit(both.clone(), "host:2", http), 2);
+        assert_eq!(table.implicit(both, "other:2", http), 2);
         assert_eq!(
             table.named("127.0.0.1:1"),
             None,
             "implicit pools have no name to use"
         );
+        // The same address spoken to in FastCGI is another pool.
+        let fastcgi = UpstreamProtocol::FastCgi;
+        assert_eq!(table.implicit(vec![tcp("127.0.0.1:1")], "x", fastcgi), 3);
+        assert_eq!(table.implicit(vec![tcp("127.0.0.1:1")], "y", fastcgi), 3);
         let pools = table.into_pools();
         let names: Vec<&str> = pools.iter().map(|pool| pool.name.as_str()).collect();
-        assert_eq!(names, ["App", "127.0.0.1:1", "host:2"]);
+        assert_eq!(names, ["App", "127.0.0.1:1", "host:2", "127.0.0.1:1"]);
+        assert_eq!(pools[1].protocol, http);
+        assert_eq!(pools[3].protocol, fastcgi);
         assert_eq!(pools[2].servers.len(), 2);
         assert_eq!(pools[1].connect_timeout, Duration::from_secs(5));
     }
@@ -555,6 +751,26 @@ mod tests {
         assert_eq!(
             (error.line, error.key.as_str(), error.message.as_str()),
             (3, "upstream.app.max_fails", "-1 is less than 0")
+        );
+    }
+
+    #[test]
+    fn a_pool_speaks_the_protocol_of_its_first_use_and_only_that() {
+        let mut table = PoolTable::default();
+        let pool = table.implicit(vec![tcp("127.0.0.1:1")], "x", UpstreamProtocol::Http);
+        let using = |protocol, at, key| PoolUse { protocol, at, key };
+        table.notes[pool].used_by = None;
+        let fastcgi = using(UpstreamProtocol::FastCgi, 10, "fastcgi_pass");
+        assert_eq!(table.use_pool(pool, fastcgi), Ok(()));
+        assert_eq!(table.pools[pool].protocol, UpstreamProtocol::FastCgi);
+        assert_eq!(
+            table.use_pool(pool, using(UpstreamProtocol::FastCgi, 20, "fastcgi_pass")),
+            Ok(())
+        );
+        assert_eq!(
+            table.use_pool(pool, using(UpstreamProtocol::Http, 30, "proxy_pass")),
+            Err(fastcgi),
+            "the first use is named"
         );
     }
 

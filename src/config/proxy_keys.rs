@@ -5,7 +5,8 @@
 //!
 //! Owns: reading them into a `Partial` and the checks that need the block (a proxy handler
 //! without a target, a target beside another handler, a redirect or a rewrite, a proxy key
-//! where nothing proxies).
+//! where nothing proxies). `x_accel_redirect` and `x_sendfile_root` serve FastCGI and CGI
+//! locations too.
 //! Must not touch: pools (`pools.rs`), inheritance (`merge.rs`).
 
 use std::ops::Range;
@@ -132,18 +133,39 @@ impl Loader<'_> {
         }
     }
 
-    /// A key that only a proxy location reads, set in `block` where nothing proxies: refused
-    /// rather than ignored (it would look like it does something).
-    pub(super) fn proxy_key_without_proxy(&self, block: &RawBlock, table: &str) -> Loaded<()> {
-        let Some((span, name)) = proxy_only_key(block) else {
-            return Ok(());
-        };
-        Err(self.hinted(
-            span,
-            &format!("{table}.{name}"),
-            "only for a proxy location",
-            "set proxy_pass here or in the site, or remove it",
-        ))
+    /// A key that only a proxy location reads, set in `block` where none of `handlers` proxies
+    /// (or, for `x_accel_redirect` and `x_sendfile_root`, where none relays a program's or a
+    /// server's response): refused rather than ignored (it would look like it does something).
+    pub(super) fn proxy_key_without_proxy(
+        &self,
+        block: &RawBlock,
+        table: &str,
+        handlers: &[Handler],
+    ) -> Loaded<()> {
+        if !handlers.contains(&Handler::Proxy) {
+            if let Some((span, name)) = proxy_only_key(block) {
+                return Err(self.hinted(
+                    span,
+                    &format!("{table}.{name}"),
+                    "only for a proxy location",
+                    "set proxy_pass here or in the site, or remove it",
+                ));
+            }
+        }
+        let relays = handlers
+            .iter()
+            .any(|handler| matches!(handler, Handler::Proxy | Handler::FastCgi | Handler::Cgi));
+        if !relays {
+            if let Some((span, name)) = response_key(block) {
+                return Err(self.hinted(
+                    span,
+                    &format!("{table}.{name}"),
+                    "only for a proxy, FastCGI or CGI location",
+                    "set proxy_pass, fastcgi_pass or handler = \"cgi\" here or in the site, or remove it",
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -153,16 +175,25 @@ fn proxy_only_key(block: &RawBlock) -> Option<(Range<usize>, &'static str)> {
         (block.proxy_host.as_ref().map(Spanned::span), "proxy_host"),
         (block.websocket.as_ref().map(Spanned::span), "websocket"),
         (
+            block.forwarded_trust.as_ref().map(Spanned::span),
+            "forwarded_trust",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(span, name)| span.map(|span| (span, name)))
+}
+
+/// The first key `block` sets that only a location relaying a response (proxy, FastCGI, CGI)
+/// reads.
+fn response_key(block: &RawBlock) -> Option<(Range<usize>, &'static str)> {
+    [
+        (
             block.x_accel_redirect.as_ref().map(Spanned::span),
             "x_accel_redirect",
         ),
         (
             block.x_sendfile_root.as_ref().map(Spanned::span),
             "x_sendfile_root",
-        ),
-        (
-            block.forwarded_trust.as_ref().map(Spanned::span),
-            "forwarded_trust",
         ),
     ]
     .into_iter()

@@ -65,7 +65,32 @@ pub(super) struct RawFile {
     pub(super) log: Option<RawLog>,
     /// `[upstream.NAME]` tables; the names' spans give the file order back.
     pub(super) upstream: Option<BTreeMap<Spanned<String>, Spanned<RawUpstream>>>,
+    pub(super) cgi: Option<RawCgi>,
+    /// `[application.NAME]` tables; the names' spans give the file order back.
+    pub(super) application: Option<BTreeMap<Spanned<String>, Spanned<RawApplication>>>,
     pub(super) site: Option<Vec<RawBlock>>,
+}
+
+/// `[cgi]`: the server-wide limits of CGI scripts (`config::CgiLimits`).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCgi {
+    pub(super) max_scripts: Field<i64>,
+}
+
+/// `[application.NAME]`: a FastCGI application ampd starts and keeps (`config::Application`).
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table: command = [...], socket = \"...\" and the application's settings"
+)]
+pub(super) struct RawApplication {
+    pub(super) command: Field<Vec<String>>,
+    pub(super) processes: Field<i64>,
+    pub(super) socket: Field<String>,
+    pub(super) directory: Field<String>,
+    pub(super) env: Field<BTreeMap<String, String>>,
+    pub(super) stop_timeout: Field<Quantity>,
 }
 
 #[derive(Deserialize, Default)]
@@ -196,7 +221,8 @@ impl<'de> Deserialize<'de> for RawServer {
     expecting = "a table like { path = \"/health\", interval = \"5s\" }"
 )]
 pub(super) struct RawHealthCheck {
-    pub(super) path: Spanned<String>,
+    /// Required for an HTTP pool, refused for a FastCGI one (its check is `FCGI_GET_VALUES`).
+    pub(super) path: Field<String>,
     pub(super) interval: Field<Quantity>,
     pub(super) timeout: Field<Quantity>,
     pub(super) expect: Field<i64>,
@@ -245,4 +271,11 @@ pub(super) struct RawBlock {
     pub(super) x_accel_redirect: Field<bool>,
     pub(super) x_sendfile_root: Field<String>,
     pub(super) forwarded_trust: Field<Vec<String>>,
+    // Both, for CGI and FastCGI locations (`gateway_keys.rs`); `extension` in a location only.
+    pub(super) fastcgi_pass: Field<String>,
+    pub(super) extension: Field<String>,
+    pub(super) script: Field<String>,
+    pub(super) params: Field<BTreeMap<String, String>>,
+    pub(super) fallback: Field<String>,
+    pub(super) cgi_timeout: Field<Quantity>,
 }

@@ -16,6 +16,10 @@ pub(super) const SERVER_FORMS: &str =
 pub(super) const PROXY_PASS_FORMS: &str =
     "http://NAME/path for an [upstream.NAME], http://127.0.0.1:9001/path, or unix:/run/app.sock";
 
+/// The forms `fastcgi_pass` takes, for hints.
+pub(super) const FASTCGI_PASS_FORMS: &str =
+    "unix:/run/php/php8.2-fpm.sock, 127.0.0.1:9000, or NAME for an [upstream.NAME] or [application.NAME]";
+
 /// A server address as written, before any name is resolved.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum AddressText<'a> {
@@ -163,6 +167,33 @@ pub(super) fn parse_proxy_pass(text: &str) -> Result<PassText<'_>, PassError> {
     Ok(PassText { target, path })
 }
 
+/// What a `fastcgi_pass` names.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum FastCgiTarget<'a> {
+    /// `NAME`: an `[upstream.NAME]` or `[application.NAME]`.
+    Pool(&'a str),
+    /// `unix:/path`, `host:port`: an implicit FastCGI pool of this address.
+    Address(AddressText<'a>),
+}
+
+/// Reads `unix:/path.sock`, `host:port` or `NAME` (FastCGI has no URL: no scheme, no path); the
+/// error is the reason, to follow "'TEXT' is not a FastCGI address".
+pub(super) fn parse_fastcgi_pass(text: &str) -> Result<FastCgiTarget<'_>, String> {
+    if text.contains("://") {
+        return Err("FastCGI is not reached by URL".to_owned());
+    }
+    if text.starts_with("unix:") || text.contains(':') {
+        return parse_address(text).map(FastCgiTarget::Address);
+    }
+    if text.parse::<IpAddr>().is_ok() {
+        return Err("no port".to_owned());
+    }
+    if is_pool_name(text) {
+        return Ok(FastCgiTarget::Pool(text));
+    }
+    Err("neither an address with its port nor a pool name".to_owned())
+}
+
 /// What an `[upstream.NAME]` may be called: it must read as the host of `http://NAME`.
 pub(super) fn is_pool_name(name: &str) -> bool {
     !name.is_empty()
@@ -272,6 +303,46 @@ mod tests {
             pass("unix:"),
             Err(PassError::Address("no socket path".to_owned()))
         );
+    }
+
+    #[test]
+    fn fastcgi_pass_targets() {
+        assert_eq!(
+            parse_fastcgi_pass("unix:/run/php/php8.2-fpm.sock"),
+            Ok(FastCgiTarget::Address(AddressText::Unix(
+                "/run/php/php8.2-fpm.sock"
+            )))
+        );
+        assert_eq!(
+            parse_fastcgi_pass("127.0.0.1:9000"),
+            Ok(FastCgiTarget::Address(ip("127.0.0.1:9000")))
+        );
+        assert_eq!(
+            parse_fastcgi_pass("php.internal:9000"),
+            Ok(FastCgiTarget::Address(AddressText::Name {
+                host: "php.internal",
+                port: 9000
+            }))
+        );
+        assert_eq!(parse_fastcgi_pass("php"), Ok(FastCgiTarget::Pool("php")));
+        assert_eq!(
+            parse_fastcgi_pass("flask_app-2"),
+            Ok(FastCgiTarget::Pool("flask_app-2"))
+        );
+        for (bad, reason) in [
+            ("http://127.0.0.1:9000", "FastCGI is not reached by URL"),
+            ("unix:", "no socket path"),
+            ("127.0.0.1", "no port"),
+            ("", "neither an address with its port nor a pool name"),
+            (
+                "php/fpm",
+                "neither an address with its port nor a pool name",
+            ),
+            ("127.0.0.1:0", "port 0"),
+            ("php:fpm", "'fpm' is not a port"),
+        ] {
+            assert_eq!(parse_fastcgi_pass(bad), Err(reason.to_owned()), "{bad}");
+        }
     }
 
     #[test]

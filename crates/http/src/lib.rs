@@ -6,6 +6,7 @@
 //! shares one protocol implementation.
 //!
 //! * [`authority`]: `host [":" port]` of absolute-form targets and `Host`.
+//! * [`cgi`]: the response head of a CGI script or a FastCGI application (RFC 3875 §6).
 //! * [`request`]: resumable request-head parser ([`HeadParser`]) and [`RequestHead`].
 //! * [`error`]: [`ParseError`], each variant with the status to answer.
 //! * [`response`]: status line and header encoder into a caller's buffer.
@@ -15,6 +16,8 @@
 //! * [`coding`]: `Accept-Encoding` negotiation.
 //! * [`chunked`]: resumable chunked body decoder (request bodies, and the upstream responses
 //!   the proxy relays).
+//! * [`fastcgi`]: the FastCGI 1.0 record codec, client side: records, name-value pairs and a
+//!   streaming reader of an application's answer.
 //! * [`proxy_protocol`]: the PROXY protocol header (v1 text, v2 binary) a load balancer sends
 //!   first.
 //! * [`upstream`]: the reverse proxy's side of HTTP/1.1: the upstream's response head
@@ -23,11 +26,13 @@
 #![forbid(unsafe_code)]
 
 pub mod authority;
+pub mod cgi;
 pub mod chunked;
 pub mod coding;
 pub mod conditional;
 pub mod date;
 pub mod error;
+pub mod fastcgi;
 mod framing;
 pub mod fuzz;
 pub mod multipart;

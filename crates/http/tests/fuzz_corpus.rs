@@ -1,6 +1,7 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
-//! `fuzz/corpus/proxy_header` and `fuzz/corpus/upstream_response` through the same
-//! function the libFuzzer target calls, so fuzz coverage is part of stable `cargo test`.
+//! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
+//! `fuzz/corpus/fastcgi_name_value` and `fuzz/corpus/cgi_head` through the same function the
+//! libFuzzer target calls, so fuzz coverage is part of stable `cargo test`.
 
 use std::fs;
 use std::path::Path;
@@ -42,4 +43,23 @@ fn proxy_header_corpus_replays_cleanly() {
 #[test]
 fn upstream_response_corpus_replays_cleanly() {
     replay("upstream_response", 20, ampd_http::fuzz::upstream_response);
+}
+
+#[test]
+fn fastcgi_response_corpus_replays_cleanly() {
+    replay("fastcgi_response", 20, ampd_http::fuzz::fastcgi_response);
+}
+
+#[test]
+fn fastcgi_name_value_corpus_replays_cleanly() {
+    replay(
+        "fastcgi_name_value",
+        10,
+        ampd_http::fuzz::fastcgi_name_value,
+    );
+}
+
+#[test]
+fn cgi_head_corpus_replays_cleanly() {
+    replay("cgi_head", 20, ampd_http::fuzz::cgi_head);
 }

@@ -1,9 +1,12 @@
-//! Worker processes: `fork`, reaping, signalling, and tying a worker's life to its master's.
+//! Worker processes: `fork`, reaping, signalling, and tying a worker's life to its master's;
+//! watching a child's end through a pidfd and signalling a child's process group (CGI scripts
+//! and persistent applications run in groups of their own).
 //!
 //! Owns: the process-creation calls the `mp` engine's master makes (Apache prefork's shape).
 //! Must not touch: what a worker does (the engine decides), signal masks (see `signal.rs`).
 
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 
 use crate::cvt::{cvt, cvt_retry};
 
@@ -114,6 +117,42 @@ pub fn kill(pid: Pid, signal: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Sends `signal` to every process of group `group` (`killpg`): a script's or an
+/// application's children go with it.
+///
+/// # Errors
+/// `ESRCH` when no process is left in the group; `EINVAL` for a bad signal number. `group`
+/// must be positive (0 would name the caller's own group, -1 every process).
+pub fn kill_group(group: Pid, signal: i32) -> io::Result<()> {
+    if group <= 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: killpg takes no pointers; group > 0 names one process group.
+    cvt(unsafe { libc::killpg(group, signal) })?;
+    Ok(())
+}
+
+/// A pidfd for process `pid` (`pidfd_open`, Linux 5.3): it polls readable once the process has
+/// ended, so a thread that waits on several descriptors hears of a child's end without
+/// `SIGCHLD`. Close-on-exec. Open it before the child is reaped (then `pid` cannot be reused).
+///
+/// # Errors
+/// `ESRCH` when `pid` names no process; `ENOSYS` before Linux 5.3; `EMFILE`.
+pub fn pidfd_open(pid: Pid) -> io::Result<OwnedFd> {
+    if pid <= 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: pidfd_open takes a pid and flags, no pointers.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = libc::c_int::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just created `fd` (close-on-exec by pidfd_open's definition) and nobody
+    // else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// The calling process's id.
 #[must_use]
 pub fn pid() -> Pid {
@@ -153,6 +192,37 @@ mod tests {
         // Signal 0 checks existence only.
         kill(pid(), 0).unwrap();
         assert!(parent_pid() > 0);
+    }
+
+    #[test]
+    fn a_pidfd_polls_readable_at_the_end_and_a_group_is_signalled_whole() {
+        use std::os::fd::AsFd;
+        use std::os::unix::process::CommandExt;
+        use std::time::Duration;
+        // A group of two: the shell and its sleeping child; killing the group ends both.
+        let mut shell = std::process::Command::new("/bin/sh")
+            .args(["-c", "sleep 30 & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = Pid::try_from(shell.id()).unwrap();
+        let pidfd = pidfd_open(pid).unwrap();
+        let quiet = crate::poll::poll_one(pidfd.as_fd(), true, false, Some(Duration::ZERO));
+        assert!(quiet.unwrap().is_none(), "running: not readable");
+        assert!(kill_group(0, libc::SIGKILL).is_err() && kill_group(-1, libc::SIGKILL).is_err());
+        kill_group(pid, libc::SIGKILL).unwrap();
+        let ended = crate::poll::poll_one(pidfd.as_fd(), true, false, Some(Duration::from_secs(5)));
+        assert!(ended.unwrap().is_some_and(|fd| fd.readable));
+        assert!(shell.wait().unwrap().code().is_none());
+        // The sleeping child was in the group: nothing is left in it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while kill_group(pid, 0).is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the group outlived the kill"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ mod chunk;
 mod error;
 mod forward;
 mod forwarded;
-mod framing;
+pub(crate) mod framing;
 mod head;
 mod hop;
 mod parser;
