@@ -23,7 +23,8 @@ pub struct Connected {
 }
 use super::{Conn, Context, Need};
 use crate::config::{
-    Config, Handler, ProxySettings, UpstreamAddress, UpstreamPool, UpstreamServer,
+    Config, FastCgiSettings, Handler, ProxySettings, UpstreamAddress, UpstreamPool,
+    UpstreamProtocol, UpstreamServer,
 };
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
@@ -63,6 +64,7 @@ impl World {
             stats: &self.loop_stats,
             metrics: &self.stats,
             upstreams: &self.generation.upstreams,
+            launcher: &self.generation.launcher,
             rates: &self.rates,
             draining: self.draining,
         }
@@ -306,6 +308,26 @@ impl Harness {
             let location = config.serve_location();
             location.handler = Handler::Proxy;
             location.proxy = Some(ProxySettings::new(0));
+            configure(config);
+        })
+    }
+
+    /// The `/` location passes requests to a FastCGI pool of one server (never connected to),
+    /// `.php` scripts below `/srv/www`.
+    pub fn fastcgi(configure: impl FnOnce(&mut Config)) -> Harness {
+        Harness::proxying(1, |config| {
+            config.upstreams[0].protocol = UpstreamProtocol::FastCgi;
+            config.upstreams[0].keepalive = 0;
+            let location = config.serve_location();
+            location.handler = Handler::FastCgi;
+            location.proxy = None;
+            location.fastcgi = Some(FastCgiSettings {
+                pool: 0,
+                x_accel_redirect: true,
+                x_sendfile_root: None,
+            });
+            location.script.extension = Some(".php".to_owned());
+            location.static_files.root = "/srv/www".into();
             configure(config);
         })
     }

@@ -38,6 +38,7 @@ use crate::content::serve::{DiskAccess, Sink};
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
 use crate::log::stats::{LoopStats, Stats};
+use crate::programs::cgi::Launcher;
 use crate::response::Persistence;
 use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
@@ -66,6 +67,8 @@ pub struct Context<'a> {
     pub metrics: &'a Stats,
     /// The proxy's pools (the generation's).
     pub upstreams: &'a Upstreams,
+    /// Starts CGI scripts (the process's).
+    pub launcher: &'a Launcher,
     /// Request-rate state per client address, shared by all loops (and `mp` processes).
     pub rates: &'a RateLimiter,
     /// A graceful stop is under way: answer with `Connection: close`, health says `503`.
@@ -151,7 +154,14 @@ struct Exchange {
     /// Routed again inside ampd by an upstream's `X-Accel-Redirect`: `internal` locations
     /// answer it.
     internal: bool,
+    /// Times an upstream handed the request back to be routed again (`X-Accel-Redirect`, a
+    /// CGI local `Location`): past `MAX_HANDOFFS` it is a loop.
+    handoffs: u8,
 }
+
+/// Hand-backs one request may go through before it is a loop (`500`), as nginx allows ten
+/// internal redirects.
+const MAX_HANDOFFS: u8 = 10;
 
 /// A request held while a job runs for it.
 #[derive(Debug)]
@@ -239,6 +249,8 @@ pub struct Conn {
     peer_finished: bool,
     served: u32,
     peer: IpAddr,
+    /// The client's port (0 until the engine says: `set_peer_port`), for `REMOTE_PORT`.
+    peer_port: u16,
     /// Admitted over a connection cap: the first request is answered `503` + `Retry-After`
     /// and the connection closed (a reply the client can read, rather than a reset).
     refused: bool,
@@ -275,6 +287,7 @@ impl Conn {
             peer_finished: false,
             served: 0,
             peer,
+            peer_port: 0,
             refused: false,
             awaiting_link: None,
             link: None,
@@ -291,6 +304,17 @@ impl Conn {
             refused: true,
             ..Conn::new(config, peer)
         }
+    }
+
+    /// The client's port, which the engine knows from `accept`.
+    pub fn set_peer_port(&mut self, port: u16) {
+        self.peer_port = port;
+    }
+
+    /// The client's address and port (the PROXY protocol's source, when one is used).
+    #[must_use]
+    pub fn peer_address(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.peer, self.peer_port)
     }
 
     /// The client: the connection's peer, or once a PROXY protocol header has been read, the
@@ -653,6 +677,7 @@ impl Conn {
                     user: None,
                     body: None,
                     internal: false,
+                    handoffs: 0,
                 };
                 self.answer(&exchange, None, 413, &[], context);
                 // The client may be sending the body we refused.
@@ -665,7 +690,11 @@ impl Conn {
             )),
         };
         if let Some(located) = located {
-            if located.route.settings.handler == Handler::Proxy && !self.refused {
+            let streams_body = matches!(
+                located.route.settings.handler,
+                Handler::Proxy | Handler::FastCgi | Handler::Cgi
+            );
+            if streams_body && !self.refused {
                 // The body goes to the upstream as it arrives (`proxy/`), after the location's
                 // phases let the request through.
                 let exchange = Exchange {
@@ -675,6 +704,7 @@ impl Conn {
                     user: None,
                     body,
                     internal: false,
+                    handoffs: 0,
                 };
                 return self.phases(exchange, located, context);
             }
@@ -693,6 +723,7 @@ impl Conn {
                     user: None,
                     body: None,
                     internal: false,
+                    handoffs: 0,
                 };
                 let job = self.route(exchange, context);
                 debug_assert!(job.is_none(), "a refusal needs no job");
@@ -710,6 +741,7 @@ impl Conn {
             user: None,
             body: None,
             internal: false,
+            handoffs: 0,
         };
         match body {
             Some(left) => {

@@ -40,6 +40,7 @@ impl Conn {
                 self.consumed += len;
                 if let Origin::Forwarded { source, .. } = header.origin {
                     self.peer = canonical(source.ip());
+                    self.peer_port = source.port();
                 }
                 self.state = State::ReadingHead;
             }

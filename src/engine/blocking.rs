@@ -449,6 +449,7 @@ impl Worker {
             stats: &self.link.stats,
             metrics: &self.control.stats,
             upstreams: &self.generation.upstreams,
+            launcher: &self.generation.launcher,
             rates: &self.control.rates,
             draining,
         };

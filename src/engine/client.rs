@@ -123,15 +123,18 @@ impl Door<'_> {
     /// `Skipped` (closed at once).
     pub fn admit(&self, fd: OwnedFd, peer: SocketAddr) -> Accepted {
         match admit(self.control, self.generation, self.stats, peer.ip()) {
-            Some((conn, ticket)) => Accepted::Client(Box::new(Client {
-                fd,
-                conn,
-                clock: PhaseClock::opened(self.stats, Instant::now()),
-                job_out: false,
-                lingering: false,
-                upstream: None,
-                ticket,
-            })),
+            Some((mut conn, ticket)) => {
+                conn.set_peer_port(peer.port());
+                Accepted::Client(Box::new(Client {
+                    fd,
+                    conn,
+                    clock: PhaseClock::opened(self.stats, Instant::now()),
+                    job_out: false,
+                    lingering: false,
+                    upstream: None,
+                    ticket,
+                }))
+            }
             None => Accepted::Skipped,
         }
     }

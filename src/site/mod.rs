@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use crate::config::{Config, Handler, HostName, LocationSettings, StaticOptions};
 use crate::content::resolve::DocRoot;
+use crate::programs::cgi::Launcher;
 use crate::upstream::Upstreams;
 use access::Access;
 
@@ -32,6 +33,8 @@ pub struct Generation {
     pub sites: Sites,
     /// The proxy's pools and what they know of their servers.
     pub upstreams: Upstreams,
+    /// Starts CGI scripts: one per process, whatever the generation (`Launcher::process`).
+    pub launcher: Launcher,
 }
 
 /// Building a generation failed: a document root cannot be opened.
@@ -60,11 +63,13 @@ impl Generation {
     pub fn build(config: Config, number: u64) -> Result<Generation, BuildError> {
         let sites = Sites::build(&config)?;
         let upstreams = Upstreams::new(&config.upstreams);
+        let launcher = Launcher::process(&config.cgi);
         Ok(Generation {
             number,
             config,
             sites,
             upstreams,
+            launcher,
         })
     }
 }

@@ -6,10 +6,13 @@
 //!
 //! Owns: the dispatch from `config::Handler`, each handler's method rule. The handlers:
 //! `static_files.rs` (the path cache, translation jobs, the static response), `status.rs`
-//! (Prometheus metrics), `health.rs` (load balancers' check), `proxy/` (the reverse proxy).
+//! (Prometheus metrics), `health.rs` (load balancers' check), `proxy/` (the exchange with an
+//! upstream: the reverse proxy, FastCGI and CGI), `meta_variables.rs` (what CGI and FastCGI
+//! programs are told of a request).
 //! Must not touch: the phases before the handler (rewrite, rate, access, redirect), sockets.
 
 mod health;
+mod meta_variables;
 pub(super) mod proxy;
 mod static_files;
 mod status;
@@ -70,10 +73,8 @@ impl Conn {
             Handler::Status => self.serve_status(&routed, context),
             Handler::Health => self.serve_health(&routed, context),
             Handler::Proxy => self.serve_proxy(routed, context),
-            Handler::FastCgi | Handler::Cgi => {
-                self.answer(&routed.exchange, Some(&routed.route), 501, &[], context);
-                None
-            }
+            Handler::FastCgi => self.serve_fastcgi(routed, context),
+            Handler::Cgi => self.serve_cgi(routed),
         }
     }
 }

@@ -76,6 +76,7 @@ macro_rules! context {
             stats: &$self.link.stats,
             metrics: &$self.settings.control.stats,
             upstreams: &$self.generation.upstreams,
+            launcher: &$self.generation.launcher,
             rates: &$self.settings.control.rates,
             draining: $self.draining || $self.announcing,
         }

@@ -94,6 +94,7 @@ macro_rules! context {
             stats: &$self.link.stats,
             metrics: &$self.control.stats,
             upstreams: &$self.generation.upstreams,
+            launcher: &$self.generation.launcher,
             rates: &$self.control.rates,
             draining: $self.draining || $self.announcing,
         }

@@ -66,6 +66,22 @@ impl Launcher {
         }
     }
 
+    /// The server process's launcher: the same one for every configuration generation while
+    /// `max_scripts` stays the same (a reload does not start another thread, and scripts still
+    /// running count against the cap); a new one when it changes. Under `mp` each worker
+    /// process has its own (the thread starts on first use, after the fork).
+    #[must_use]
+    pub fn process(limits: &CgiLimits) -> Launcher {
+        static PROCESS: std::sync::Mutex<Option<Launcher>> = std::sync::Mutex::new(None);
+        let mut current = PROCESS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*current {
+            Some(launcher) if launcher.shared.max_scripts == limits.max_scripts => launcher.clone(),
+            _ => current.insert(Launcher::new(limits)).clone(),
+        }
+    }
+
     /// A place for one more script, or `None` when `max_scripts` are running (the request gets
     /// `503` with `Retry-After`). Reserve before the socket pair is made, so a refused request
     /// costs nothing.

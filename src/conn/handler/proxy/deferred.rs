@@ -13,10 +13,12 @@ use ampd_http::upstream::{ResponseBody, ResponseHead};
 use super::{Proxy, Step};
 use crate::conn::handler::Routed;
 use crate::conn::upstream::Release;
-use crate::conn::{Conn, Context, RedirectBase, State};
+use crate::conn::{Conn, Context, Exchange, RedirectBase, State, MAX_HANDOFFS};
 use crate::content::path::{self, PathOptions};
 use crate::response::Persistence;
+use crate::site::Route;
 use crate::upstream::Report;
+use std::sync::Arc;
 
 /// Paths named by `X-Sendfile` are judged like request paths, dot-files included: the
 /// upstream chose the file; confinement to the root is what matters.
@@ -26,51 +28,14 @@ const SENDFILE_PATHS: PathOptions = PathOptions {
 };
 
 impl Conn {
-    /// If the upstream's `head` hands the response back to ampd, serve it here; otherwise give
-    /// the exchange back untouched.
-    pub(in crate::conn) fn deferred(
+    /// The exchange is over upstream and the request is ampd's again, as a `GET` (or `HEAD`)
+    /// without a body: release the upstream socket as `release` says.
+    pub(super) fn hand_back(
         &mut self,
         proxy: Box<Proxy>,
-        head: &ResponseHead,
-        body: &ResponseBody,
-        context: &mut Context<'_>,
-    ) -> Result<Step, Box<Proxy>> {
-        let Some(settings) = proxy.route.settings.proxy.as_ref() else {
-            return Err(proxy);
-        };
-        let accel = settings
-            .x_accel_redirect
-            .then(|| head.header("x-accel-redirect"))
-            .flatten()
-            .map(<[u8]>::to_vec);
-        let sendfile = settings.x_sendfile_root.as_ref().and_then(|root| {
-            head.header("x-sendfile")
-                .map(|value| (root.clone(), value.to_vec()))
-        });
-        if accel.is_none() && sendfile.is_none() {
-            return Err(proxy);
-        }
-        if let Some(pick) = &proxy.pick {
-            proxy.pool.report(pick.id, Report::Success);
-        }
-        // The upstream's own body is not wanted: its connection is kept only if there is none.
-        let empty = matches!(body, ResponseBody::None | ResponseBody::Length(0));
-        let reusable = empty
-            && head.keep_alive
-            && proxy.request.done()
-            && self
-                .link
-                .as_ref()
-                .is_some_and(|link| link.input.is_empty() && !link.finished);
-        let pool = proxy.pool.settings();
-        self.drop_link(if reusable && pool.keepalive > 0 {
-            Release::Keep {
-                keepalive: pool.keepalive,
-                timeout: pool.keepalive_timeout,
-            }
-        } else {
-            Release::Close
-        });
+        release: Release,
+    ) -> (Exchange, Arc<Route>) {
+        self.drop_link(release);
         let request_done = proxy.request.done();
         let Proxy {
             mut exchange,
@@ -86,7 +51,73 @@ impl Conn {
         }
         exchange.head.body = BodyFraming::None;
         self.state = State::ReadingHead;
+        (exchange, route)
+    }
 
+    /// Route a handed-back request again under `target` (`internal`: `internal` locations may
+    /// answer it), unless it has been handed back too often: a loop, `500`.
+    pub(super) fn route_again(
+        &mut self,
+        mut exchange: Exchange,
+        route: &Route,
+        target: String,
+        internal: bool,
+        context: &mut Context<'_>,
+    ) -> Step {
+        exchange.handoffs += 1;
+        if exchange.handoffs > MAX_HANDOFFS {
+            static LOOPING: crate::log::error::Throttle = crate::log::error::Throttle::new();
+            LOOPING.log(
+                crate::config::Level::Error,
+                format_args!(
+                    "{} handed back {MAX_HANDOFFS} times, last to {}: a loop",
+                    exchange.head.target.escape_debug(),
+                    target.escape_debug()
+                ),
+            );
+            self.answer(&exchange, Some(route), 500, &[], context);
+            return Step::Over;
+        }
+        exchange.head.target = target.into_boxed_str();
+        exchange.internal |= internal;
+        self.route(exchange, context).map_or(Step::Over, Step::Job)
+    }
+
+    /// If the upstream's `head` hands the response back to ampd, serve it here; otherwise give
+    /// the exchange back untouched.
+    pub(in crate::conn) fn deferred(
+        &mut self,
+        proxy: Box<Proxy>,
+        head: &ResponseHead,
+        body: &ResponseBody,
+        context: &mut Context<'_>,
+    ) -> Result<Step, Box<Proxy>> {
+        let (x_accel_redirect, x_sendfile_root) = proxy.handback();
+        let accel = x_accel_redirect
+            .then(|| head.header("x-accel-redirect"))
+            .flatten()
+            .map(<[u8]>::to_vec);
+        let sendfile = x_sendfile_root.and_then(|root| {
+            head.header("x-sendfile")
+                .map(|value| (root.clone(), value.to_vec()))
+        });
+        if accel.is_none() && sendfile.is_none() {
+            return Err(proxy);
+        }
+        proxy.report(Report::Success);
+        // The upstream's own body is not wanted: an HTTP connection is kept only if there is
+        // none (a FastCGI or CGI one is closed: its output would have to be read to its end).
+        let empty = matches!(body, ResponseBody::None | ResponseBody::Length(0));
+        let reusable = empty
+            && head.keep_alive
+            && matches!(proxy.backend, super::Backend::Http { .. })
+            && proxy.request.done()
+            && self
+                .link
+                .as_ref()
+                .is_some_and(|link| link.input.is_empty() && !link.finished);
+        let release = proxy.release(reusable);
+        let (exchange, route) = self.hand_back(proxy, release);
         if let Some(target) = accel {
             let target = match String::from_utf8(target) {
                 Ok(target) if target.starts_with('/') => target,
@@ -95,9 +126,7 @@ impl Conn {
                     return Ok(Step::Over);
                 }
             };
-            exchange.head.target = target.into_boxed_str();
-            exchange.internal = true;
-            return Ok(self.route(exchange, context).map_or(Step::Over, Step::Job));
+            return Ok(self.route_again(exchange, &route, target, true, context));
         }
         let (root, file) = sendfile.expect("one of the two is set");
         let below_root = std::str::from_utf8(&file)

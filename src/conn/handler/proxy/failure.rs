@@ -51,9 +51,7 @@ impl Conn {
             return self.cut_short(proxy, &failure.describe(), context);
         }
         if !stale {
-            if let Some(pick) = &proxy.pick {
-                proxy.pool.report(pick.id, Report::Failure);
-            }
+            proxy.report(Report::Failure);
         }
         let resendable = proxy.idempotent && proxy.request.kept().is_some();
         if resendable && stale {
@@ -63,8 +61,11 @@ impl Conn {
             proxy.stage = Stage::Connect;
             return Step::Again(proxy);
         }
-        let settings = proxy.pool.settings();
-        let tries = (settings.tries as usize).min(settings.servers.len());
+        // A CGI script is not started twice: it may have acted on the request.
+        let tries = proxy.pool().map_or(1, |pool| {
+            let settings = pool.settings();
+            (settings.tries as usize).min(settings.servers.len())
+        });
         if resendable && proxy.tried.len() < tries {
             self.log_failure(&proxy, &failure.describe(), "trying the next server");
             proxy.pick = None;
@@ -86,9 +87,7 @@ impl Conn {
         why: &str,
         context: &mut Context<'_>,
     ) -> Step {
-        if let Some(pick) = &proxy.pick {
-            proxy.pool.report(pick.id, Report::Failure);
-        }
+        proxy.report(Report::Failure);
         self.drop_link(Release::Close);
         self.proxy_error(proxy, 502, &format!("invalid response: {why}"), context)
     }
@@ -101,11 +100,7 @@ impl Conn {
         why: &str,
         context: &mut Context<'_>,
     ) -> Step {
-        let answer = match status {
-            504 => "504",
-            _ => "502",
-        };
-        self.log_failure(&proxy, why, answer);
+        self.log_failure(&proxy, why, &status.to_string());
         self.drop_link(Release::Close);
         let body_unread = !proxy.request.done();
         if body_unread {
@@ -213,7 +208,7 @@ impl Conn {
             Level::Error,
             format_args!(
                 "upstream {} server {server} {why} for {} {} from {}: {outcome}",
-                proxy.pool.settings().name,
+                proxy.upstream_name(),
                 proxy.exchange.head.method.as_str(),
                 proxy.exchange.head.target.escape_debug(),
                 self.peer

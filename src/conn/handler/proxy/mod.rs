@@ -1,5 +1,9 @@
-//! The reverse proxy's exchange: one client request answered by an upstream server (AFPA's
-//! "remote response"), sans-I/O. The request head is re-serialised for the upstream (never the
+//! The exchange with an upstream: one client request answered by another program (AFPA's
+//! "remote response"), sans-I/O. Three kinds of upstream share it (`Backend`): an HTTP server
+//! (the reverse proxy), a FastCGI application (`fastcgi.rs`) and a CGI script started for the
+//! request (`cgi.rs`); the last two answer in CGI's response format (RFC 3875 §6).
+//!
+//! For the reverse proxy: The request head is re-serialised for the upstream (never the
 //! client's bytes), the body streamed across with one framing, the response head validated and
 //! rewritten, and its body streamed back; a failed attempt is retried on the next server while
 //! that is safe (an idempotent request, nothing sent to the client yet, the request small enough
@@ -7,30 +11,35 @@
 //!
 //! Owns: the exchange's stages and decisions (which server, when to retry, `502`/`504`, whether
 //! the upstream connection may be pooled). Bodies move in `relay.rs`; heads are made in
-//! `head.rs`; failures are answered in `failure.rs`.
+//! `head.rs`; failures are answered in `failure.rs`; what differs for FastCGI and CGI is in
+//! `fastcgi.rs`, `cgi.rs` and `gateway.rs` (their common response side).
 //! Must not touch: sockets (the engine moves the bytes, `conn/upstream.rs`), the pools' state
 //! (`crate::upstream`: asked to choose, told how it went).
 
+mod cgi;
 mod deferred;
 mod failure;
+mod fastcgi;
+mod gateway;
 mod head;
 mod relay;
 mod tunnel;
 
 use std::sync::Arc;
 
+use ampd_http::cgi::CgiParser;
 use ampd_http::request::{Method, Version};
 use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponseParser};
 
 use super::{Methods, Routed};
-use crate::conn::upstream::{Connect, Failure, Release, Timeouts};
+use crate::conn::upstream::{Connect, Failure, Link, Release, Timeouts};
 use crate::conn::{Conn, Context, Ending, Exchange, Job, Need, RedirectBase, State};
 use crate::content::path::{self, CleanPath};
 use crate::content::serve::Sink;
 use crate::response::Persistence;
 use crate::site::Route;
 use crate::upstream::{BalanceKey, Pick, Pool, Report, ServerId};
-use relay::{BodyRefused, RequestRelay, ResponseRelay};
+use relay::{BodyEncoding, BodyRefused, RequestRelay, ResponseRelay};
 
 /// Bytes queued towards either side past which the other side is not read: the bound on what
 /// one proxied connection buffers in each direction.
@@ -41,9 +50,7 @@ pub(in crate::conn) const HIGH_WATER: usize = 64 << 10;
 pub(in crate::conn) struct Proxy {
     pub exchange: Exchange,
     pub route: Arc<Route>,
-    pool: Arc<Pool>,
-    /// The path and query requested upstream.
-    target: String,
+    backend: Backend,
     request: RequestRelay,
     tried: Vec<ServerId>,
     /// The server of the current attempt (counted in flight on it while held).
@@ -57,6 +64,30 @@ pub(in crate::conn) struct Proxy {
     stage: Stage,
 }
 
+/// Who answers, and what the exchange keeps for that kind of upstream.
+#[derive(Debug)]
+enum Backend {
+    /// An HTTP server of a pool.
+    Http {
+        pool: Arc<Pool>,
+        /// The path and query requested upstream.
+        target: String,
+    },
+    /// A FastCGI application, a server of a pool.
+    FastCgi(Box<fastcgi::Application>),
+    /// A CGI script started for this request.
+    Cgi(Box<cgi::Script>),
+}
+
+/// What reads the response head.
+#[derive(Debug)]
+enum HeadParser {
+    /// An HTTP/1.1 status line and fields.
+    Http(ResponseParser),
+    /// A CGI response's fields (FastCGI's standard output, a script's).
+    Cgi(CgiParser),
+}
+
 #[derive(Debug)]
 enum Stage {
     /// Choose a server and ask the engine for a connection to it.
@@ -64,7 +95,7 @@ enum Stage {
     /// `Need::Connect` is out.
     Opening,
     /// The request is going out; the response head has not arrived (whole).
-    Head(ResponseParser),
+    Head(HeadParser),
     /// The response head went to the client; its body follows.
     Body {
         relay: ResponseRelay,
@@ -110,26 +141,56 @@ pub(super) fn methods(method: &Method) -> Methods {
 impl Conn {
     /// The proxy handler.
     pub(super) fn serve_proxy(&mut self, routed: Routed, context: &mut Context<'_>) -> Option<Job> {
+        let Some(settings) = routed.route.settings.proxy.clone() else {
+            // The loader gives every proxy location its settings.
+            return self.answer(&routed.exchange, Some(&routed.route), 500, &[], context);
+        };
         let target = proxy_target(&routed.route, &routed.clean, &routed.redirect);
-        self.start_proxy(routed.exchange, routed.route, target, context);
+        let backend = Backend::Http {
+            pool: context.upstreams.pool(settings.pool).clone(),
+            target,
+        };
+        let websocket = settings.websocket && wants_websocket(&routed.exchange);
+        self.start_exchange(routed.exchange, routed.route, backend, websocket);
         None
     }
 
-    /// Begin proxying `exchange` (its body, if any, still unread) to the location's upstream.
-    fn start_proxy(
+    /// The FastCGI handler.
+    pub(super) fn serve_fastcgi(
+        &mut self,
+        routed: Routed,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        match fastcgi::Application::new(&routed, context) {
+            Some(application) => {
+                let backend = Backend::FastCgi(Box::new(application));
+                self.start_exchange(routed.exchange, routed.route, backend, false);
+                None
+            }
+            None => self.answer(&routed.exchange, Some(&routed.route), 404, &[], context),
+        }
+    }
+
+    /// The CGI handler.
+    pub(super) fn serve_cgi(&mut self, routed: Routed) -> Option<Job> {
+        let script = cgi::Script::new(&routed);
+        self.start_exchange(
+            routed.exchange,
+            routed.route,
+            Backend::Cgi(Box::new(script)),
+            false,
+        );
+        None
+    }
+
+    /// Begin the exchange of `exchange` (its body, if any, still unread) with `backend`.
+    fn start_exchange(
         &mut self,
         exchange: Exchange,
         route: Arc<Route>,
-        target: String,
-        context: &mut Context<'_>,
+        backend: Backend,
+        websocket: bool,
     ) {
-        let Some(settings) = route.settings.proxy.clone() else {
-            // The loader gives every proxy location its settings.
-            self.answer(&exchange, Some(&route), 500, &[], context);
-            return;
-        };
-        let pool = context.upstreams.pool(settings.pool).clone();
-        let websocket = settings.websocket && wants_websocket(&exchange);
         let mut exchange = exchange;
         let body = exchange.body.take();
         if body.is_some() && exchange.head.expect_continue {
@@ -139,7 +200,12 @@ impl Conn {
                 .bytes()
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-        let request = RequestRelay::new(body);
+        let encoding = match backend {
+            Backend::Http { .. } => BodyEncoding::Http,
+            Backend::FastCgi(_) => BodyEncoding::FastCgi,
+            Backend::Cgi(_) => BodyEncoding::Raw,
+        };
+        let request = RequestRelay::new(body, encoding);
         let idempotent = matches!(
             exchange.head.method,
             Method::Get
@@ -152,8 +218,7 @@ impl Conn {
         let proxy = Proxy {
             exchange,
             route,
-            pool,
-            target,
+            backend,
             request,
             tried: Vec::new(),
             pick: None,
@@ -202,34 +267,62 @@ impl Conn {
 
     fn proxy_step(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
         match proxy.stage {
-            Stage::Connect => self.choose_server(proxy, context),
+            Stage::Connect if proxy.request.spooling() => self.spool_body(proxy, context),
+            Stage::Connect => match proxy.backend {
+                Backend::Cgi(_) => self.start_script(proxy, context),
+                _ => self.choose_server(proxy, context),
+            },
             Stage::Opening => {
+                let variables = match &proxy.backend {
+                    Backend::FastCgi(application) if self.link.is_some() => self.gateway_variables(
+                        &proxy,
+                        application.clean(),
+                        Some(application.script()),
+                        context,
+                    ),
+                    _ => Vec::new(),
+                };
                 let Some(link) = self.link.as_mut() else {
                     // The engine answers `Need::Connect` before advancing again.
                     return Step::Wait(proxy, Need::Wait);
                 };
-                let (Some(pick), Some(settings)) = (&proxy.pick, &proxy.route.settings.proxy)
-                else {
-                    unreachable!("a server was chosen for a proxy location")
-                };
                 let out = link.queue();
-                head::forward(
-                    &head::Forward {
-                        exchange: &proxy.exchange,
-                        settings,
-                        target: &proxy.target,
-                        client: self.peer,
-                        body: proxy.request.forward_body(),
-                        websocket: proxy.websocket,
-                        keep_alive: proxy.pool.settings().keepalive > 0,
-                        server: pick.address(),
-                    },
-                    out,
-                );
+                let parser = match &proxy.backend {
+                    Backend::Http { pool, target } => {
+                        let (Some(pick), Some(settings)) =
+                            (&proxy.pick, &proxy.route.settings.proxy)
+                        else {
+                            unreachable!("a server was chosen for a proxy location")
+                        };
+                        head::forward(
+                            &head::Forward {
+                                exchange: &proxy.exchange,
+                                settings,
+                                target,
+                                client: self.peer,
+                                body: proxy.request.forward_body(),
+                                websocket: proxy.websocket,
+                                keep_alive: pool.settings().keepalive > 0,
+                                server: pick.address(),
+                            },
+                            out,
+                        );
+                        HeadParser::Http(ResponseParser::new(head::response_limits(context.config)))
+                    }
+                    Backend::FastCgi(application) => {
+                        application.write_request(&variables, proxy.request.done(), out);
+                        HeadParser::Cgi(CgiParser::new(head::response_limits(context.config)))
+                    }
+                    Backend::Cgi(_) => {
+                        HeadParser::Cgi(CgiParser::new(head::response_limits(context.config)))
+                    }
+                };
                 if let Some(kept) = proxy.request.kept() {
                     out.extend_from_slice(kept);
                 }
-                let parser = ResponseParser::new(head::response_limits(context.config));
+                if matches!(proxy.backend, Backend::Cgi(_)) && proxy.request.done() {
+                    link.output_ended = true;
+                }
                 proxy.stage = Stage::Head(parser);
                 Step::Again(proxy)
             }
@@ -237,11 +330,20 @@ impl Conn {
                 if let Err(refused) = self.forward_body(&mut proxy) {
                     return self.body_refused(proxy, refused, context);
                 }
-                self.read_response_head(proxy, context)
+                if let Err(why) = self.demultiplex(&mut proxy) {
+                    return self.invalid_response(proxy, &why, context);
+                }
+                match proxy.stage {
+                    Stage::Head(HeadParser::Cgi(_)) => self.read_gateway_head(proxy, context),
+                    _ => self.read_response_head(proxy, context),
+                }
             }
             Stage::Body { .. } => {
                 if let Err(refused) = self.forward_body(&mut proxy) {
                     return self.body_refused(proxy, refused, context);
+                }
+                if let Err(why) = self.demultiplex(&mut proxy) {
+                    return self.cut_short(proxy, &why, context);
                 }
                 self.relay_response(proxy, context)
             }
@@ -249,24 +351,46 @@ impl Conn {
         }
     }
 
+    /// Read a chunked body whole before the upstream is asked for (`RequestRelay::spool`).
+    fn spool_body(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        match proxy.request.spool(&self.input[self.consumed..]) {
+            Ok(used) => self.consumed += used,
+            Err(refused) => return self.body_refused(proxy, refused, context),
+        }
+        if !proxy.request.spooling() {
+            return Step::Again(proxy);
+        }
+        if self.peer_finished && self.consumed == self.input.len() {
+            return self.client_gone(proxy, context);
+        }
+        Step::Wait(proxy, Need::Read)
+    }
+
     fn choose_server(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        let Some(pool) = proxy.pool().cloned() else {
+            unreachable!("a CGI script is started, not chosen")
+        };
         let key = BalanceKey {
             client: self.peer,
             uri: &proxy.exchange.head.target,
         };
-        let Some(pick) = proxy.pool.choose(key, &proxy.tried) else {
+        let Some(pick) = pool.choose(key, &proxy.tried) else {
             return self.proxy_error(proxy, 502, "no server is available", context);
         };
         proxy.tried.push(pick.id);
-        let settings = proxy.pool.settings();
+        let settings = pool.settings();
         self.awaiting_link = Some(Timeouts {
             connect: settings.connect_timeout,
             send: settings.send_timeout,
             read: settings.read_timeout,
         });
+        let keepalive = proxy.keepalive_for(&pick);
+        if let Backend::FastCgi(application) = &mut proxy.backend {
+            application.begin(keepalive > 0);
+        }
         let connect = Connect::Server {
             address: pick.address().clone(),
-            reuse: proxy.reuse && settings.keepalive > 0,
+            reuse: proxy.reuse && keepalive > 0,
         };
         proxy.pick = Some(pick);
         proxy.stage = Stage::Opening;
@@ -288,6 +412,10 @@ impl Conn {
         let input = &self.input[self.consumed..];
         let used = proxy.request.relay(input, link.queue(), room)?;
         self.consumed += used;
+        if matches!(proxy.backend, Backend::Cgi(_)) && proxy.request.done() {
+            // The script's standard input ends with the body.
+            link.output_ended = true;
+        }
         Ok(())
     }
 
@@ -296,8 +424,8 @@ impl Conn {
         let Some(link) = self.link.as_mut() else {
             return Step::Wait(proxy, Need::Wait);
         };
-        let Stage::Head(parser) = &mut proxy.stage else {
-            unreachable!("called in Stage::Head")
+        let Stage::Head(HeadParser::Http(parser)) = &mut proxy.stage else {
+            unreachable!("called in Stage::Head with an HTTP parser")
         };
         let parsed = parser.parse(&link.input);
         match parsed {
@@ -363,9 +491,7 @@ impl Conn {
         body: &ResponseBody,
         context: &mut Context<'_>,
     ) -> Step {
-        if let Some(pick) = &proxy.pick {
-            proxy.pool.report(pick.id, Report::Success);
-        }
+        proxy.report(Report::Success);
         let client_http11 = proxy.exchange.head.version == Version::Http11;
         let relay = ResponseRelay::new(body, client_http11);
         if relay.framing == relay::ClientFraming::Close {
@@ -399,15 +525,17 @@ impl Conn {
         let Some(link) = self.link.as_mut() else {
             return Step::Wait(proxy, Need::Wait);
         };
-        let Stage::Body { relay, .. } = &mut proxy.stage else {
+        let Proxy { backend, stage, .. } = &mut *proxy;
+        let Stage::Body { relay, .. } = stage else {
             unreachable!("called in Stage::Body")
         };
+        let (input, ended) = response_stream(link, backend);
         let room =
             HIGH_WATER.saturating_sub(usize::try_from(self.output.pending()).unwrap_or(usize::MAX));
-        if room > 0 && !link.input.is_empty() {
-            match relay.relay(&link.input, self.output.bytes(), room) {
+        if room > 0 && !input.is_empty() {
+            match relay.relay(input, self.output.bytes(), room) {
                 Ok(used) => {
-                    link.input.drain(..used);
+                    input.drain(..used);
                 }
                 Err(relay::BrokenBody) => {
                     return self.cut_short(proxy, "invalid chunked body", context);
@@ -415,13 +543,25 @@ impl Conn {
             }
         }
         if relay.complete() {
+            if let Backend::FastCgi(application) = backend {
+                // Output past the announced length is not passed on; the connection is
+                // reusable only after the application's `FCGI_END_REQUEST`.
+                application.discard_output();
+                if !application.ended() && !link.finished {
+                    return Step::Wait(proxy, Need::Read);
+                }
+            }
             return self.finish(proxy, context);
         }
-        if link.finished && link.input.is_empty() {
+        if ended && input.is_empty() {
             if relay.upstream_closed(self.output.bytes()) {
                 return self.finish(proxy, context);
             }
             return self.cut_short(proxy, "closed before the end of the body", context);
+        }
+        if link.finished && link.input.is_empty() {
+            // A FastCGI application that closed without ending its request.
+            return self.cut_short(proxy, "closed without FCGI_END_REQUEST", context);
         }
         Step::Wait(proxy, Need::Read)
     }
@@ -438,22 +578,18 @@ impl Conn {
         else {
             unreachable!("finish is called in Stage::Body")
         };
-        let reusable = *keep_alive
-            && relay.delimited()
+        let delimited = match &proxy.backend {
+            Backend::Http { .. } => *keep_alive && relay.delimited(),
+            Backend::FastCgi(application) => application.reusable(),
+            Backend::Cgi(_) => false,
+        };
+        let reusable = delimited
             && proxy.request.done()
             && self
                 .link
                 .as_ref()
                 .is_some_and(|link| !link.finished && link.input.is_empty() && link.pending() == 0);
-        let settings = proxy.pool.settings();
-        self.drop_link(if reusable && settings.keepalive > 0 {
-            Release::Keep {
-                keepalive: settings.keepalive,
-                timeout: settings.keepalive_timeout,
-            }
-        } else {
-            Release::Close
-        });
+        self.drop_link(proxy.release(reusable));
         self.record_sizes(
             Some(&proxy.exchange),
             *status,
@@ -490,10 +626,17 @@ impl Conn {
         if link.failure.is_some() || link.finished {
             return false;
         }
+        let output = match &proxy.backend {
+            Backend::FastCgi(application) if application.ended() => return false,
+            Backend::FastCgi(application) => application.buffered(),
+            _ => 0,
+        };
         match proxy.stage {
             Stage::Head(_) => true,
             Stage::Body { .. } | Stage::Tunnel { .. } => {
-                self.output.pending() < HIGH_WATER as u64 && link.input.len() < HIGH_WATER
+                self.output.pending() < HIGH_WATER as u64
+                    && link.input.len() < HIGH_WATER
+                    && output < HIGH_WATER
             }
             Stage::Connect | Stage::Opening => false,
         }
@@ -527,6 +670,87 @@ impl Conn {
     /// Whether the exchange is still reading the client's body (the body timeout applies).
     pub(in crate::conn) fn proxy_reading_body(&self) -> bool {
         matches!(&self.state, State::Proxying(proxy) if !proxy.request.done())
+    }
+}
+
+impl Proxy {
+    /// The pool the upstream server comes from (none for a CGI script).
+    fn pool(&self) -> Option<&Arc<Pool>> {
+        match &self.backend {
+            Backend::Http { pool, .. } => Some(pool),
+            Backend::FastCgi(application) => Some(application.pool()),
+            Backend::Cgi(_) => None,
+        }
+    }
+
+    /// Tell the pool how the current attempt went.
+    fn report(&self, report: Report) {
+        if let (Some(pool), Some(pick)) = (self.pool(), &self.pick) {
+            pool.report(pick.id, report);
+        }
+    }
+
+    /// Idle connections to `pick`'s server kept per loop.
+    fn keepalive_for(&self, pick: &Pick) -> usize {
+        let _ = pick;
+        self.pool().map_or(0, |pool| pool.settings().keepalive)
+    }
+
+    /// What to do with the upstream connection once the exchange is over: keep it when it is
+    /// `reusable` and its pool keeps connections.
+    fn release(&self, reusable: bool) -> Release {
+        let (Some(pool), Some(pick)) = (self.pool(), &self.pick) else {
+            return Release::Close;
+        };
+        let keepalive = self.keepalive_for(pick);
+        if reusable && keepalive > 0 {
+            Release::Keep {
+                keepalive,
+                timeout: pool.settings().keepalive_timeout,
+            }
+        } else {
+            Release::Close
+        }
+    }
+
+    /// What the error log calls the upstream: its pool, or the script.
+    fn upstream_name(&self) -> String {
+        match &self.backend {
+            Backend::Cgi(script) => format!("cgi {}", script.describe()),
+            Backend::FastCgi(application) => {
+                format!("fastcgi {}", application.pool().settings().name)
+            }
+            Backend::Http { pool, .. } => pool.settings().name.clone(),
+        }
+    }
+
+    /// Whether the upstream may hand the response back to the static path, and below which
+    /// directory `X-Sendfile` may name files.
+    fn handback(&self) -> (bool, Option<&std::path::PathBuf>) {
+        let settings = &self.route.settings;
+        match &self.backend {
+            Backend::Http { .. } => settings.proxy.as_ref().map_or((false, None), |proxy| {
+                (proxy.x_accel_redirect, proxy.x_sendfile_root.as_ref())
+            }),
+            Backend::FastCgi(_) => settings.fastcgi.as_ref().map_or((false, None), |fastcgi| {
+                (fastcgi.x_accel_redirect, fastcgi.x_sendfile_root.as_ref())
+            }),
+            Backend::Cgi(_) => settings.cgi.as_ref().map_or((false, None), |cgi| {
+                (cgi.x_accel_redirect, cgi.x_sendfile_root.as_ref())
+            }),
+        }
+    }
+}
+
+/// The bytes the response is read from, and whether they have ended: FastCGI's standard output
+/// once taken out of its records, otherwise what the socket brought.
+fn response_stream<'a>(link: &'a mut Link, backend: &'a mut Backend) -> (&'a mut Vec<u8>, bool) {
+    match backend {
+        Backend::FastCgi(application) => {
+            let ended = application.ended();
+            (application.output(), ended)
+        }
+        _ => (&mut link.input, link.finished),
     }
 }
 
@@ -576,3 +800,6 @@ fn proxy_target(route: &Route, clean: &CleanPath, redirect: &RedirectBase) -> St
     }
     target
 }
+
+#[cfg(test)]
+mod fastcgi_tests;

@@ -8,6 +8,7 @@
 //! Must not touch: sockets, the exchange's decisions (`mod.rs`).
 
 use ampd_http::chunked::ChunkedDecoder;
+use ampd_http::fastcgi;
 use ampd_http::upstream::{write_chunk_header, ForwardBody, ResponseBody, LAST_CHUNK};
 
 use crate::conn::BodyLeft;
@@ -16,13 +17,32 @@ use crate::conn::BodyLeft;
 /// attempt fails before any response: past this, the request cannot be retried.
 pub const RETRY_KEEP: usize = 64 << 10;
 
+/// How the request body goes to the upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEncoding {
+    /// HTTP/1.1: with its length, or chunked if the client chunked it.
+    Http,
+    /// A CGI script's standard input: the bytes alone, their length in `CONTENT_LENGTH`.
+    Raw,
+    /// FastCGI `FCGI_STDIN` records (request id 1), ended by an empty one.
+    FastCgi,
+}
+
+/// The FastCGI request id of ampd's requests: one request per connection at a time.
+pub const FASTCGI_REQUEST: u16 = 1;
+
 /// The client's request body on its way to the upstream.
 #[derive(Debug)]
 pub struct RequestRelay {
     /// What is left to read of it (`None`: no body, or all read).
     left: Option<BodyLeft>,
+    encoding: BodyEncoding,
     /// How the body is framed upstream: chunked if the client chunked it, else its length.
     framing: ForwardBody,
+    /// A chunked body read whole before anything goes out, for an upstream that must be told
+    /// its length first (`Raw`, `FastCgi`: `CONTENT_LENGTH`); `spooled` of it went out.
+    spool: Option<Vec<u8>>,
+    spooled: usize,
     /// Everything forwarded so far, while it fits in `RETRY_KEEP`.
     kept: Option<Vec<u8>>,
 }
@@ -33,22 +53,45 @@ pub struct RequestRelay {
 pub struct BodyRefused(pub u16);
 
 impl RequestRelay {
-    pub fn new(left: Option<BodyLeft>) -> RequestRelay {
+    pub fn new(left: Option<BodyLeft>, encoding: BodyEncoding) -> RequestRelay {
         let framing = match &left {
             None => ForwardBody::None,
             Some(BodyLeft::Length(length)) => ForwardBody::Length(*length),
             Some(BodyLeft::Chunked(_)) => ForwardBody::Chunked,
         };
+        let spool = (encoding != BodyEncoding::Http && matches!(left, Some(BodyLeft::Chunked(_))))
+            .then(Vec::new);
         RequestRelay {
             left,
+            encoding,
             framing,
+            spool,
+            spooled: 0,
             kept: Some(Vec::new()),
         }
     }
 
-    /// The whole body has been read from the client (or there was none).
+    /// The whole body has been read from the client and forwarded (or there was none).
     pub fn done(&self) -> bool {
         self.left.is_none()
+            && self
+                .spool
+                .as_ref()
+                .is_none_or(|spool| self.spooled == spool.len())
+    }
+
+    /// A chunked body is still being read whole (`spool`): nothing can go upstream yet.
+    pub fn spooling(&self) -> bool {
+        self.spool.is_some() && self.left.is_some()
+    }
+
+    /// The body's length, once known (`CONTENT_LENGTH`); `None` without a body.
+    pub fn content_length(&self) -> Option<u64> {
+        match (&self.spool, self.framing) {
+            (Some(spool), _) => Some(spool.len() as u64),
+            (None, ForwardBody::Length(length)) => Some(length),
+            _ => None,
+        }
     }
 
     /// The bytes forwarded so far, if they can all be sent again.
@@ -56,46 +99,86 @@ impl RequestRelay {
         self.kept.as_deref()
     }
 
-    /// Move body bytes from `input` to `out`, at most about `room` of them. Returns the input
-    /// bytes used.
+    /// Read a chunked body into the spool; returns the input bytes used.
+    pub fn spool(&mut self, input: &[u8]) -> Result<usize, BodyRefused> {
+        let (Some(BodyLeft::Chunked(decoder)), Some(spool)) = (self.left.as_mut(), &mut self.spool)
+        else {
+            return Ok(0);
+        };
+        let progress = decoder
+            .feed(input, &mut |data| spool.extend_from_slice(data))
+            .map_err(|error| BodyRefused(error.status()))?;
+        if progress.done {
+            self.left = None;
+            if spool.is_empty() {
+                // Nothing to send: the body is as if there were none.
+                self.spool = None;
+                self.framing = ForwardBody::None;
+            }
+        }
+        Ok(progress.consumed)
+    }
+
+    /// Move body bytes from `input` (or the spool) to `out`, at most about `room` of them.
+    /// Returns the input bytes used.
     pub fn relay(
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
         room: usize,
     ) -> Result<usize, BodyRefused> {
-        let Some(left) = self.left.as_mut() else {
-            return Ok(0);
-        };
         let start = out.len();
-        let (used, done) = match left {
-            BodyLeft::Length(remaining) => {
-                let take = usize::try_from(*remaining)
-                    .unwrap_or(usize::MAX)
-                    .min(input.len())
-                    .min(room);
-                out.extend_from_slice(&input[..take]);
-                *remaining -= take as u64;
-                (take, *remaining == 0)
+        let used = if let Some(spool) = &self.spool {
+            if self.left.is_some() {
+                return Ok(0);
             }
-            BodyLeft::Chunked(decoder) => {
-                let window = &input[..input.len().min(room.max(64))];
-                let progress = decoder
-                    .feed(window, &mut |data| {
-                        write_chunk_header(data.len(), out);
-                        out.extend_from_slice(data);
-                        out.extend_from_slice(b"\r\n");
-                    })
-                    .map_err(|error| BodyRefused(error.status()))?;
-                if progress.done {
-                    out.extend_from_slice(LAST_CHUNK);
+            let take = (spool.len() - self.spooled).min(room);
+            encode(
+                self.encoding,
+                &spool[self.spooled..self.spooled + take],
+                out,
+            );
+            self.spooled += take;
+            if self.spooled == spool.len() {
+                end(self.encoding, out);
+            }
+            0
+        } else {
+            let Some(left) = self.left.as_mut() else {
+                return Ok(0);
+            };
+            let encoding = self.encoding;
+            let (used, done) = match left {
+                BodyLeft::Length(remaining) => {
+                    let take = usize::try_from(*remaining)
+                        .unwrap_or(usize::MAX)
+                        .min(input.len())
+                        .min(room);
+                    encode(encoding, &input[..take], out);
+                    *remaining -= take as u64;
+                    (take, *remaining == 0)
                 }
-                (progress.consumed, progress.done)
+                BodyLeft::Chunked(decoder) => {
+                    let window = &input[..input.len().min(room.max(64))];
+                    let progress = decoder
+                        .feed(window, &mut |data| {
+                            write_chunk_header(data.len(), out);
+                            out.extend_from_slice(data);
+                            out.extend_from_slice(b"\r\n");
+                        })
+                        .map_err(|error| BodyRefused(error.status()))?;
+                    if progress.done {
+                        out.extend_from_slice(LAST_CHUNK);
+                    }
+                    (progress.consumed, progress.done)
+                }
+            };
+            if done {
+                self.left = None;
+                end(encoding, out);
             }
+            used
         };
-        if done {
-            self.left = None;
-        }
         if let Some(kept) = self.kept.as_mut() {
             if kept.len() + (out.len() - start) <= RETRY_KEEP {
                 kept.extend_from_slice(&out[start..]);
@@ -109,6 +192,23 @@ impl RequestRelay {
     /// The framing the upstream request announces.
     pub fn forward_body(&self) -> ForwardBody {
         self.framing
+    }
+}
+
+/// Body bytes in the upstream's encoding (chunks are written by the caller, as they are
+/// decoded).
+fn encode(encoding: BodyEncoding, data: &[u8], out: &mut Vec<u8>) {
+    match encoding {
+        BodyEncoding::Http | BodyEncoding::Raw => out.extend_from_slice(data),
+        BodyEncoding::FastCgi if data.is_empty() => {}
+        BodyEncoding::FastCgi => fastcgi::write_stdin(out, FASTCGI_REQUEST, data),
+    }
+}
+
+/// What ends a body in the upstream's encoding once its last byte went out.
+fn end(encoding: BodyEncoding, out: &mut Vec<u8>) {
+    if encoding == BodyEncoding::FastCgi {
+        fastcgi::write_stdin(out, FASTCGI_REQUEST, &[]);
     }
 }
 
@@ -271,7 +371,10 @@ mod tests {
 
     #[test]
     fn a_chunked_request_is_forwarded_chunked_and_kept_for_a_retry() {
-        let mut relay = RequestRelay::new(Some(BodyLeft::Chunked(ChunkedDecoder::new())));
+        let mut relay = RequestRelay::new(
+            Some(BodyLeft::Chunked(ChunkedDecoder::new())),
+            BodyEncoding::Http,
+        );
         let mut out = Vec::new();
         let input = b"5\r\nhello\r\n0\r\n\r\nGET /next";
         let used = relay.relay(input, &mut out, 1 << 20).unwrap();
@@ -283,7 +386,7 @@ mod tests {
 
     #[test]
     fn a_length_body_moves_only_as_much_as_there_is_room_for() {
-        let mut relay = RequestRelay::new(Some(BodyLeft::Length(10)));
+        let mut relay = RequestRelay::new(Some(BodyLeft::Length(10)), BodyEncoding::Http);
         let mut out = Vec::new();
         assert_eq!(relay.relay(b"0123456789tail", &mut out, 4).unwrap(), 4);
         assert!(!relay.done());
@@ -294,7 +397,10 @@ mod tests {
 
     #[test]
     fn a_large_body_is_not_kept() {
-        let mut relay = RequestRelay::new(Some(BodyLeft::Length(RETRY_KEEP as u64 + 1)));
+        let mut relay = RequestRelay::new(
+            Some(BodyLeft::Length(RETRY_KEEP as u64 + 1)),
+            BodyEncoding::Http,
+        );
         let input = vec![b'x'; RETRY_KEEP + 1];
         let mut out = Vec::new();
         relay.relay(&input, &mut out, usize::MAX).unwrap();
@@ -303,7 +409,10 @@ mod tests {
 
     #[test]
     fn broken_request_chunking_is_refused_with_400() {
-        let mut relay = RequestRelay::new(Some(BodyLeft::Chunked(ChunkedDecoder::new())));
+        let mut relay = RequestRelay::new(
+            Some(BodyLeft::Chunked(ChunkedDecoder::new())),
+            BodyEncoding::Http,
+        );
         let mut out = Vec::new();
         assert_eq!(relay.relay(b"zz\r\n", &mut out, 100), Err(BodyRefused(400)));
     }

@@ -20,9 +20,7 @@ impl Conn {
         head: &ResponseHead,
         context: &mut Context<'_>,
     ) -> Step {
-        if let Some(pick) = &proxy.pick {
-            proxy.pool.report(pick.id, Report::Success);
-        }
+        proxy.report(Report::Success);
         let date = context.clock.date();
         let out = self.output.bytes();
         let before = out.len();

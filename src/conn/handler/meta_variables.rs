@@ -1,0 +1,419 @@
+//! The CGI meta-variables (RFC 3875 §4.1) of a request, one builder for CGI scripts (their
+//! environment) and FastCGI applications (their `FCGI_PARAMS`), and where a location's script
+//! is: `SCRIPT_NAME`, `PATH_INFO` and the file behind them.
+//!
+//! Owns: the names, their values and what is never passed (`HTTP_PROXY`: the httpoxy class of
+//! attacks, where an application takes a client's `Proxy:` header for its own outbound proxy;
+//! fields with `_` in their names, which would alias `-` ones; the body's fields, which have
+//! their own variables). Must not touch: processes and sockets (`crate::programs`, the engine).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use ampd_http::request::{split_target, RequestHead};
+
+use crate::config::Handler;
+use crate::log::build_info::VERSION;
+use crate::site::Route;
+
+/// Where a request's script is (RFC 3875 §4.1.13, §4.1.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::conn) struct ScriptPath {
+    /// The URL path that names the script.
+    pub script_name: String,
+    /// The path after it (empty: none).
+    pub path_info: String,
+    /// The file: the location's root (or alias directory) and the script's path below it.
+    pub filename: PathBuf,
+}
+
+/// The script a CGI or FastCGI location runs for the normalised request path `clean`:
+/// with `extension`, the path up to the first segment ending in it; with `script`, that one
+/// script (a front controller), the rest of the path its `PATH_INFO`; otherwise (FastCGI) the
+/// location's path is the script's name and the rest its `PATH_INFO` (an application mounted
+/// there, as WSGI's `SCRIPT_NAME`). `None`: a CGI location without either, whose script is
+/// found on disk segment by segment (`programs::cgi::Script::Search`).
+pub(in crate::conn) fn script_path(route: &Route, clean: &str) -> Option<ScriptPath> {
+    let settings = &route.settings;
+    let (script_name, path_info) = if let Some(extension) = &settings.script.extension {
+        split_at_extension(clean, extension)?
+    } else if let Some(script) = &settings.script.script {
+        let rest = route.rest(clean);
+        let path_info = if rest.is_empty() || rest.starts_with('/') {
+            rest.to_owned()
+        } else {
+            format!("/{rest}")
+        };
+        (script.clone(), path_info)
+    } else if settings.handler == Handler::FastCgi {
+        let name = route.path.trim_end_matches('/').to_owned();
+        let rest = clean.get(name.len()..).unwrap_or("");
+        (name, rest.to_owned())
+    } else {
+        return None;
+    };
+    let filename = file_below(route, &script_name);
+    Some(ScriptPath {
+        script_name,
+        path_info,
+        filename,
+    })
+}
+
+/// `clean` split after its first segment ending in `extension` (`/a/x.php/b` → `/a/x.php` and
+/// `/b`).
+fn split_at_extension(clean: &str, extension: &str) -> Option<(String, String)> {
+    let mut end = 0;
+    for segment in clean.split_inclusive('/') {
+        let name = segment.trim_end_matches('/');
+        end += name.len();
+        if name.len() > extension.len() && name.ends_with(extension) {
+            return Some((clean[..end].to_owned(), clean[end..].to_owned()));
+        }
+        end += segment.len() - name.len();
+    }
+    None
+}
+
+/// The file a URL path below `route` names: root + whole path, or alias + the path after the
+/// location's prefix.
+fn file_below(route: &Route, url_path: &str) -> PathBuf {
+    let root = &route.settings.static_files.root;
+    let below = if route.settings.alias {
+        route.rest(url_path)
+    } else {
+        url_path
+    };
+    root.join(below.trim_start_matches('/'))
+}
+
+/// What the meta-variables are made from besides the request head.
+pub(in crate::conn) struct Request<'a> {
+    pub head: &'a RequestHead,
+    /// The normalised path the request was routed by (`DOCUMENT_URI`).
+    pub clean: &'a str,
+    pub client: SocketAddr,
+    /// The address the request came in on.
+    pub server: SocketAddr,
+    /// The body's length, when there is one (a chunked body is read whole first).
+    pub content_length: Option<u64>,
+    /// The user Basic authentication let in.
+    pub user: Option<&'a str>,
+}
+
+/// The meta-variables, in a stable order; `script` is `None` for a script still to be found
+/// (its variables are added where it is: `programs::cgi`).
+pub(in crate::conn) fn meta_variables(
+    request: &Request<'_>,
+    route: &Route,
+    script: Option<&ScriptPath>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let head = request.head;
+    let mut variables: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(32 + head.headers.len());
+    let mut set = |name: &str, value: &[u8]| variables.push((name.into(), value.to_vec()));
+    let (path_and_query, query) = match split_target(&head.target) {
+        Some((Some(_), path, query)) => (
+            // An absolute-form target: REQUEST_URI is its origin-form part.
+            match query {
+                Some(query) => format!("{path}?{query}"),
+                None => path.to_owned(),
+            },
+            query,
+        ),
+        Some((None, _, query)) => (head.target.to_string(), query),
+        None => (head.target.to_string(), None),
+    };
+    set("GATEWAY_INTERFACE", b"CGI/1.1");
+    set("SERVER_SOFTWARE", format!("ampd/{VERSION}").as_bytes());
+    set("SERVER_PROTOCOL", head.version.as_str().as_bytes());
+    let host = head
+        .host()
+        .map(strip_port)
+        .filter(|host| !host.is_empty())
+        .map_or_else(|| request.server.ip().to_string(), str::to_owned);
+    set("SERVER_NAME", host.as_bytes());
+    set("SERVER_ADDR", request.server.ip().to_string().as_bytes());
+    set("SERVER_PORT", request.server.port().to_string().as_bytes());
+    set("REQUEST_SCHEME", b"http");
+    set("REQUEST_METHOD", head.method.as_str().as_bytes());
+    set("REQUEST_URI", path_and_query.as_bytes());
+    set("QUERY_STRING", query.unwrap_or("").as_bytes());
+    set("DOCUMENT_URI", request.clean.as_bytes());
+    set(
+        "DOCUMENT_ROOT",
+        route
+            .settings
+            .static_files
+            .root
+            .as_os_str()
+            .as_encoded_bytes(),
+    );
+    set("REMOTE_ADDR", request.client.ip().to_string().as_bytes());
+    set("REMOTE_PORT", request.client.port().to_string().as_bytes());
+    if let Some(user) = request.user {
+        set("AUTH_TYPE", b"Basic");
+        set("REMOTE_USER", user.as_bytes());
+    }
+    if let Some(length) = request.content_length {
+        set("CONTENT_LENGTH", length.to_string().as_bytes());
+    }
+    if let Some(content_type) = head.header("content-type") {
+        set("CONTENT_TYPE", content_type);
+    }
+    // php-cgi refuses to run without it unless `cgi.force_redirect` is off.
+    set("REDIRECT_STATUS", b"200");
+    if let Some(script) = script {
+        set("SCRIPT_NAME", script.script_name.as_bytes());
+        set(
+            "SCRIPT_FILENAME",
+            script.filename.as_os_str().as_encoded_bytes(),
+        );
+        if !script.path_info.is_empty() {
+            set("PATH_INFO", script.path_info.as_bytes());
+            let translated = file_below(route, &script.path_info);
+            set("PATH_TRANSLATED", translated.as_os_str().as_encoded_bytes());
+        }
+    }
+    http_variables(head, &mut variables);
+    for (name, value) in &route.settings.script.params {
+        let name = name.as_bytes();
+        variables.retain(|(existing, _)| existing != name);
+        variables.push((name.to_vec(), value.as_bytes().to_vec()));
+    }
+    variables
+}
+
+/// `HTTP_*` for each request field (RFC 3875 §4.1.18), repeated fields joined.
+fn http_variables(head: &RequestHead, variables: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+    let first = variables.len();
+    for header in &head.headers {
+        let name = &*header.name;
+        if name.contains('_')
+            || name.eq_ignore_ascii_case("proxy")
+            || name.eq_ignore_ascii_case("content-length")
+            || name.eq_ignore_ascii_case("content-type")
+        {
+            continue;
+        }
+        let mut variable = Vec::with_capacity(5 + name.len());
+        variable.extend_from_slice(b"HTTP_");
+        variable.extend(name.bytes().map(|byte| match byte {
+            b'-' => b'_',
+            byte => byte.to_ascii_uppercase(),
+        }));
+        match variables[first..]
+            .iter_mut()
+            .find(|(existing, _)| *existing == variable)
+        {
+            Some((_, value)) => {
+                // Cookies are joined as a client joins them (RFC 6265 §5.4); other fields as
+                // a list (RFC 9110 §5.3).
+                let separator: &[u8] = if name.eq_ignore_ascii_case("cookie") {
+                    b"; "
+                } else {
+                    b", "
+                };
+                value.extend_from_slice(separator);
+                value.extend_from_slice(&header.value);
+            }
+            None => variables.push((variable, header.value.to_vec())),
+        }
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host
+            .split_once(']')
+            .map_or(host, |(address, _)| &host[..=address.len()]);
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LocationSettings, ScriptSettings};
+    use crate::site::access::Access;
+    use ampd_http::request::{BodyFraming, Header, Method, Version};
+
+    fn route(path: &str, handler: Handler, script: ScriptSettings) -> Route {
+        let mut settings = LocationSettings::new(PathBuf::from("/srv/www"));
+        settings.handler = handler;
+        settings.script = script;
+        Route {
+            path: path.to_owned(),
+            exact: false,
+            access: Access::new(&settings.access),
+            settings,
+            root: None,
+            extra_headers: Box::default(),
+        }
+    }
+
+    fn head(target: &str, headers: &[(&str, &str)]) -> RequestHead {
+        RequestHead {
+            method: Method::Post,
+            target: target.into(),
+            version: Version::Http11,
+            headers: headers
+                .iter()
+                .map(|(name, value)| Header {
+                    name: (*name).into(),
+                    value: value.as_bytes().into(),
+                })
+                .collect(),
+            body: BodyFraming::Length(3),
+            keep_alive: true,
+            expect_continue: false,
+        }
+    }
+
+    fn lookup<'v>(variables: &'v [(Vec<u8>, Vec<u8>)], name: &str) -> Option<&'v str> {
+        variables
+            .iter()
+            .find(|(existing, _)| existing == name.as_bytes())
+            .map(|(_, value)| std::str::from_utf8(value).unwrap())
+    }
+
+    #[test]
+    fn an_extension_splits_at_its_first_segment() {
+        let php = ScriptSettings {
+            extension: Some(".php".to_owned()),
+            ..ScriptSettings::default()
+        };
+        let route = route("/", Handler::FastCgi, php);
+        let script = script_path(&route, "/shop/index.php/a/b.php").unwrap();
+        assert_eq!(script.script_name, "/shop/index.php");
+        assert_eq!(script.path_info, "/a/b.php");
+        assert_eq!(script.filename, PathBuf::from("/srv/www/shop/index.php"));
+        assert_eq!(script_path(&route, "/x.php").unwrap().path_info, "");
+        assert!(
+            script_path(&route, "/.php/x").is_none(),
+            "a bare extension names nothing"
+        );
+    }
+
+    #[test]
+    fn a_front_controller_takes_the_rest_as_path_info_and_an_application_its_mount_point() {
+        let front = ScriptSettings {
+            script: Some("/shop/index.php".to_owned()),
+            ..ScriptSettings::default()
+        };
+        let script =
+            script_path(&route("/shop/", Handler::FastCgi, front), "/shop/cart/1").unwrap();
+        assert_eq!(
+            (script.script_name.as_str(), script.path_info.as_str()),
+            ("/shop/index.php", "/cart/1")
+        );
+        let mounted = route("/flup/", Handler::FastCgi, ScriptSettings::default());
+        let script = script_path(&mounted, "/flup/a/b").unwrap();
+        assert_eq!(
+            (script.script_name.as_str(), script.path_info.as_str()),
+            ("/flup", "/a/b")
+        );
+        assert!(
+            script_path(
+                &route("/cgi-bin/", Handler::Cgi, ScriptSettings::default()),
+                "/cgi-bin/x"
+            )
+            .is_none(),
+            "a CGI directory's script is found on disk"
+        );
+    }
+
+    #[test]
+    fn the_variables_follow_rfc_3875_and_leave_out_httpoxy() {
+        let route = route(
+            "/",
+            Handler::FastCgi,
+            ScriptSettings {
+                extension: Some(".php".to_owned()),
+                params: vec![("APP_ENV".to_owned(), "test".to_owned())],
+                ..ScriptSettings::default()
+            },
+        );
+        let head = head(
+            "/app/index.php/x?a=1&b=%20",
+            &[
+                ("Host", "example.com:8080"),
+                ("Content-Type", "text/plain"),
+                ("Content-Length", "3"),
+                ("Proxy", "http://evil:1"),
+                ("X-Custom", "one"),
+                ("x-custom", "two"),
+                ("X_Alias", "spoof"),
+                ("Cookie", "a=1"),
+                ("Cookie", "b=2"),
+            ],
+        );
+        let script = script_path(&route, "/app/index.php/x").unwrap();
+        let variables = meta_variables(
+            &Request {
+                head: &head,
+                clean: "/app/index.php/x",
+                client: "192.0.2.7:51000".parse().unwrap(),
+                server: "127.0.0.1:8080".parse().unwrap(),
+                content_length: Some(3),
+                user: None,
+            },
+            &route,
+            Some(&script),
+        );
+        let get = |name| lookup(&variables, name);
+        assert_eq!(get("GATEWAY_INTERFACE"), Some("CGI/1.1"));
+        assert_eq!(get("SERVER_PROTOCOL"), Some("HTTP/1.1"));
+        assert_eq!(get("SERVER_NAME"), Some("example.com"));
+        assert_eq!(get("SERVER_PORT"), Some("8080"));
+        assert_eq!(get("REQUEST_METHOD"), Some("POST"));
+        assert_eq!(get("REQUEST_URI"), Some("/app/index.php/x?a=1&b=%20"));
+        assert_eq!(get("QUERY_STRING"), Some("a=1&b=%20"));
+        assert_eq!(get("SCRIPT_NAME"), Some("/app/index.php"));
+        assert_eq!(get("PATH_INFO"), Some("/x"));
+        assert_eq!(get("SCRIPT_FILENAME"), Some("/srv/www/app/index.php"));
+        assert_eq!(get("PATH_TRANSLATED"), Some("/srv/www/x"));
+        assert_eq!(get("REMOTE_ADDR"), Some("192.0.2.7"));
+        assert_eq!(get("REMOTE_PORT"), Some("51000"));
+        assert_eq!(get("CONTENT_LENGTH"), Some("3"));
+        assert_eq!(get("CONTENT_TYPE"), Some("text/plain"));
+        assert_eq!(get("REDIRECT_STATUS"), Some("200"));
+        assert_eq!(get("HTTP_HOST"), Some("example.com:8080"));
+        assert_eq!(get("HTTP_X_CUSTOM"), Some("one, two"));
+        assert_eq!(get("HTTP_COOKIE"), Some("a=1; b=2"));
+        assert_eq!(get("APP_ENV"), Some("test"));
+        for absent in [
+            "HTTP_PROXY",
+            "HTTP_CONTENT_TYPE",
+            "HTTP_CONTENT_LENGTH",
+            "HTTP_X_ALIAS",
+            "HTTPS",
+        ] {
+            assert_eq!(get(absent), None, "{absent}");
+        }
+    }
+
+    #[test]
+    fn without_a_host_the_server_name_is_the_listening_address() {
+        let route = route("/", Handler::FastCgi, ScriptSettings::default());
+        let mut head = head("/", &[]);
+        head.version = Version::Http10;
+        let variables = meta_variables(
+            &Request {
+                head: &head,
+                clean: "/",
+                client: "[::1]:1".parse().unwrap(),
+                server: "[::1]:80".parse().unwrap(),
+                content_length: None,
+                user: Some("alice"),
+            },
+            &route,
+            None,
+        );
+        assert_eq!(lookup(&variables, "SERVER_NAME"), Some("::1"));
+        assert_eq!(lookup(&variables, "SERVER_PROTOCOL"), Some("HTTP/1.0"));
+        assert_eq!(lookup(&variables, "REMOTE_USER"), Some("alice"));
+        assert_eq!(lookup(&variables, "CONTENT_LENGTH"), None);
+        assert_eq!(lookup(&variables, "SCRIPT_NAME"), None);
+        assert_eq!(strip_port("[::1]:8080"), "[::1]");
+    }
+}

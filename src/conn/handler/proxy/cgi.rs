@@ -1,0 +1,153 @@
+//! The exchange's CGI side (RFC 3875): a script started for the request by the launcher
+//! (`crate::programs::cgi`, off the serving loop), its standard input and output one end of a
+//! socket pair the engine drives as the upstream socket. The body is written to it and its end
+//! is a half-close; the response is what the script writes until it exits (`gateway.rs`).
+//!
+//! Owns: starting the script (the cap on scripts running at once, its meta-variables, where it
+//! is looked for) and what a failed start answers. Must not touch: processes (the launcher's),
+//! sockets (the engine's).
+
+use std::sync::{Arc, OnceLock};
+
+use super::{Backend, Proxy, Stage, Step};
+use crate::config::{CgiSettings, Level};
+use crate::conn::handler::meta_variables::{self, ScriptPath};
+use crate::conn::handler::Routed;
+use crate::conn::upstream::{Connect, ProgramStart, Timeouts};
+use crate::conn::{Conn, Context, Ending, Need, State};
+use crate::log::error::Throttle;
+use crate::programs::cgi::{Launch, LaunchFailure, Script as Program};
+use crate::response::Persistence;
+
+/// How long after the exchange's timeout the launcher kills a script still running.
+const KILL_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// One request's script.
+#[derive(Debug)]
+pub(in crate::conn) struct Script {
+    /// The normalised path the request was routed by.
+    clean: String,
+    /// Where the script is, when the location says (`extension`, `script`); otherwise the
+    /// launcher looks for it below the location's directory.
+    path: Option<ScriptPath>,
+    /// Set by the launcher when no script could be started.
+    failure: Arc<OnceLock<LaunchFailure>>,
+}
+
+impl Script {
+    pub(super) fn new(routed: &Routed) -> Script {
+        Script {
+            clean: routed.clean.as_str().to_owned(),
+            path: meta_variables::script_path(&routed.route, routed.clean.as_str()),
+            failure: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The script, for the error log.
+    pub(super) fn describe(&self) -> &str {
+        self.path
+            .as_ref()
+            .map_or(self.clean.as_str(), |path| path.script_name.as_str())
+    }
+
+    /// The status a failed start answers: no such script `404`, one that may not run `403`,
+    /// one that could not be started `502`.
+    pub(super) fn launch_failed(&self) -> Option<u16> {
+        self.failure.get().map(|failure| match failure {
+            LaunchFailure::NotFound => 404,
+            LaunchFailure::Forbidden => 403,
+            LaunchFailure::Spawn => 502,
+        })
+    }
+}
+
+impl Conn {
+    /// Ask the engine for the script's socket pair, its start queued to the launcher; over
+    /// the cap on scripts running at once, `503` with `Retry-After`.
+    pub(super) fn start_script(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        context: &mut Context<'_>,
+    ) -> Step {
+        let Backend::Cgi(script) = &proxy.backend else {
+            unreachable!("start_script is called for a CGI exchange")
+        };
+        let Some(slot) = context.launcher.reserve() else {
+            return self.too_many_scripts(proxy, context);
+        };
+        let settings = proxy.route.settings.cgi.clone().unwrap_or_default();
+        // The launcher adds the script's own variables (`SCRIPT_NAME`, ...) where it finds it.
+        let env = self.gateway_variables(&proxy, &script.clean, None, context);
+        let route = &proxy.route;
+        let document_root = route.settings.static_files.root.clone();
+        let program = match &script.path {
+            Some(path) => Program::Fixed {
+                filename: path.filename.clone(),
+                script_name: path.script_name.clone(),
+                path_info: path.path_info.clone(),
+            },
+            None if route.settings.alias => Program::Search {
+                directory: document_root.clone(),
+                url_base: route.path.trim_end_matches('/').to_owned(),
+                rest: format!("/{}", route.rest(&script.clean).trim_start_matches('/')),
+            },
+            None => Program::Search {
+                directory: document_root.clone(),
+                url_base: String::new(),
+                rest: script.clean.clone(),
+            },
+        };
+        let launch = Launch {
+            slot,
+            script: program,
+            document_root,
+            env,
+            // The exchange gives up first (`504`), so that a script that overruns is answered
+            // as a timeout rather than as output cut short by its death.
+            timeout: settings.timeout + KILL_AFTER,
+            failure: script.failure.clone(),
+        };
+        self.awaiting_link = Some(timeouts(&settings));
+        proxy.stage = Stage::Opening;
+        let start = ProgramStart::new(move |stdio| launch.start(stdio));
+        Step::Wait(proxy, Need::Connect(Connect::Program(start)))
+    }
+
+    fn too_many_scripts(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        static BUSY: Throttle = Throttle::new();
+        BUSY.log(
+            Level::Warn,
+            format_args!(
+                "cgi: max_scripts = {} are running: {} {} answered 503",
+                context.config.cgi.max_scripts,
+                proxy.exchange.head.method.as_str(),
+                proxy.exchange.head.target.escape_debug()
+            ),
+        );
+        let body_unread = !proxy.request.done();
+        if body_unread {
+            proxy.exchange.persistence = Persistence::Close;
+        }
+        let route = proxy.route.clone();
+        self.answer(
+            &proxy.exchange,
+            Some(&route),
+            503,
+            &[("Retry-After", b"1")],
+            context,
+        );
+        if body_unread {
+            self.state = State::Closing(Ending::Linger);
+        }
+        Step::Over
+    }
+}
+
+/// A script has its timeout for everything: taking its input, writing its output, running.
+fn timeouts(settings: &CgiSettings) -> Timeouts {
+    Timeouts {
+        connect: settings.timeout,
+        send: settings.timeout,
+        read: settings.timeout,
+    }
+}

@@ -1,0 +1,144 @@
+//! The response side FastCGI and CGI share (RFC 3875 §6): the CGI fields at the head of the
+//! program's output become an HTTP response head (`Status`, `Location`, the rest passed on), a
+//! local `Location` is served inside ampd as a new `GET`, and a response the program got wrong
+//! is a `502` with an error-log line, never passed through. The meta-variables both send are
+//! built here from the request (`meta_variables.rs` has the rules).
+//!
+//! Owns: those steps. Must not touch: sockets, FastCGI records (`fastcgi.rs`), processes
+//! (`crate::programs`).
+
+use ampd_http::cgi::{CgiKind, CgiParse};
+use ampd_http::upstream::response_body;
+
+use super::{response_stream, Backend, HeadParser, Proxy, Stage, Step};
+use crate::conn::handler::meta_variables::{self, ScriptPath};
+use crate::conn::upstream::{Failure, Release};
+use crate::conn::{Conn, Context, Need};
+use crate::response::Persistence;
+use crate::upstream::Report;
+
+impl Conn {
+    /// The meta-variables of the exchange's request for a script at `script` (`None`: found by
+    /// the launcher).
+    pub(super) fn gateway_variables(
+        &self,
+        proxy: &Proxy,
+        clean: &str,
+        script: Option<&ScriptPath>,
+        context: &Context<'_>,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        meta_variables::meta_variables(
+            &meta_variables::Request {
+                head: &proxy.exchange.head,
+                clean,
+                client: self.peer_address(),
+                server: context.config.listen,
+                content_length: proxy.request.content_length(),
+                user: proxy.exchange.user.as_deref(),
+            },
+            &proxy.route,
+            script,
+        )
+    }
+
+    /// FastCGI: take the application's records out of what its socket brought.
+    pub(super) fn demultiplex(&mut self, proxy: &mut Proxy) -> Result<(), String> {
+        let (Backend::FastCgi(application), Some(link)) = (&mut proxy.backend, self.link.as_mut())
+        else {
+            return Ok(());
+        };
+        application.demultiplex(&mut link.input)
+    }
+
+    /// Wait for, then act on, the CGI fields at the head of the program's output.
+    pub(super) fn read_gateway_head(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        context: &mut Context<'_>,
+    ) -> Step {
+        let Some(link) = self.link.as_mut() else {
+            return Step::Wait(proxy, Need::Wait);
+        };
+        let link_finished = link.finished;
+        let Proxy { backend, stage, .. } = &mut *proxy;
+        let Stage::Head(HeadParser::Cgi(parser)) = stage else {
+            unreachable!("called in Stage::Head with a CGI parser")
+        };
+        if let Backend::FastCgi(application) = backend {
+            if let Some(status) = application.refusal() {
+                let why = format!("refused the request ({status})");
+                return self.proxy_error(proxy, 503, &why, context);
+            }
+        }
+        let (output, ended) = response_stream(link, backend);
+        let parsed = parser.parse(output);
+        match parsed {
+            Ok(CgiParse::Partial) if ended || link_finished => {
+                let empty = output.is_empty();
+                if let Backend::Cgi(script) = &proxy.backend {
+                    if let Some(status) = script.launch_failed() {
+                        self.drop_link(Release::Close);
+                        let route = proxy.route.clone();
+                        if !proxy.request.done() {
+                            proxy.exchange.persistence = Persistence::Close;
+                        }
+                        self.answer(&proxy.exchange, Some(&route), status, &[], context);
+                        return Step::Over;
+                    }
+                }
+                if empty && !ended {
+                    // Nothing at all: the socket closed (a FastCGI application that died, a
+                    // script that wrote nothing); a retry may be possible.
+                    if let Some(link) = self.link.as_mut() {
+                        link.failure = Some(Failure::Closed);
+                    }
+                    return Step::Again(proxy);
+                }
+                let why = if empty {
+                    "no output"
+                } else {
+                    "output ended before the blank line after its header fields"
+                };
+                self.invalid_response(proxy, why, context)
+            }
+            Ok(CgiParse::Partial) => {
+                if self.peer_finished && !proxy.request.done() {
+                    return self.client_gone(proxy, context);
+                }
+                if self.peer_finished && self.consumed == self.input.len() {
+                    return self.client_gave_up(proxy, context);
+                }
+                Step::Wait(proxy, Need::Read)
+            }
+            Ok(CgiParse::Complete { head, len }) => {
+                output.drain(..len);
+                if let CgiKind::LocalRedirect(target) = &head.kind {
+                    let target = target.clone();
+                    return self.local_redirect(proxy, target, context);
+                }
+                let head = head.into_response_head();
+                match response_body(&head, &proxy.exchange.head.method) {
+                    Ok(body) => match self.deferred(proxy, &head, &body, context) {
+                        Ok(step) => step,
+                        Err(proxy) => self.begin_response(proxy, &head, &body, context),
+                    },
+                    Err(error) => self.invalid_response(proxy, &error.to_string(), context),
+                }
+            }
+            Err(error) => self.invalid_response(proxy, &error.to_string(), context),
+        }
+    }
+
+    /// RFC 3875 §6.2.2: a script's `Location: /path` (and no `Status`) is served inside ampd
+    /// as a `GET` of that path, as if the client had asked for it.
+    fn local_redirect(
+        &mut self,
+        proxy: Box<Proxy>,
+        target: String,
+        context: &mut Context<'_>,
+    ) -> Step {
+        proxy.report(Report::Success);
+        let (exchange, route) = self.hand_back(proxy, Release::Close);
+        self.route_again(exchange, &route, target, false, context)
+    }
+}
