@@ -1,5 +1,6 @@
 //! The program: read the command line (`cli`), then the start-up sequence: logs, document
-//! roots, bind, pid file, drop privileges, signals, ready, serve, drain, exit.
+//! roots, bind, pid file, drop privileges, persistent applications, signals, ready, serve,
+//! drain, stop the applications, exit.
 //!
 //! Owns: the start-up order, and how failures are reported (a usage mistake: clap's message,
 //! exit status 2; anything else: one `ampd: ` line, exit status 1).
@@ -12,6 +13,7 @@ use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use ampd::config::{self, Config, Level};
 use ampd::engine::{self, Start};
@@ -209,6 +211,9 @@ fn launch(
         .map_err(|failure| Failure(format!("cannot set up the scoreboard: {}", plain(&failure))))?;
     ops::process::drop_privileges(&config.process)
         .map_err(|failure| Failure(format!("cannot switch user: {}", plain(&failure))))?;
+    // As the server's user, before the first request can be routed to them.
+    ops::applications::start(&config.applications)
+        .map_err(|failure| Failure(failure.to_string()))?;
 
     let mut stdout = std::io::stdout();
     let _ = writeln!(
@@ -230,6 +235,9 @@ fn launch(
         log_file,
     };
     let served = engine::run(start, bound);
+    // After the drain: requests in flight to an application have finished. (The mp master
+    // stops its own; nothing is held here then.)
+    ops::applications::stop_within(Duration::MAX);
     if let Some(pid_file) = &config.process.pid_file {
         ops::process::remove_pid_file(pid_file);
     }

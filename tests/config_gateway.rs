@@ -286,6 +286,14 @@ fn every_gateway_error_names_its_place() {
         ),
         (
             format!(
+                "[application.app]\ncommand = [\"app\"]\nsocket = \"{{dir}}/a.sock\"\nprocesses = 0\n{SITE}"
+            ),
+            "4:13",
+            "application.app.processes",
+            "0 is less than 1",
+        ),
+        (
+            format!(
                 "[upstream.php]\nservers = [\"127.0.0.1:1\"]\nhealth_check = {{ path = \"/ping\" }}\n{SITE}fastcgi_pass = \"php\"\n"
             ),
             "3:25",
@@ -296,4 +304,30 @@ fn every_gateway_error_names_its_place() {
     for (text, place, key, message) in cases {
         assert_place(&error_for(&text), place, key, message);
     }
+}
+
+/// The example at the top of docs/config.md's "CGI and FastCGI" section, its root replaced by a
+/// directory that exists: the documentation shows a configuration `ampd check` accepts.
+#[test]
+fn the_documented_gateway_example_is_accepted() {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config.md"),
+    )
+    .unwrap();
+    let section = &docs[docs
+        .find("## CGI and FastCGI")
+        .expect("a CGI and FastCGI section")..];
+    let start = section.find("```toml\n").expect("a toml example") + "```toml\n".len();
+    let end = start + section[start..].find("```").unwrap();
+    let root = TempRoot::new();
+    let text = section[start..end].replace("/srv/www", &root.path().display().to_string());
+    assert!(text.contains("[application.flask]"), "{text}");
+    let file = root.outside_dir().join("documented.toml");
+    std::fs::write(&file, text).unwrap();
+    let (code, stdout, stderr) = run_to_exit(&["check", &file.display().to_string()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("configuration OK (1 site, 5 locations)"),
+        "{stdout}"
+    );
 }

@@ -2,7 +2,8 @@
 //! that has no index file, and `examples/ampd.toml` (run as it is, only its port changed to 0)
 //! lists `/downloads/` and serves `/private/` to its example user and to no one else;
 //! `examples/proxy.toml` passes `/api/` to its application servers (the backup once the primary
-//! is gone) and serves the rest itself.
+//! is gone) and serves the rest itself; every shipped `examples/*.toml` (`php-fpm.toml` and
+//! `cgi.toml` too) passes `ampd check` as it is.
 
 mod support;
 
@@ -16,6 +17,27 @@ fn examples() -> PathBuf {
 
 /// `admin:example`, the example configuration's user, as Basic credentials (RFC 7617).
 const EXAMPLE_USER: &str = "Basic YWRtaW46ZXhhbXBsZQ==";
+
+#[test]
+fn every_shipped_example_passes_ampd_check() {
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(examples()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|extension| extension != "toml") {
+            continue;
+        }
+        let (code, stdout, stderr) = run_to_exit(&["check", &path.display().to_string()]);
+        assert_eq!(code, Some(0), "{}: {stderr}", path.display());
+        assert!(stdout.contains("configuration OK"), "{stdout}");
+        checked.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    checked.sort();
+    assert_eq!(
+        checked,
+        ["ampd.toml", "cgi.toml", "php-fpm.toml", "proxy.toml"],
+        "every example is checked: a new one belongs in this list"
+    );
+}
 
 #[test]
 fn serve_autoindex_lists_the_downloads_directory() {

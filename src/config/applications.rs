@@ -146,6 +146,12 @@ impl Loader<'_> {
             }
         };
         let processes = match &raw.processes {
+            Some(value) if *value.get_ref() < 1 => return Err(self.hinted(
+                value.span(),
+                &field("processes"),
+                format!("{} is less than 1", value.get_ref()),
+                "the processes ampd keeps running: at least 1 (remove the application to run none)",
+            )),
             Some(value) => self.count(value, &field("processes"), 1)?,
             None => 1,
         };
@@ -160,7 +166,11 @@ impl Loader<'_> {
         let socket_path = self.socket_path(socket, &field("socket"))?;
         let directory = match &raw.directory {
             Some(directory) => self.directory(directory, &field("directory"))?,
-            None => self.base().to_path_buf(),
+            // Canonical, as a `directory` written in the file is: the processes may be started
+            // from another working directory.
+            None => {
+                std::fs::canonicalize(self.base()).unwrap_or_else(|_| self.base().to_path_buf())
+            }
         };
         let mut env = Vec::new();
         if let Some(table) = &raw.env {
@@ -198,13 +208,35 @@ impl Loader<'_> {
         })
     }
 
-    /// The socket's path, absolute; its directory must exist (ampd binds the socket there) and
-    /// the path must fit `sun_path`.
+    /// The socket's path, absolute (its directory's canonical path and its name: the processes
+    /// run elsewhere); the directory must exist (ampd binds the socket there) and the path must
+    /// fit `sun_path`.
     fn socket_path(&self, socket: &Spanned<String>, key: &str) -> Loaded<PathBuf> {
-        if socket.get_ref().is_empty() {
-            return Err(self.error(socket.span(), key, "empty path"));
-        }
-        let path = self.path(socket.get_ref());
+        let written = self.path(socket.get_ref());
+        let names_a_file =
+            !socket.get_ref().is_empty() && !socket.get_ref().ends_with('/') && !written.is_dir();
+        let (Some(directory), Some(name), true) =
+            (written.parent(), written.file_name(), names_a_file)
+        else {
+            return Err(self.hinted(
+                socket.span(),
+                key,
+                format!("'{}' is not a socket file's path", socket.get_ref()),
+                "a file in an existing directory, like /run/ampd/NAME.sock",
+            ));
+        };
+        let directory = std::fs::canonicalize(directory)
+            .ok()
+            .filter(|directory| directory.is_dir())
+            .ok_or_else(|| {
+                self.hinted(
+                    socket.span(),
+                    key,
+                    format!("{}: its directory does not exist", written.display()),
+                    "create the directory; ampd binds the socket in it",
+                )
+            })?;
+        let path = directory.join(name);
         if path.as_os_str().len() > MAX_SOCKET_PATH {
             return Err(self.hinted(
                 socket.span(),
@@ -215,15 +247,6 @@ impl Loader<'_> {
                     path.as_os_str().len()
                 ),
                 "choose a shorter path, like /run/ampd/NAME.sock",
-            ));
-        }
-        let directory = path.parent().filter(|parent| parent.is_dir());
-        if directory.is_none() {
-            return Err(self.hinted(
-                socket.span(),
-                key,
-                format!("{}: its directory does not exist", path.display()),
-                "create the directory; ampd binds the socket in it",
             ));
         }
         Ok(path)
@@ -329,15 +352,11 @@ mod tests {
         let (line, key, message) = error("[application.app]\ncommand = [\"app\"]\n");
         assert_eq!((line, key.as_str()), (1, "application.app.socket"));
         assert_eq!(message, "an application needs a socket");
-        let processes = load(
+        let (line, key, message) = error(
             "[application.app]\ncommand = [\"app\"]\nsocket = \"/tmp/a.sock\"\nprocesses = 0\n",
-        )
-        .unwrap_err();
-        assert_eq!(
-            (processes.line, processes.key.as_str()),
-            (4, "application.app.processes")
         );
-        assert_eq!(processes.message, "0 is less than 1");
+        assert_eq!((line, key.as_str()), (4, "application.app.processes"));
+        assert_eq!(message, "0 is less than 1");
         let (line, key, message) = error(
             "[upstream.App]\nservers = [\"127.0.0.1:1\"]\n[application.app]\ncommand = [\"app\"]\nsocket = \"/tmp/a.sock\"\n",
         );
@@ -355,6 +374,12 @@ mod tests {
             "[application.a]\ncommand = [\"app\"]\nsocket = \"/tmp/a.sock\"\n[application.b]\ncommand = [\"app\"]\nsocket = \"a.sock\"\n",
         );
         assert_eq!((line, key.as_str()), (6, "application.b.socket"));
+        for bad in ["", "/", "/tmp", "/tmp/"] {
+            let (_, key, _) = error(&format!(
+                "[application.app]\ncommand = [\"app\"]\nsocket = \"{bad}\"\n"
+            ));
+            assert_eq!(key, "application.app.socket", "{bad:?}");
+        }
         let (_, key, message) =
             error("[application.app]\ncommand = [\"app\"]\nsocket = \"/no/such/dir/a.sock\"\n");
         assert_eq!(key, "application.app.socket");

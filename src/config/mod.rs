@@ -173,6 +173,10 @@ pub struct StaticOptions {
     pub userdir: Option<String>,
     /// Serve `.br`/`.gz` siblings chosen by `Accept-Encoding`.
     pub precompressed: bool,
+    /// Index files ending in one of these are scripts the site runs (its `extension`
+    /// locations' suffixes, filled in when the site is built): such an index is routed to its
+    /// location, never sent as a file.
+    pub script_indexes: Vec<String>,
 }
 
 /// The three Flash caches (§5.2–5.4), each of which can be switched off to reproduce Flash's
@@ -524,6 +528,7 @@ impl LocationSettings {
                 follow_symlinks: false,
                 userdir: None,
                 precompressed: true,
+                script_indexes: Vec::new(),
             },
             alias: false,
             headers: Vec::new(),

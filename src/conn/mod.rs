@@ -154,6 +154,8 @@ struct Exchange {
     /// Routed again inside ampd by an upstream's `X-Accel-Redirect`: `internal` locations
     /// answer it.
     internal: bool,
+    /// The target the client sent, once a hand-back replaced `head.target` (`REQUEST_URI`).
+    requested: Option<Box<str>>,
     /// Times an upstream handed the request back to be routed again (`X-Accel-Redirect`, a
     /// CGI local `Location`): past `MAX_HANDOFFS` it is a loop.
     handoffs: u8,
@@ -637,6 +639,7 @@ impl Conn {
                 self.state = State::Waiting(pending);
                 Some(job)
             }
+            Outcome::Routed(job) => job,
         }
     }
 
@@ -678,6 +681,7 @@ impl Conn {
                     body: None,
                     internal: false,
                     handoffs: 0,
+                    requested: None,
                 };
                 self.answer(&exchange, None, 413, &[], context);
                 // The client may be sending the body we refused.
@@ -705,6 +709,7 @@ impl Conn {
                     body,
                     internal: false,
                     handoffs: 0,
+                    requested: None,
                 };
                 return self.phases(exchange, located, context);
             }
@@ -724,6 +729,7 @@ impl Conn {
                     body: None,
                     internal: false,
                     handoffs: 0,
+                    requested: None,
                 };
                 let job = self.route(exchange, context);
                 debug_assert!(job.is_none(), "a refusal needs no job");
@@ -742,6 +748,7 @@ impl Conn {
             body: None,
             internal: false,
             handoffs: 0,
+            requested: None,
         };
         match body {
             Some(left) => {
@@ -759,6 +766,9 @@ impl Conn {
 enum Outcome {
     Responded(Persistence),
     NeedJob(Job, Box<Pending>),
+    /// The request was routed again (a script index, a fallback); the state is set and this
+    /// job, if any, is what it needs.
+    Routed(Option<Job>),
 }
 
 /// The request's path as sent (still percent-encoded) and query, for a `301` to `path/`.

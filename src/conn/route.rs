@@ -12,7 +12,7 @@ use std::time::Instant;
 use ampd_http::request::{split_target, Method, RequestHead};
 
 use super::handler::{self, Methods, Routed};
-use super::{Authenticating, Conn, Context, Exchange, Job, RedirectBase, State};
+use super::{Authenticating, Conn, Context, Exchange, Job, RedirectBase, State, MAX_HANDOFFS};
 use crate::config::{Handler, Level};
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::log::error;
@@ -84,6 +84,36 @@ impl Conn {
             clean,
             redirect,
         })
+    }
+
+    /// Route a handed-back request again under `target` (`internal`: `internal` locations may
+    /// answer it), unless it has been handed back too often: a loop, `500`.
+    pub(in crate::conn) fn route_again(
+        &mut self,
+        mut exchange: Exchange,
+        route: &Route,
+        target: String,
+        internal: bool,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        exchange.handoffs += 1;
+        if exchange.handoffs > MAX_HANDOFFS {
+            static LOOPING: crate::log::error::Throttle = crate::log::error::Throttle::new();
+            LOOPING.log(
+                crate::config::Level::Error,
+                format_args!(
+                    "{} handed back {MAX_HANDOFFS} times, last to {}: a loop",
+                    exchange.head.target.escape_debug(),
+                    target.escape_debug()
+                ),
+            );
+            return self.answer(&exchange, Some(route), 500, &[], context);
+        }
+        let requested = std::mem::replace(&mut exchange.head.target, target.into_boxed_str());
+        // `REQUEST_URI` stays what the client asked for, as nginx's `$request_uri`.
+        exchange.requested.get_or_insert(requested);
+        exchange.internal |= internal;
+        self.route(exchange, context)
     }
 
     /// Answer a request whose body (if any) has been read, or (a proxy location) is to be

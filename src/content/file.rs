@@ -141,6 +141,9 @@ pub enum Resolution {
     /// A directory without an index file, autoindex off.
     DirectoryForbidden,
     NotFound,
+    /// A directory whose index file (this name) is a script (`StaticOptions::script_indexes`):
+    /// the request goes to the script's location, with the name appended.
+    Script(Box<str>),
     /// The file exists but may not be read (permissions, or not a regular file).
     Forbidden,
     /// The translation failed for a reason that is ours, not the client's.

@@ -378,6 +378,9 @@ fn directory(
             format!("{relative}/{index}")
         };
         match open_regular(base, &candidate, options) {
+            Ok(Some(_)) if is_script(index, options) => {
+                return Resolution::Script(index.as_str().into());
+            }
             Ok(Some(found)) => {
                 let key = found.key;
                 return static_file(base, &candidate, found.file, key, options);
@@ -394,6 +397,15 @@ fn directory(
         Ok(entries) => Resolution::Listing(Arc::new(Listing { entries })),
         Err(err) => open_error(&err),
     }
+}
+
+/// Whether index file `name` is run by a script location of the site (`index.php` where
+/// `.php` goes to FastCGI), so that its source is never sent.
+fn is_script(name: &str, options: &StaticOptions) -> bool {
+    options
+        .script_indexes
+        .iter()
+        .any(|extension| name.len() > extension.len() && name.ends_with(extension.as_str()))
 }
 
 /// Read a directory through its open descriptor (`/proc/self/fd/N`), so the listing is of the
@@ -498,6 +510,7 @@ mod tests {
                 follow_symlinks: false,
                 userdir: None,
                 precompressed,
+                script_indexes: Vec::new(),
             })
             .unwrap()
         }
@@ -610,6 +623,31 @@ mod tests {
         assert!(settled(&key(999_990), now));
         assert!(!settled(&key(999_999), now));
         assert!(!settled(&key(1_000_005), now), "a time in the future");
+    }
+
+    #[test]
+    fn an_index_the_site_runs_as_a_script_is_handed_over_not_sent() {
+        let dir = Dir::new("script-index");
+        std::fs::write(dir.0.join("docs/index.php"), "<?php echo 1;").unwrap();
+        std::fs::write(dir.0.join("docs/index.html"), "html").unwrap();
+        let root = DocRoot::open(StaticOptions {
+            index: vec!["index.php".to_owned(), "index.html".to_owned()],
+            script_indexes: vec![".php".to_owned()],
+            ..dir.root(false).options
+        })
+        .unwrap();
+        let index = resolve(&root, &clean("/docs/"), None);
+        assert!(
+            matches!(&index.resolution, Resolution::Script(name) if &**name == "index.php"),
+            "{:?}",
+            index.resolution
+        );
+        std::fs::remove_file(dir.0.join("docs/index.php")).unwrap();
+        let index = resolve(&root, &clean("/docs/"), None);
+        assert!(
+            matches!(index.resolution, Resolution::File(_)),
+            "the next index"
+        );
     }
 
     #[test]

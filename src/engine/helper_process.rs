@@ -478,6 +478,10 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             writer.bool(options.follow_symlinks);
             writer.optional_text(options.userdir.as_deref());
             writer.bool(options.precompressed);
+            writer.u32(u32::try_from(options.script_indexes.len()).unwrap_or(0));
+            for extension in &options.script_indexes {
+                writer.text(extension);
+            }
             writer.bool(watcher.is_some());
             let basis = previous
                 .as_deref()
@@ -554,6 +558,14 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
                 follow_symlinks: reader.bool()?,
                 userdir: reader.optional_text()?,
                 precompressed: reader.bool()?,
+                script_indexes: {
+                    let count = reader.u32()?;
+                    let mut extensions = Vec::new();
+                    for _ in 0..count {
+                        extensions.push(reader.text()?);
+                    }
+                    extensions
+                },
             };
             let has_watcher = reader.bool()?;
             let basis = if reader.bool()? {
@@ -648,6 +660,10 @@ fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std
         Resolution::Forbidden => writer.u8(5),
         Resolution::Failed => writer.u8(6),
         Resolution::Exhausted => writer.u8(7),
+        Resolution::Script(name) => {
+            writer.u8(8);
+            writer.text(name);
+        }
     }
     files
 }
@@ -712,6 +728,7 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                 5 => Resolution::Forbidden,
                 6 => Resolution::Failed,
                 7 => Resolution::Exhausted,
+                8 => Resolution::Script(reader.text()?.into()),
                 _ => return None,
             };
             Some(JobDone::Resolved(Resolved {

@@ -1,5 +1,6 @@
 //! Operations: the lifecycle every engine obeys (reload, drain, stop), signals, admission
-//! control, systemd integration and the process around the server.
+//! control, systemd integration, the process around the server and the persistent
+//! applications it keeps (`applications.rs`).
 //!
 //! Owns: `Control`, the one interface between the operator and the engines (one per process):
 //!
@@ -23,6 +24,7 @@
 //! `TERM`, `QUIT`); Apache prefork's shared scoreboard; sd_notify(3); sd_listen_fds(3).
 
 pub mod admission;
+pub mod applications;
 pub mod notify;
 pub mod process;
 pub mod reload;

@@ -1,8 +1,9 @@
 //! `SIGHUP`: read the configuration file again and, if it is good, make it serve new requests.
 //!
 //! Owns: the reload decision. A bad file is rejected with its error in the error log and the
-//! old generation keeps serving; a good one is installed for new requests, and no connection
-//! is touched (requests in flight finish under the generation they started with). Settings
+//! old generation keeps serving; a good one is installed for new requests (its persistent
+//! applications applied first, so a request routed to a new one finds its socket), and no
+//! connection is touched (requests in flight finish under the generation they started with). Settings
 //! that only a restart can change (listeners, engine, threads, helpers and their mode, user,
 //! pid file, cache sizes) keep their running values, with a warning for each one that differs.
 //! Must not touch: connections, sockets.
@@ -10,7 +11,7 @@
 use std::path::Path;
 
 use super::notify::{monotonic_usec, notify};
-use super::{log_format, Control, Role};
+use super::{applications, log_format, Control, Role};
 use crate::config::{load_file, Config, Level};
 use crate::log::error;
 use crate::site::Generation;
@@ -56,6 +57,9 @@ pub fn reload(control: &Control, path: &Path) {
             }
             let number = generation.number;
             let format = log_format(&generation);
+            if server {
+                applications::reload(&generation.config.applications);
+            }
             control.install(generation);
             if server {
                 control.stats.count_reload(true);

@@ -8,7 +8,8 @@
 //! | `QUIT` | `Quit` at once (what the access-log thread already holds is written first) |
 //! | `USR2` | `Upgrade`: start the binary again with the listening sockets (`upgrade.rs`); once it is ready, drain |
 //!
-//! A threaded process reads the signals from a signalfd on its signal thread (`spawn`). The
+//! A threaded process reads the signals from a signalfd on its signal thread (`spawn`), which
+//! tends the persistent applications between signals (`applications.rs`). The
 //! single-threaded `mp` master takes them with `sigtimedwait` in its own loop and passes each
 //! worker the resulting `Command` over a pipe; a worker's command thread (`spawn_commands`)
 //! applies it exactly as the signal thread would. Workers never act on signals themselves, so a
@@ -27,7 +28,7 @@ use ampd_sys::signal::{
 };
 
 use super::notify::notify;
-use super::{reload, upgrade, Control, Role, RunState};
+use super::{applications, reload, upgrade, Control, Role, RunState};
 use crate::config::Level;
 use crate::log::error;
 
@@ -109,11 +110,15 @@ pub fn spawn(control: Arc<Control>) -> io::Result<()> {
     let signals = SignalFd::new(&SignalSet::of(&HANDLED))?;
     std::thread::Builder::new()
         .name("signals".to_owned())
-        .spawn(move || {
-            while let Ok(number) = signals.wait() {
-                if let Some(command) = Command::of_signal(number, control.run_state()) {
-                    apply(&control, command);
-                }
+        .spawn(move || loop {
+            if !applications::tend_until(signals.as_fd()) {
+                continue;
+            }
+            let Ok(number) = signals.wait() else {
+                return;
+            };
+            if let Some(command) = Command::of_signal(number, control.run_state()) {
+                apply(&control, command);
             }
         })?;
     Ok(())
@@ -215,6 +220,7 @@ pub fn apply(control: &Arc<Control>, command: Command) {
         }
         Command::Quit => {
             control.access_log.sync(Duration::from_secs(1));
+            applications::stop_within(applications::QUIT_STOP);
             std::process::exit(0);
         }
         Command::Upgrade => match control.role {

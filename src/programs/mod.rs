@@ -8,6 +8,7 @@
 //! Must not touch: HTTP (the exchange over the socket is `conn`'s), event loops (an engine
 //! hands the launcher one end of a socket pair and drives the other), configuration parsing.
 
+pub mod applications;
 pub mod cgi;
 mod lines;
 #[cfg(test)]

@@ -4,13 +4,15 @@
 //! Owns: `Generation` (one loaded configuration: the typed `Config` plus what is built from
 //! it: opened document roots, pre-rendered headers, access checks) and
 //! `Sites::route` (site by `Host`: exact name, then the longest `*.suffix`, then the default;
-//! location by path: an exact location, then the longest prefix).
+//! location by path: an exact location, then the first `extension` location in file order
+//! that matches (`script.rs`), then the longest prefix).
 //! Must not touch: sockets, threads. Building a generation opens the document roots (it runs
 //! at start-up and on reload, never on a loop).
 //! Sources: Abyss §3 (per-server sections); nginx `server_name` and `location` matching.
 
 pub mod access;
 pub mod rate;
+pub mod script;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,6 +24,7 @@ use crate::content::resolve::DocRoot;
 use crate::programs::cgi::Launcher;
 use crate::upstream::Upstreams;
 use access::Access;
+pub use script::ScriptSplit;
 
 /// One loaded configuration. Requests take the newest at the time their head is parsed; a
 /// request already routed keeps the one it started with (through its `Arc<Route>`).
@@ -98,6 +101,8 @@ impl Route {
 #[derive(Debug)]
 struct SiteRoutes {
     exact: HashMap<String, Arc<Route>>,
+    /// `extension` locations, in file order (nginx tries its regex locations so).
+    extensions: Vec<Arc<Route>>,
     /// Longest prefix first.
     prefixes: Vec<Arc<Route>>,
 }
@@ -136,48 +141,55 @@ impl Sites {
             }
             let mut routes = SiteRoutes {
                 exact: HashMap::new(),
+                extensions: Vec::new(),
                 prefixes: Vec::new(),
             };
+            // Index files a script location of this site runs are routed there, never sent.
+            let script_indexes: Vec<String> = site
+                .locations
+                .iter()
+                .filter_map(|location| location.settings.script.extension.clone())
+                .collect();
             for location in &site.locations {
                 let root = match location.settings.handler {
                     Handler::Static
                         if location.settings.redirect.is_none()
                             && location.settings.rewrite.is_none() =>
                     {
-                        let options = location.settings.static_files.clone();
+                        let mut options = location.settings.static_files.clone();
+                        options.script_indexes.clone_from(&script_indexes);
                         let path = options.root.clone();
                         Some(Arc::new(
                             DocRoot::open(options)
                                 .map_err(|error| BuildError { root: path, error })?,
                         ))
                     }
-                    // The directory an upstream may name in `X-Sendfile` is served as a root
-                    // of its own, with the same confinement as any document root.
-                    Handler::Proxy => match location
-                        .settings
-                        .proxy
-                        .as_ref()
-                        .and_then(|proxy| proxy.x_sendfile_root.clone())
-                    {
-                        Some(directory) => {
-                            let options = StaticOptions {
-                                root: directory.clone(),
-                                index: Vec::new(),
-                                autoindex: false,
-                                dotfiles: false,
-                                follow_symlinks: false,
-                                userdir: None,
-                                precompressed: false,
-                            };
-                            Some(Arc::new(DocRoot::open(options).map_err(|error| {
-                                BuildError {
-                                    root: directory,
-                                    error,
-                                }
-                            })?))
+                    // The directory an upstream or a program may name in `X-Sendfile` is
+                    // served as a root of its own, with the same confinement as any document
+                    // root.
+                    Handler::Proxy | Handler::FastCgi | Handler::Cgi => {
+                        match x_sendfile_root(&location.settings) {
+                            Some(directory) => {
+                                let options = StaticOptions {
+                                    root: directory.clone(),
+                                    index: Vec::new(),
+                                    autoindex: false,
+                                    dotfiles: false,
+                                    follow_symlinks: false,
+                                    userdir: None,
+                                    precompressed: false,
+                                    script_indexes: Vec::new(),
+                                };
+                                Some(Arc::new(DocRoot::open(options).map_err(|error| {
+                                    BuildError {
+                                        root: directory,
+                                        error,
+                                    }
+                                })?))
+                            }
+                            None => None,
                         }
-                        None => None,
-                    },
+                    }
                     _ => None,
                 };
                 let mut extra_headers = Vec::new();
@@ -197,6 +209,8 @@ impl Sites {
                 });
                 if location.exact {
                     routes.exact.insert(location.path.clone(), route);
+                } else if location.settings.script.extension.is_some() {
+                    routes.extensions.push(route);
                 } else {
                     routes.prefixes.push(route);
                 }
@@ -220,6 +234,13 @@ impl Sites {
     pub fn route(&self, host: Option<&[u8]>, path: &str) -> &Arc<Route> {
         let site = &self.sites[self.site_for(host)];
         if let Some(route) = site.exact.get(path) {
+            return route;
+        }
+        if let Some(route) = site
+            .extensions
+            .iter()
+            .find(|route| route.matches_extension(path))
+        {
             return route;
         }
         site.prefixes
@@ -255,6 +276,16 @@ impl Sites {
             .iter()
             .find(|(suffix, _)| name.ends_with(suffix.as_str()))
             .map_or(self.default, |(_, index)| *index)
+    }
+}
+
+/// The `x_sendfile_root` of a location relaying a response (proxy, FastCGI, CGI).
+fn x_sendfile_root(settings: &LocationSettings) -> Option<std::path::PathBuf> {
+    match settings.handler {
+        Handler::Proxy => settings.proxy.as_ref()?.x_sendfile_root.clone(),
+        Handler::FastCgi => settings.fastcgi.as_ref()?.x_sendfile_root.clone(),
+        Handler::Cgi => settings.cgi.as_ref()?.x_sendfile_root.clone(),
+        Handler::Static | Handler::Status | Handler::Health => None,
     }
 }
 
@@ -313,5 +344,101 @@ mod tests {
         assert_eq!(sites.site_for(Some(b"other")), 1);
         assert_eq!(sites.site_for(None), 1);
         assert_eq!(strip_port("[::1]:80"), "[::1]");
+    }
+
+    /// A location of `handler` matching `extension` below `path`.
+    fn extension(
+        path: &str,
+        extension: &str,
+        handler: Handler,
+        root: &std::path::Path,
+    ) -> Location {
+        let mut location = location(path, false, root);
+        location.settings.handler = handler;
+        location.settings.script.extension = Some(extension.to_owned());
+        location
+    }
+
+    #[test]
+    fn extension_locations_come_after_exact_ones_and_before_prefixes_in_file_order() {
+        let dir = std::env::temp_dir();
+        let mut config = Config::new(dir.clone());
+        let mut php = extension("/", ".php", Handler::FastCgi, &dir);
+        php.settings.static_files.index = vec!["index.php".into(), "index.html".into()];
+        config.sites[0].locations = vec![
+            location("/", false, &dir),
+            location("/static/", false, &dir),
+            location("/static/exact.php", true, &dir),
+            extension("/cgi/", ".php", Handler::Cgi, &dir),
+            php,
+            extension("/", ".cgi", Handler::Cgi, &dir),
+        ];
+        let sites = Sites::build(&config).unwrap();
+        let route = |path: &str| {
+            let route = sites.route(None, path);
+            let extension = route.settings.script.extension.clone();
+            (route.path.clone(), extension.unwrap_or_default())
+        };
+        let at = |path: &str, extension: &str| (path.to_owned(), extension.to_owned());
+        assert_eq!(route("/index.php"), at("/", ".php"));
+        assert_eq!(
+            route("/a/index.php/x/y"),
+            at("/", ".php"),
+            "a segment ends with it"
+        );
+        assert_eq!(
+            route("/static/a.php"),
+            at("/", ".php"),
+            "before a longer prefix"
+        );
+        assert_eq!(
+            route("/static/exact.php"),
+            at("/static/exact.php", ""),
+            "exact first"
+        );
+        assert_eq!(route("/cgi/run.php"), at("/cgi/", ".php"), "in file order");
+        assert_eq!(route("/cgi-bin/run.cgi/more"), at("/", ".cgi"));
+        assert_eq!(
+            route("/static/a.phpx"),
+            at("/static/", ""),
+            "the segment must end with it"
+        );
+        assert_eq!(
+            route("/static/.php"),
+            at("/static/", ""),
+            "a name before the extension"
+        );
+        assert_eq!(
+            route("/static/a.PHP"),
+            at("/static/", ""),
+            "case counts, as on the disk"
+        );
+        assert_eq!(route("/static/a.html"), at("/static/", ""));
+        // A directory goes to the extension location whose first index file has its extension
+        // (nginx's index directive, without serving the script's source as a file).
+        assert_eq!(route("/docs/"), at("/", ".php"));
+        assert_eq!(route("/"), at("/", ".php"));
+        assert_eq!(route("/docs"), at("/", ""));
+    }
+
+    #[test]
+    fn a_program_s_x_sendfile_root_is_opened_as_a_root() {
+        let dir = std::env::temp_dir();
+        let mut config = Config::new(dir.clone());
+        let mut php = extension("/", ".php", Handler::FastCgi, &dir);
+        php.settings.fastcgi = Some(crate::config::FastCgiSettings {
+            pool: 0,
+            x_accel_redirect: true,
+            x_sendfile_root: Some(dir.clone()),
+        });
+        let mut cgi = location("/cgi-bin/", false, &dir);
+        cgi.settings.handler = Handler::Cgi;
+        cgi.settings.cgi = Some(crate::config::CgiSettings::default());
+        config.sites[0].locations.extend([php, cgi]);
+        let sites = Sites::build(&config).unwrap();
+        assert!(sites.route(None, "/a.php").root.is_some());
+        let cgi = sites.route(None, "/cgi-bin/x");
+        assert_eq!(cgi.settings.handler, Handler::Cgi);
+        assert!(cgi.root.is_none(), "no x_sendfile_root");
     }
 }

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::fastcgi::LearnedLimits;
 use crate::config::{Level, PassiveHealth};
 use crate::log::error;
 
@@ -113,6 +114,8 @@ pub(super) struct ServerHealth {
     pub(super) marked_down_by_checks: AtomicU64,
     pub(super) checks_passed: AtomicU64,
     pub(super) checks_failed: AtomicU64,
+    /// A FastCGI application's limits, as its `FCGI_GET_VALUES` answer gave them.
+    pub(super) fastcgi: LearnedLimits,
 }
 
 fn millis(duration: Duration) -> u64 {

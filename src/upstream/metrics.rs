@@ -22,7 +22,7 @@ struct Family {
     rows: fn(&Pool, &ServerHealth, u64) -> Vec<(&'static str, u64)>,
 }
 
-const FAMILIES: [Family; 5] = [
+const FAMILIES: [Family; 8] = [
     Family {
         name: "ampd_upstream_server_up",
         kind: "gauge",
@@ -89,7 +89,30 @@ const FAMILIES: [Family; 5] = [
             ]
         },
     },
+    Family {
+        name: "ampd_upstream_fastcgi_max_conns",
+        kind: "gauge",
+        help: "FCGI_MAX_CONNS the FastCGI application answered: the connections it accepts at once.",
+        rows: |_, server, _| learned(server.fastcgi.max_conns()),
+    },
+    Family {
+        name: "ampd_upstream_fastcgi_max_reqs",
+        kind: "gauge",
+        help: "FCGI_MAX_REQS the FastCGI application answered: the requests it serves at once.",
+        rows: |_, server, _| learned(server.fastcgi.max_reqs()),
+    },
+    Family {
+        name: "ampd_upstream_fastcgi_mpxs_conns",
+        kind: "gauge",
+        help: "FCGI_MPXS_CONNS the FastCGI application answered: 1 if it multiplexes requests on a connection.",
+        rows: |_, server, _| learned(server.fastcgi.mpxs_conns()),
+    },
 ];
+
+/// A row for a value the application gave; none (the server left out) for one it did not.
+fn learned(value: Option<u64>) -> Vec<(&'static str, u64)> {
+    value.map(|value| ("", value)).into_iter().collect()
+}
 
 /// Append every `ampd_upstream_*` family for `pools` at `now`.
 pub(super) fn render(pools: &[Arc<Pool>], out: &mut String, now: Instant) {
@@ -190,6 +213,32 @@ mod tests {
         // No active checks configured: no check counts.
         assert!(!out.contains("ampd_upstream_health_checks_total"), "{out}");
         drop(held);
+    }
+
+    #[test]
+    fn fastcgi_limits_have_rows_only_once_answered() {
+        let pools = pools();
+        let mut out = String::new();
+        render(&pools, &mut out, Instant::now());
+        assert!(!out.contains("ampd_upstream_fastcgi"), "{out}");
+        let answer = Ok(crate::upstream::fastcgi::AppValues {
+            max_conns: Some(5),
+            max_reqs: None,
+            mpxs_conns: Some(0),
+        });
+        pools[0].record_values(0, &answer);
+        out.clear();
+        render(&pools, &mut out, Instant::now());
+        let tcp = "pool=\"app\",server=\"127.0.0.1:9001\"";
+        for line in [
+            "# TYPE ampd_upstream_fastcgi_max_conns gauge".to_string(),
+            format!("ampd_upstream_fastcgi_max_conns{{{tcp}}} 5"),
+            format!("ampd_upstream_fastcgi_mpxs_conns{{{tcp}}} 0"),
+        ] {
+            assert!(out.lines().any(|got| got == line), "{line} not in\n{out}");
+        }
+        assert!(!out.contains("ampd_upstream_fastcgi_max_reqs"), "{out}");
+        assert_eq!(out.matches("ampd_upstream_fastcgi_max_conns{").count(), 1);
     }
 
     #[test]

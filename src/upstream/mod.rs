@@ -4,17 +4,20 @@
 //! shared zone).
 //!
 //! Owns: `Upstreams` (one `Pool` per `config::UpstreamPool`), choosing a server for a request,
-//! passive and active health, their metrics.
+//! passive and active health, a FastCGI application's limits (`FCGI_GET_VALUES`), their
+//! metrics.
 //! Must not touch: the proxy's sockets and connections (the engines own those; `conn` asks
 //! here which address to connect to and says how the attempt went). The only sockets made
 //! here are the active checks' own (`probe`).
 //!
 //! Files: `pool` (a pool, `choose`, `report`, `Pick`), `choosing` (the balance methods),
-//! `health` (a server's health state machine), `probe` (one active check's request), `checks`
-//! (the active checks' thread, started per process), `metrics` (their Prometheus text).
+//! `health` (a server's health state machine), `probe` (one active check's request),
+//! `fastcgi` (the `FCGI_GET_VALUES` exchange and what it learnt), `checks` (the thread that
+//! runs checks and FastCGI learning, started per process), `metrics` (their Prometheus text).
 
 mod checks;
 mod choosing;
+mod fastcgi;
 mod health;
 mod metrics;
 mod pool;

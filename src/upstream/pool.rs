@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::choosing::Chooser;
+use super::fastcgi::AppValues;
 use super::health::{Availability, ServerHealth};
+use super::probe::ProbeError;
 use super::{BalanceKey, Report, ServerId};
 use crate::config::{UpstreamAddress, UpstreamPool};
 
@@ -177,6 +179,26 @@ impl Pool {
         if let Some(transition) = self.servers[id].checked(verdict, check.rise, check.fall) {
             transition.log(&self.settings.name, &self.server_name(id));
         }
+    }
+
+    /// Idle connections to keep to `id` (per loop, as `keepalive`): the pool's `keepalive`,
+    /// lowered to the `FCGI_MAX_CONNS` a FastCGI application said it accepts. php-fpm, for one,
+    /// does not say, and then `keepalive` stands.
+    #[must_use]
+    pub fn keepalive_for(&self, id: ServerId) -> usize {
+        let keepalive = self.settings.keepalive;
+        match self.servers[id].fastcgi.max_conns() {
+            Some(max_conns) => keepalive.min(usize::try_from(max_conns).unwrap_or(usize::MAX)),
+            None => keepalive,
+        }
+    }
+
+    /// What an `FCGI_GET_VALUES` exchange with `id` gave (`checks` calls it for checks and for
+    /// learning alike).
+    pub(super) fn record_values(&self, id: ServerId, result: &Result<AppValues, ProbeError>) {
+        self.servers[id]
+            .fastcgi
+            .record(result, &self.settings.name, &self.server_name(id));
     }
 
     /// A server's name in logs and metrics: its address.
@@ -421,6 +443,26 @@ mod tests {
         assert!(pool.is_up(0, start + Duration::from_secs(6)));
         pool.report_at(0, Report::Failure, start + Duration::from_secs(7));
         assert!(!pool.is_up(0, start + Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn keepalive_for_a_server_is_lowered_to_its_fcgi_max_conns() {
+        let mut settings = UpstreamPool::new("php".into(), vec![server(1, 1), server(2, 1)]);
+        settings.keepalive = 8;
+        let pool = Pool::new(settings);
+        assert_eq!((pool.keepalive_for(0), pool.keepalive_for(1)), (8, 8));
+        let said = |max_conns| {
+            Ok(AppValues {
+                max_conns: Some(max_conns),
+                ..AppValues::default()
+            })
+        };
+        pool.record_values(0, &said(3));
+        pool.record_values(1, &said(100));
+        assert_eq!((pool.keepalive_for(0), pool.keepalive_for(1)), (3, 8));
+        // An answer without FCGI_MAX_CONNS (php-fpm's) leaves the setting.
+        pool.record_values(0, &Ok(AppValues::default()));
+        assert_eq!(pool.keepalive_for(0), 8);
     }
 
     #[test]

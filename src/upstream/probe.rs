@@ -1,14 +1,17 @@
 //! One active health check: `GET path` to one server over a blocking socket, within the
 //! check's timeout, and the status it answers.
 //!
-//! Owns: the check's request and reading its status line. Must not touch: the verdict's effect
-//! on the server (`health`), scheduling checks (`checks`).
+//! Owns: the check's request and reading its status line, and the blocking socket, deadline
+//! and error kinds that `fastcgi`'s `FCGI_GET_VALUES` exchange shares. Must not touch: the
+//! verdict's effect on the server (`health`), scheduling checks (`checks`).
 
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+
+use ampd_http::fastcgi::FastCgiError;
 
 use crate::config::{ActiveHealth, UpstreamAddress};
 
@@ -24,6 +27,8 @@ pub(super) enum ProbeError {
     Closed,
     /// What came back does not start with an HTTP/1 status line.
     Malformed,
+    /// A FastCGI application's records broke the protocol (or something else answered).
+    FastCgi(FastCgiError),
 }
 
 impl fmt::Display for ProbeError {
@@ -33,8 +38,9 @@ impl fmt::Display for ProbeError {
             ProbeError::Send(error) => write!(formatter, "send: {error}"),
             ProbeError::Receive(error) => write!(formatter, "receive: {error}"),
             ProbeError::TimedOut => formatter.write_str("timed out"),
-            ProbeError::Closed => formatter.write_str("closed before a status line"),
+            ProbeError::Closed => formatter.write_str("closed before answering"),
             ProbeError::Malformed => formatter.write_str("not an HTTP/1 status line"),
+            ProbeError::FastCgi(error) => write!(formatter, "FastCGI: {error}"),
         }
     }
 }
@@ -44,13 +50,13 @@ impl fmt::Display for ProbeError {
 const STATUS_LINE_LIMIT: usize = 1024;
 
 /// A connected check socket, TCP or unix.
-enum Stream {
+pub(super) enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
 }
 
 impl Stream {
-    fn connect(address: &UpstreamAddress, timeout: Duration) -> io::Result<Stream> {
+    pub(super) fn connect(address: &UpstreamAddress, timeout: Duration) -> io::Result<Stream> {
         Ok(match address {
             UpstreamAddress::Tcp(address) => {
                 Stream::Tcp(TcpStream::connect_timeout(address, timeout)?)
@@ -61,7 +67,7 @@ impl Stream {
         })
     }
 
-    fn set_timeouts(&self, timeout: Duration) -> io::Result<()> {
+    pub(super) fn set_timeouts(&self, timeout: Duration) -> io::Result<()> {
         match self {
             Stream::Tcp(stream) => {
                 stream.set_read_timeout(Some(timeout))?;
@@ -98,7 +104,7 @@ impl Write for Stream {
 }
 
 /// Time left before `deadline`; none left is a timeout.
-fn remaining(deadline: Instant) -> Result<Duration, ProbeError> {
+pub(super) fn remaining(deadline: Instant) -> Result<Duration, ProbeError> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(ProbeError::TimedOut);
@@ -107,7 +113,7 @@ fn remaining(deadline: Instant) -> Result<Duration, ProbeError> {
 }
 
 /// A socket timeout shows as `WouldBlock` (or `TimedOut`) from a blocking read or write.
-fn classify(error: io::Error, wrap: fn(io::Error) -> ProbeError) -> ProbeError {
+pub(super) fn classify(error: io::Error, wrap: fn(io::Error) -> ProbeError) -> ProbeError {
     match error.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ProbeError::TimedOut,
         _ => wrap(error),

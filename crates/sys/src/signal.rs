@@ -10,7 +10,7 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use crate::cvt::{cvt, cvt_retry};
@@ -143,6 +143,13 @@ impl SignalFd {
         // SAFETY: the kernel filled the whole record (checked above).
         let info = unsafe { info.assume_init() };
         Ok(i32::try_from(info.ssi_signo).unwrap_or(0))
+    }
+}
+
+impl AsFd for SignalFd {
+    /// For a poll beside other descriptors: readable while a signal of its set is pending.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
 }
 

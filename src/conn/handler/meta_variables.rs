@@ -90,6 +90,9 @@ fn file_below(route: &Route, url_path: &str) -> PathBuf {
 /// What the meta-variables are made from besides the request head.
 pub(in crate::conn) struct Request<'a> {
     pub head: &'a RequestHead,
+    /// The target the client sent, when ampd routed the request again since (a fallback, a
+    /// local redirect): `REQUEST_URI` is it.
+    pub requested: Option<&'a str>,
     /// The normalised path the request was routed by (`DOCUMENT_URI`).
     pub clean: &'a str,
     pub client: SocketAddr,
@@ -111,18 +114,8 @@ pub(in crate::conn) fn meta_variables(
     let head = request.head;
     let mut variables: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(32 + head.headers.len());
     let mut set = |name: &str, value: &[u8]| variables.push((name.into(), value.to_vec()));
-    let (path_and_query, query) = match split_target(&head.target) {
-        Some((Some(_), path, query)) => (
-            // An absolute-form target: REQUEST_URI is its origin-form part.
-            match query {
-                Some(query) => format!("{path}?{query}"),
-                None => path.to_owned(),
-            },
-            query,
-        ),
-        Some((None, _, query)) => (head.target.to_string(), query),
-        None => (head.target.to_string(), None),
-    };
+    let (request_uri, _) = origin_form(request.requested.unwrap_or(&head.target));
+    let (_, query) = origin_form(&head.target);
     set("GATEWAY_INTERFACE", b"CGI/1.1");
     set("SERVER_SOFTWARE", format!("ampd/{VERSION}").as_bytes());
     set("SERVER_PROTOCOL", head.version.as_str().as_bytes());
@@ -136,7 +129,7 @@ pub(in crate::conn) fn meta_variables(
     set("SERVER_PORT", request.server.port().to_string().as_bytes());
     set("REQUEST_SCHEME", b"http");
     set("REQUEST_METHOD", head.method.as_str().as_bytes());
-    set("REQUEST_URI", path_and_query.as_bytes());
+    set("REQUEST_URI", request_uri.as_bytes());
     set("QUERY_STRING", query.unwrap_or("").as_bytes());
     set("DOCUMENT_URI", request.clean.as_bytes());
     set(
@@ -218,6 +211,18 @@ fn http_variables(head: &RequestHead, variables: &mut Vec<(Vec<u8>, Vec<u8>)>) {
             }
             None => variables.push((variable, header.value.to_vec())),
         }
+    }
+}
+
+/// A target's path and query (an absolute-form target's origin-form part), and its query.
+fn origin_form(target: &str) -> (String, Option<&str>) {
+    match split_target(target) {
+        Some((Some(_), path, query)) => (
+            query.map_or_else(|| path.to_owned(), |query| format!("{path}?{query}")),
+            query,
+        ),
+        Some((None, _, query)) => (target.to_owned(), query),
+        None => (target.to_owned(), None),
     }
 }
 
@@ -351,6 +356,7 @@ mod tests {
         let variables = meta_variables(
             &Request {
                 head: &head,
+                requested: None,
                 clean: "/app/index.php/x",
                 client: "192.0.2.7:51000".parse().unwrap(),
                 server: "127.0.0.1:8080".parse().unwrap(),
@@ -400,6 +406,7 @@ mod tests {
         let variables = meta_variables(
             &Request {
                 head: &head,
+                requested: None,
                 clean: "/",
                 client: "[::1]:1".parse().unwrap(),
                 server: "[::1]:80".parse().unwrap(),

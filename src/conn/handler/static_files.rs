@@ -96,6 +96,12 @@ impl Conn {
         context: &mut Context<'_>,
         disk: DiskAccess,
     ) -> Outcome {
+        if let Some(target) = hand_over(&pending, &resolved.resolution) {
+            let Pending {
+                exchange, route, ..
+            } = pending;
+            return Outcome::Routed(self.route_again(exchange, &route, target, false, context));
+        }
         let mark = self.output.mark();
         let route = pending.route.clone();
         let exchange = &pending.exchange;
@@ -163,7 +169,7 @@ impl Conn {
                 status_page::write(out.bytes(), 403, &error_response.head, &[], !head_only);
                 403
             }
-            Resolution::NotFound => {
+            Resolution::NotFound | Resolution::Script(_) => {
                 status_page::write(out.bytes(), 404, &error_response.head, &[], !head_only);
                 404
             }
@@ -194,4 +200,22 @@ impl Conn {
         self.record(Some(&pending.exchange), status, mark, context);
         Outcome::Responded(pending.exchange.persistence)
     }
+}
+
+/// Where a static request goes instead of a file: a directory's index that is a script, to the
+/// script's location (`index.php` with `.php` run by FastCGI: its source is never sent); a
+/// path with nothing behind it, to the location's `fallback` (a front controller), its query
+/// kept.
+fn hand_over(pending: &Pending, resolution: &Resolution) -> Option<String> {
+    let redirect = &pending.redirect;
+    let mut target = match resolution {
+        Resolution::Script(index) => format!("{}{index}", redirect.path),
+        Resolution::NotFound => pending.route.settings.fallback.clone()?,
+        _ => return None,
+    };
+    if let Some(query) = &redirect.query {
+        target.push('?');
+        target.push_str(query);
+    }
+    Some(target)
 }

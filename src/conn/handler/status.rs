@@ -4,6 +4,7 @@
 //! counted (`log::stats`, `crate::upstream`).
 
 use super::Routed;
+use crate::config::Handler;
 use crate::conn::{Conn, Context, Job};
 use crate::log::metrics;
 
@@ -15,6 +16,14 @@ impl Conn {
     ) -> Option<Job> {
         let mut text = metrics::render(context.metrics, context.draining);
         context.upstreams.render_metrics(&mut text);
+        let runs_scripts = context.config.sites.iter().any(|site| {
+            site.locations
+                .iter()
+                .any(|location| location.settings.handler == Handler::Cgi)
+        });
+        if runs_scripts {
+            context.launcher.render_metrics(&mut text);
+        }
         self.answer_text(
             &routed.exchange,
             &routed.route,

@@ -20,6 +20,11 @@
 //! draining), wiping what the dead one counted in the shared tables; workers die with the
 //! master (`PR_SET_PDEATHSIG`, and the end of their pipe).
 //!
+//! The master also keeps the persistent applications (`ops::applications`): it waits for
+//! signals on a signalfd beside their pidfds and output pipes (`Supervisor::tend`), reloads them
+//! with a good configuration, and stops them once its workers are gone. It reaps workers by
+//! their pids, never any child, so an application's end is the supervisor's to see.
+//!
 //! Owns: the master's loop (signals, reaping, restarts, shutdown). Must not touch: serving a
 //! connection (`blocking.rs`, `waiting_room.rs`), a worker's life (`worker.rs`).
 //! Sources: Flash §3.1 (MP), Apache httpd prefork MPM (scoreboard, graceful restart).
@@ -34,7 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ampd_sys::child::{self, Exit, Forked, Pid};
-use ampd_sys::signal::{self, SignalSet, SIGCHLD, SIGKILL};
+use ampd_sys::signal::{self, SignalFd, SignalSet, SIGCHLD, SIGKILL};
 
 use super::Start;
 use crate::config::Level;
@@ -42,7 +47,8 @@ use crate::log::access::LogFile;
 use crate::log::error;
 use crate::ops::notify::{monotonic_usec, notify};
 use crate::ops::signals::{self, Command, HANDLED};
-use crate::ops::{reload, upgrade, RunState, Shared};
+use crate::ops::{applications, reload, upgrade, RunState, Shared};
+use crate::programs::applications::Supervisor;
 use crate::site::Generation;
 
 /// A worker that dies sooner than this after it started is replaced only after this long, so a
@@ -81,6 +87,8 @@ struct Master {
     owed: Vec<usize>,
     next_start: Instant,
     state: RunState,
+    /// The persistent applications (`ops::applications`), tended in the master's loop.
+    applications: Supervisor,
 }
 
 /// Fork the workers and supervise them until they have drained (or were stopped).
@@ -93,6 +101,8 @@ pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
     watched.push(SIGCHLD);
     let signals = SignalSet::of(&watched);
     signal::block(&signals)?;
+    // Readable while one of them is pending: polled beside the applications' descriptors.
+    let signal_fd = SignalFd::new(&signals)?;
     let processes = start.generation.config.thread_count();
     start.shared.stats.set_generation(start.generation.number);
     let mut master = Master {
@@ -105,46 +115,57 @@ pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
         owed: (0..processes).rev().collect(),
         next_start: Instant::now(),
         state: RunState::Running,
+        applications: applications::take(),
     };
-    while let Some(index) = master.owed.pop() {
-        master.start_worker(index)?;
-    }
-    loop {
-        if let Some(number) = signal::wait(&signals, Some(TICK))? {
-            if let Some(command) = Command::of_signal(number, master.state) {
-                master.command(command);
-            }
-        }
-        master.reap();
-        match master.state {
-            RunState::Running => master.start_owed(),
-            // Each worker times the announcement itself; the master follows the same clock.
-            RunState::Announcing { until } => {
-                if Instant::now() >= until {
-                    master.state = RunState::Draining {
-                        deadline: until + master.generation.config.process.grace_period,
-                    };
-                    master.listener = None;
-                }
-            }
-            RunState::Draining { deadline } => {
-                if master.workers.is_empty() {
-                    return Ok(());
-                }
-                if Instant::now() >= deadline + STOP_MARGIN {
-                    master.kill_all();
-                    return Ok(());
-                }
-            }
-            RunState::Stopped => {
-                master.wait_for_workers(STOP_MARGIN);
-                return Ok(());
-            }
-        }
-    }
+    let served = master.serve(&signals, &signal_fd);
+    // The workers are gone (or were killed): requests to the applications have ended.
+    std::mem::take(&mut master.applications).stop();
+    served
 }
 
 impl Master {
+    /// Start the workers, then supervise until they have drained (or were stopped).
+    fn serve(&mut self, signals: &SignalSet, signal_fd: &SignalFd) -> io::Result<()> {
+        while let Some(index) = self.owed.pop() {
+            self.start_worker(index)?;
+        }
+        loop {
+            if self.applications.tend(TICK, Some(signal_fd.as_fd())) {
+                if let Some(number) = signal::wait(signals, Some(Duration::ZERO))? {
+                    if let Some(command) = Command::of_signal(number, self.state) {
+                        self.command(command);
+                    }
+                }
+            }
+            self.reap();
+            match self.state {
+                RunState::Running => self.start_owed(),
+                // Each worker times the announcement itself; the master follows the same clock.
+                RunState::Announcing { until } => {
+                    if Instant::now() >= until {
+                        self.state = RunState::Draining {
+                            deadline: until + self.generation.config.process.grace_period,
+                        };
+                        self.listener = None;
+                    }
+                }
+                RunState::Draining { deadline } => {
+                    if self.workers.is_empty() {
+                        return Ok(());
+                    }
+                    if Instant::now() >= deadline + STOP_MARGIN {
+                        self.kill_all();
+                        return Ok(());
+                    }
+                }
+                RunState::Stopped => {
+                    self.wait_for_workers(STOP_MARGIN);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
     fn start_worker(&mut self, index: usize) -> io::Result<()> {
         let (commands_in, commands_out) = ampd_sys::io::pipe()?;
         match child::fork()? {
@@ -164,6 +185,9 @@ impl Master {
                 drop(commands_out);
                 // Other workers' pipes are theirs: only the master may write to them.
                 self.workers.clear();
+                // The applications are the master's: the copies of their descriptors go (their
+                // processes are left alone).
+                drop(std::mem::take(&mut self.applications));
                 // The worker's own copy goes to its waiting room, which closes it when drained.
                 let listener = self.listener.take();
                 let code = worker::main(self, index, commands_in, listener);
@@ -190,8 +214,21 @@ impl Master {
         }
     }
 
+    /// Reap the workers that have ended (by pid: other children are the applications').
+    fn reap_workers(&self) -> Vec<(Pid, Exit)> {
+        self.workers
+            .keys()
+            .filter_map(|&pid| match child::reap(pid) {
+                Ok(Some(exit)) => Some((pid, exit)),
+                // Not our child any more (reaped elsewhere): gone all the same.
+                Err(_) => Some((pid, Exit::Code(0))),
+                Ok(None) => None,
+            })
+            .collect()
+    }
+
     fn reap(&mut self) {
-        while let Ok(Some((pid, exit))) = child::reap_any() {
+        for (pid, exit) in self.reap_workers() {
             let Some(worker) = self.workers.remove(&pid) else {
                 continue;
             };
@@ -253,6 +290,7 @@ impl Master {
             Command::Quit => {
                 self.tell_workers(command);
                 self.wait_for_workers(QUIT_WAIT);
+                std::mem::take(&mut self.applications).stop_within(applications::QUIT_STOP);
                 std::process::exit(0);
             }
             Command::Upgrade => self.upgrade(),
@@ -320,6 +358,7 @@ impl Master {
                     }
                 }
                 let number = generation.number;
+                self.applications.reload(&generation.config.applications);
                 self.generation = Arc::new(generation);
                 self.shared.stats.count_reload(true);
                 self.shared.stats.set_generation(number);
@@ -375,7 +414,7 @@ impl Master {
         let deadline = Instant::now() + limit;
         let children = SignalSet::of(&[SIGCHLD]);
         while !self.workers.is_empty() && Instant::now() < deadline {
-            while let Ok(Some((pid, _))) = child::reap_any() {
+            for (pid, _) in self.reap_workers() {
                 self.workers.remove(&pid);
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -392,7 +431,7 @@ impl Master {
         let deadline = Instant::now() + STOP_MARGIN;
         let children = SignalSet::of(&[SIGCHLD]);
         while !self.workers.is_empty() && Instant::now() < deadline {
-            while let Ok(Some((pid, _))) = child::reap_any() {
+            for (pid, _) in self.reap_workers() {
                 self.workers.remove(&pid);
             }
             let _ = signal::wait(&children, Some(Duration::from_millis(20)));

@@ -99,6 +99,23 @@ impl Launcher {
             })
     }
 
+    /// Append `ampd_cgi_scripts` and `ampd_cgi_scripts_max` (Prometheus text): this process's
+    /// scripts running and its cap.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            out,
+            "# HELP ampd_cgi_scripts CGI scripts running (this server process).\n\
+             # TYPE ampd_cgi_scripts gauge\n\
+             ampd_cgi_scripts {}\n\
+             # HELP ampd_cgi_scripts_max Scripts allowed to run at once (cgi.max_scripts).\n\
+             # TYPE ampd_cgi_scripts_max gauge\n\
+             ampd_cgi_scripts_max {}\n",
+            self.running(),
+            self.shared.max_scripts
+        );
+    }
+
     /// Scripts running (and places reserved for ones about to), for metrics.
     #[must_use]
     pub fn running(&self) -> usize {

@@ -13,7 +13,7 @@ use ampd_http::upstream::{ResponseBody, ResponseHead};
 use super::{Proxy, Step};
 use crate::conn::handler::Routed;
 use crate::conn::upstream::Release;
-use crate::conn::{Conn, Context, Exchange, RedirectBase, State, MAX_HANDOFFS};
+use crate::conn::{Conn, Context, Exchange, RedirectBase, State};
 use crate::content::path::{self, PathOptions};
 use crate::response::Persistence;
 use crate::site::Route;
@@ -52,35 +52,6 @@ impl Conn {
         exchange.head.body = BodyFraming::None;
         self.state = State::ReadingHead;
         (exchange, route)
-    }
-
-    /// Route a handed-back request again under `target` (`internal`: `internal` locations may
-    /// answer it), unless it has been handed back too often: a loop, `500`.
-    pub(super) fn route_again(
-        &mut self,
-        mut exchange: Exchange,
-        route: &Route,
-        target: String,
-        internal: bool,
-        context: &mut Context<'_>,
-    ) -> Step {
-        exchange.handoffs += 1;
-        if exchange.handoffs > MAX_HANDOFFS {
-            static LOOPING: crate::log::error::Throttle = crate::log::error::Throttle::new();
-            LOOPING.log(
-                crate::config::Level::Error,
-                format_args!(
-                    "{} handed back {MAX_HANDOFFS} times, last to {}: a loop",
-                    exchange.head.target.escape_debug(),
-                    target.escape_debug()
-                ),
-            );
-            self.answer(&exchange, Some(route), 500, &[], context);
-            return Step::Over;
-        }
-        exchange.head.target = target.into_boxed_str();
-        exchange.internal |= internal;
-        self.route(exchange, context).map_or(Step::Over, Step::Job)
     }
 
     /// If the upstream's `head` hands the response back to ampd, serve it here; otherwise give
@@ -126,7 +97,8 @@ impl Conn {
                     return Ok(Step::Over);
                 }
             };
-            return Ok(self.route_again(exchange, &route, target, true, context));
+            let job = self.route_again(exchange, &route, target, true, context);
+            return Ok(job.map_or(Step::Over, Step::Job));
         }
         let (root, file) = sendfile.expect("one of the two is set");
         let below_root = std::str::from_utf8(&file)

@@ -30,6 +30,7 @@ impl Conn {
         meta_variables::meta_variables(
             &meta_variables::Request {
                 head: &proxy.exchange.head,
+                requested: proxy.exchange.requested.as_deref(),
                 clean,
                 client: self.peer_address(),
                 server: context.config.listen,
@@ -140,5 +141,6 @@ impl Conn {
         proxy.report(Report::Success);
         let (exchange, route) = self.hand_back(proxy, Release::Close);
         self.route_again(exchange, &route, target, false, context)
+            .map_or(Step::Over, Step::Job)
     }
 }
