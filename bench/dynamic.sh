@@ -27,8 +27,8 @@
 # servers (nginx's fastcgi_keep_conn off, ampd's FastCGI default keepalive = 0). Runs alternate
 # between a row's two sides (A B A B) so that a change in the machine's load falls on both alike.
 #
-# For each row and side, the medians of REPS runs of: requests/s; the server's CPU time per
-# request (user + system of the server's own processes, /proc/PID/stat); the CPU of the
+# For each row and side, the medians of REPS runs of: requests/s answered 200 (wrk's requests
+# less its errors: a 503 is not a served request); the server's CPU time per such request (user + system of the server's own processes, /proc/PID/stat); the CPU of the
 # programs it runs, per request (CGI scripts: the reaped children's time, cutime + cstime of
 # the server; ampd's application processes: their own time); php-fpm's CPU per request (php
 # row); latency p50/p99 (wrk). Written to $RESULTS: summary.md, results.json, runs.csv, raw wrk
@@ -37,6 +37,7 @@
 # Knobs [defaults]: ROWS ["php cgi app wsgi"]  SERVERS ["ampd nginx lighttpd"]: a row runs the sides
 #   whose server is listed  DUR [5] seconds per run  REPS [3]  WARM [1] seconds
 #   of warm-up per row and side  CONNS [50]  PHP_CHILDREN [4] php-fpm workers  APP_PROCESSES [2]
+#   MAX_SCRIPTS [1024] ampd's [cgi] max_scripts (lighttpd has no such cap: high enough not to bind)
 #   each application's processes  FLUP_VENV [/tmp/ampd-bench-dynamic/venv]  AMPD_ARCH [reactor]  DYNAMIC_PORT [BASE_PORT + 30]: +0 ampd,
 #   +1 nginx, +2 lighttpd  PHP_FPM [php-fpm8.2]  and those of bench/peers_lib.sh (BASE_PORT,
 #   SERVER_CPU, CLIENT_CPU, RESULTS, PRIO).
@@ -56,6 +57,7 @@ WARM=${WARM:-1}
 CONNS=${CONNS:-50}
 PHP_CHILDREN=${PHP_CHILDREN:-4}
 APP_PROCESSES=${APP_PROCESSES:-2}
+MAX_SCRIPTS=${MAX_SCRIPTS:-1024}
 PHP_FPM=${PHP_FPM:-php-fpm8.2}
 FLUP_VENV=${FLUP_VENV:-/tmp/ampd-bench-dynamic/venv}
 BASE_PORT=${BASE_PORT:-28581}
@@ -192,8 +194,10 @@ listen = "127.0.0.1:${DYN_PORTS[ampd]}"
 arch = "$AMPD_ARCH"
 threads = 1
 
+# A script's slot is free once the launcher has reaped it, a moment after its client has the
+# answer and may ask again: a cap near CONNS answers 503 to part of the load.
 [cgi]
-max_scripts = $((CONNS > 64 ? CONNS : 64))
+max_scripts = $MAX_SCRIPTS
 
 [application.hello]
 command = ["perl", "$www/hello.pl"]
@@ -204,6 +208,8 @@ socket = "$dir/hello-app.sock"
 command = ["$FLUP_VENV/bin/python3", "$www/hello.py"]
 processes = $APP_PROCESSES
 socket = "$dir/wsgi-app.sock"
+# flup under Python 3 notes SIGTERM but stays in its select(): SIGKILL it sooner than 10 s.
+stop_timeout = "1s"
 
 [[site]]
 root = "$www"
@@ -368,7 +374,8 @@ run_once() {
     /^RESULT / { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }; found = 1 }
     END {
       if (!found || v["requests"] == 0) { printf "%s,%s,%s,0,0,0,0,0,0,-1\n", row, label, rep; exit }
-      n = v["requests"]
+      n = v["requests"] - v["errors"]
+      if (n <= 0) { printf "%s,%s,%s,0,0,0,0,0,0,%d\n", row, label, rep, v["errors"]; exit }
       printf "%s,%s,%s,%.0f,%.2f,%.2f,%.2f,%.3f,%.3f,%d\n", row, label, rep,
         n / (v["duration_us"] / 1e6), 1e6 * own / hz / n, 1e6 * children / hz / n,
         1e6 * backend / hz / n, v["p50_us"] / 1000, v["p99_us"] / 1000, v["errors"]
