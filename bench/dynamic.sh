@@ -15,9 +15,10 @@
 #        through wsgiref's CGIHandler (GET /hello.py). flup is on PyPI only: the script makes a
 #        virtual environment with it in $FLUP_VENV when it is missing (python3 -m venv, pip).
 #
-#   sudo bash bench/setup.sh          # once: nginx, lighttpd, php8.2-fpm, libfcgi-perl, wrk
+#   sudo bash bench/setup.sh          # once: nginx, lighttpd, php8.2-fpm, libfcgi-perl,
+#                                     # python3-venv, wrk
 #   cargo build --release
-#   bash bench/dynamic.sh             # about 2 minutes with the defaults
+#   bash bench/dynamic.sh             # about 3 minutes with the defaults
 #   bash bench/dynamic.sh --configs DIR   # only write the configurations and scripts into DIR
 #
 # Every server has one worker (ampd --arch reactor with one loop, nginx worker_processes 1,
@@ -27,20 +28,21 @@
 # servers (nginx's fastcgi_keep_conn off, ampd's FastCGI default keepalive = 0). Runs alternate
 # between a row's two sides (A B A B) so that a change in the machine's load falls on both alike.
 #
-# For each row and side, the medians of REPS runs of: requests/s answered 200 (wrk's requests
-# less its errors: a 503 is not a served request); the server's CPU time per such request (user + system of the server's own processes, /proc/PID/stat); the CPU of the
+# For each row and side, the medians of REPS runs of: requests/s answered without error (wrk's
+# requests less its errors: a 503 is not a served request); the server's CPU time per such
+# request (user + system of the server's own processes, /proc/PID/stat); the CPU of the
 # programs it runs, per request (CGI scripts: the reaped children's time, cutime + cstime of
 # the server; ampd's application processes: their own time); php-fpm's CPU per request (php
 # row); latency p50/p99 (wrk). Written to $RESULTS: summary.md, results.json, runs.csv, raw wrk
 # output and the configurations.
 #
-# Knobs [defaults]: ROWS ["php cgi app wsgi"]  SERVERS ["ampd nginx lighttpd"]: a row runs the sides
-#   whose server is listed  DUR [5] seconds per run  REPS [3]  WARM [1] seconds
-#   of warm-up per row and side  CONNS [50]  PHP_CHILDREN [4] php-fpm workers  APP_PROCESSES [2]
-#   MAX_SCRIPTS [1024] ampd's [cgi] max_scripts (lighttpd has no such cap: high enough not to bind)
-#   each application's processes  FLUP_VENV [/tmp/ampd-bench-dynamic/venv]  AMPD_ARCH [reactor]  DYNAMIC_PORT [BASE_PORT + 30]: +0 ampd,
-#   +1 nginx, +2 lighttpd  PHP_FPM [php-fpm8.2]  and those of bench/peers_lib.sh (BASE_PORT,
-#   SERVER_CPU, CLIENT_CPU, RESULTS, PRIO).
+# Knobs [defaults]: ROWS ["php cgi app wsgi"]  SERVERS ["ampd nginx lighttpd"]: a row runs the
+#   sides whose server is listed  DUR [5] seconds per run  REPS [3]  WARM [1] seconds of warm-up
+#   per row and side  CONNS [50]  PHP_CHILDREN [4] php-fpm workers  APP_PROCESSES [2] each
+#   application's processes  MAX_SCRIPTS [1024] ampd's [cgi] max_scripts (lighttpd has no such
+#   cap: high enough not to bind)  FLUP_VENV [/tmp/ampd-bench-dynamic/venv]  AMPD_ARCH [reactor]
+#   DYNAMIC_PORT [BASE_PORT + 30]: +0 ampd, +1 nginx, +2 lighttpd  PHP_FPM [php-fpm8.2]  and
+#   those of bench/peers_lib.sh (BASE_PORT, SERVER_CPU, CLIENT_CPU, RESULTS, PRIO).
 # Every wrk run is bounded by `timeout`; only the processes this script started are signalled.
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
   awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"
