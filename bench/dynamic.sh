@@ -39,8 +39,8 @@
 # Knobs [defaults]: ROWS ["php cgi app wsgi"]  SERVERS ["ampd nginx lighttpd"]: a row runs the
 #   sides whose server is listed  DUR [5] seconds per run  REPS [3]  WARM [1] seconds of warm-up
 #   per row and side  CONNS [50]  PHP_CHILDREN [4] php-fpm workers  APP_PROCESSES [2] each
-#   application's processes  MAX_SCRIPTS [1024] ampd's [cgi] max_scripts (lighttpd has no such
-#   cap: high enough not to bind)  FLUP_VENV [/tmp/ampd-bench-dynamic/venv]  AMPD_ARCH [reactor]
+#   application's processes  MAX_SCRIPTS [64, ampd's default] ampd's [cgi] max_scripts (lighttpd
+#   has no such cap)  FLUP_VENV [/tmp/ampd-bench-dynamic/venv]  AMPD_ARCH [reactor]
 #   DYNAMIC_PORT [BASE_PORT + 30]: +0 ampd, +1 nginx, +2 lighttpd  PHP_FPM [php-fpm8.2]  and
 #   those of bench/peers_lib.sh (BASE_PORT, SERVER_CPU, CLIENT_CPU, RESULTS, PRIO).
 # Every wrk run is bounded by `timeout`; only the processes this script started are signalled.
@@ -59,7 +59,7 @@ WARM=${WARM:-1}
 CONNS=${CONNS:-50}
 PHP_CHILDREN=${PHP_CHILDREN:-4}
 APP_PROCESSES=${APP_PROCESSES:-2}
-MAX_SCRIPTS=${MAX_SCRIPTS:-1024}
+MAX_SCRIPTS=${MAX_SCRIPTS:-64}
 PHP_FPM=${PHP_FPM:-php-fpm8.2}
 FLUP_VENV=${FLUP_VENV:-/tmp/ampd-bench-dynamic/venv}
 BASE_PORT=${BASE_PORT:-28581}
@@ -196,8 +196,7 @@ listen = "127.0.0.1:${DYN_PORTS[ampd]}"
 arch = "$AMPD_ARCH"
 threads = 1
 
-# A script's slot is free once the launcher has reaped it, a moment after its client has the
-# answer and may ask again: a cap near CONNS answers 503 to part of the load.
+# Scripts running at once (beyond: 503); 64 is ampd's default.
 [cgi]
 max_scripts = $MAX_SCRIPTS
 
