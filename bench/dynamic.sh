@@ -320,7 +320,9 @@ stop_all_procs() {
   for name in "${!PROC[@]}"; do
     pid=${PROC[$name]}
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    # Up to 20 s: ampd stops its applications first (SIGTERM, stop_timeout, SIGKILL), and a
+    # SIGKILL to ampd before that would leave them running.
+    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null || true
   done
