@@ -221,3 +221,79 @@ fn proxy_bench_configurations_are_accepted() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// bench/dynamic.sh explains itself and writes configurations every server accepts: `ampd check`
+/// takes ampd's, and nginx `-t`, lighttpd `-tt` and php-fpm `-t` (where installed, as
+/// bench/setup.sh does) theirs; its shell CGI script answers when run as one.
+#[test]
+fn dynamic_bench_configurations_are_accepted() {
+    let help = Command::new("bash")
+        .arg(project().join("bench/dynamic.sh"))
+        .arg("--help")
+        .output()
+        .expect("bash");
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    for word in ["nginx", "lighttpd", "php-fpm", "--configs", "ROWS"] {
+        assert!(text.contains(word), "--help lacks {word}: {text}");
+    }
+
+    let dir = std::env::temp_dir().join(format!("ampd-bench-dynamic-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let written = Command::new("bash")
+        .arg(project().join("bench/dynamic.sh"))
+        .arg("--configs")
+        .arg(&dir)
+        .output()
+        .expect("bash");
+    assert!(written.status.success(), "{written:?}");
+    let check = Command::new(env!("CARGO_BIN_EXE_ampd"))
+        .arg("check")
+        .arg(dir.join("ampd-dynamic.toml"))
+        .output()
+        .expect("ampd check");
+    assert!(
+        check.status.success(),
+        "ampd check ampd-dynamic.toml: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let cgi = Command::new(dir.join("www/hello.cgi"))
+        .env_clear()
+        .env("REQUEST_METHOD", "GET")
+        .output()
+        .expect("run hello.cgi");
+    assert_eq!(
+        String::from_utf8_lossy(&cgi.stdout),
+        "Content-Type: text/plain\n\nhello\n"
+    );
+
+    let peers: [(&str, &[&str], &str); 3] = [
+        (
+            "nginx",
+            &["-t", "-e", "nginx-test.log", "-c"],
+            "nginx-fastcgi.conf",
+        ),
+        ("lighttpd", &["-tt", "-f"], "lighttpd-cgi.conf"),
+        ("php-fpm8.2", &["-t", "-y"], "php-fpm.conf"),
+    ];
+    for (program, args, conf) in peers {
+        if Command::new(program).arg("-v").output().is_err() {
+            println!("{program} is not installed (bench/setup.sh installs it): {conf} unchecked");
+            continue;
+        }
+        let tested = Command::new(program)
+            .current_dir(&dir)
+            .args(args)
+            .arg(dir.join(conf))
+            .output()
+            .expect(program);
+        assert!(
+            tested.status.success(),
+            "{program} {args:?} {conf}: {}{}",
+            String::from_utf8_lossy(&tested.stdout),
+            String::from_utf8_lossy(&tested.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
