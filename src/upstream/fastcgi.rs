@@ -100,8 +100,11 @@ pub(super) fn get_values(
         stream
             .set_timeouts(remaining(deadline)?)
             .map_err(ProbeError::Receive)?;
-        let count = std::io::Read::read(&mut stream, &mut buffer)
-            .map_err(|error| classify(error, ProbeError::Receive))?;
+        let count = match std::io::Read::read(&mut stream, &mut buffer) {
+            // A signal to this thread is no answer.
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            read => read.map_err(|error| classify(error, ProbeError::Receive))?,
+        };
         if count == 0 {
             return Err(ProbeError::Closed);
         }

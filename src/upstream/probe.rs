@@ -166,9 +166,11 @@ pub(super) fn probe(address: &UpstreamAddress, check: &ActiveHealth) -> Result<u
         stream
             .set_timeouts(remaining(deadline)?)
             .map_err(ProbeError::Receive)?;
-        let count = stream
-            .read(&mut buffer)
-            .map_err(|error| classify(error, ProbeError::Receive))?;
+        let count = match stream.read(&mut buffer) {
+            // A signal to this thread (a child's end, under the CGI launcher) is no answer.
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            read => read.map_err(|error| classify(error, ProbeError::Receive))?,
+        };
         if count == 0 {
             return Err(ProbeError::Closed);
         }

@@ -67,6 +67,14 @@ pub fn access_refused(error: &io::Error) -> bool {
     matches!(error.raw_os_error(), Some(libc::EACCES | libc::EPERM))
 }
 
+/// `exec` refused a program that a process still has open for writing (`ETXTBSY`): a
+/// passing state while it is being written, or while a process forked in between holds the
+/// writer's descriptor until its own `exec`.
+#[must_use]
+pub fn text_file_busy(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::ETXTBSY)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,11 @@ struct Job {
     stdio: OwnedFd,
 }
 
+/// How often, and after how long, a start that `exec` refused as "text file busy" is tried
+/// again.
+const TEXT_BUSY_RETRIES: usize = 3;
+const TEXT_BUSY_PAUSE: Duration = Duration::from_millis(5);
+
 /// Scripts started per turn of the launcher thread before it reaps and reads stderr again.
 const LAUNCHES_PER_TURN: usize = 8;
 
@@ -302,7 +307,20 @@ impl Watch {
         };
         // `stdio` stays open here until the failure, if any, is set: the engine reads the
         // reason once it sees the end of stream.
-        match spawn(&launch, &found, &stdio) {
+        let mut spawned = spawn(&launch, &found, &stdio);
+        for _ in 0..TEXT_BUSY_RETRIES {
+            // A script being written as it is run (a deployment, an editor saving it), or a
+            // process forked elsewhere in the server between the writer's open and close,
+            // holds a descriptor open for writing: exec says "text file busy" for that moment.
+            match &spawned {
+                Err(failure) if ampd_sys::errno::text_file_busy(failure) => {
+                    std::thread::sleep(TEXT_BUSY_PAUSE);
+                    spawned = spawn(&launch, &found, &stdio);
+                }
+                _ => break,
+            }
+        }
+        match spawned {
             Ok((child, pidfd, stderr)) => self.running.push(Running {
                 filename: found.filename,
                 child,
