@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(curl procps python3 python3-fusepy python3-prometheus-client fuse3 libfuse2
-  haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core util-linux)
+  haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core util-linux
+  php8.2-fpm perl python3-venv)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -17,6 +18,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# flup (PyPI only) for the FastCGI application tests, in a venv under target/.
+bash scripts/test-python.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

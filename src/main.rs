@@ -174,7 +174,7 @@ fn launch(
         let path = config.logs.error.as_deref().unwrap_or(Path::new("stderr"));
         Failure(format!("error log {}: {}", path.display(), plain(&failure)))
     })?;
-    let generation = Generation::build(config, 1).map_err(|failure| {
+    let mut generation = Generation::build(config, 1).map_err(|failure| {
         Failure(format!(
             "document root {}: {}",
             failure.root.display(),
@@ -189,6 +189,7 @@ fn launch(
             plain(&failure)
         ))
     })?;
+    generation.listening = bound.local;
     if let Some(pid_file) = &config.process.pid_file {
         ops::process::write_pid_file(pid_file).map_err(|failure| {
             Failure(format!(

@@ -69,6 +69,8 @@ pub struct Context<'a> {
     pub upstreams: &'a Upstreams,
     /// Starts CGI scripts (the process's).
     pub launcher: &'a Launcher,
+    /// The listening address, as bound (`Generation::listening`).
+    pub listening: std::net::SocketAddr,
     /// Request-rate state per client address, shared by all loops (and `mp` processes).
     pub rates: &'a RateLimiter,
     /// A graceful stop is under way: answer with `Connection: close`, health says `503`.

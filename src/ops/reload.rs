@@ -34,7 +34,10 @@ pub fn prepare(current: &Generation, path: &Path, warn: bool) -> Result<Generati
             );
         }
     }
-    Generation::build(config, current.number + 1).map_err(|error| error.to_string())
+    let mut generation =
+        Generation::build(config, current.number + 1).map_err(|error| error.to_string())?;
+    generation.listening = current.listening;
+    Ok(generation)
 }
 
 /// Reload from `path`. A worker (`Role::Worker`) reloads quietly: its master has checked the

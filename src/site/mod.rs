@@ -38,6 +38,10 @@ pub struct Generation {
     pub upstreams: Upstreams,
     /// Starts CGI scripts: one per process, whatever the generation (`Launcher::process`).
     pub launcher: Launcher,
+    /// The address the server listens on, as bound (`listen` may say port 0 or every
+    /// interface): what CGI programs are told (`SERVER_ADDR`, `SERVER_PORT`). Set once the
+    /// listener is bound, and kept by every reload (a listener changes only on restart).
+    pub listening: std::net::SocketAddr,
 }
 
 /// Building a generation failed: a document root cannot be opened.
@@ -67,12 +71,14 @@ impl Generation {
         let sites = Sites::build(&config)?;
         let upstreams = Upstreams::new(&config.upstreams);
         let launcher = Launcher::process(&config.cgi);
+        let listening = config.listen;
         Ok(Generation {
             number,
             config,
             sites,
             upstreams,
             launcher,
+            listening,
         })
     }
 }

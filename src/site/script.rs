@@ -121,8 +121,13 @@ impl Route {
     /// `path` divided at the end of the segment the location's prefix ends in: (`/flup`,
     /// `/a/b`) for `/flup/` and `/flup/a/b`, (``, `/a`) for `/` and `/a`.
     fn prefix_split<'a>(&self, path: &'a str) -> (&'a str, &'a str) {
-        let mut at = self.path.strip_suffix('/').unwrap_or(&self.path).len();
-        at = at.min(path.len());
+        let prefix = self.path.strip_suffix('/').unwrap_or(&self.path);
+        // A path routed here lies below the prefix; any other is all `PATH_INFO`.
+        let mut at = if path.starts_with(prefix) {
+            prefix.len()
+        } else {
+            0
+        };
         if !path[at..].is_empty() && !path[at..].starts_with('/') {
             at = path[at..].find('/').map_or(path.len(), |slash| at + slash);
         }
@@ -280,6 +285,11 @@ mod tests {
         assert_eq!(bare.script_split("/app"), Some(known("/app", "", "")));
         let exact = route("/run", Handler::FastCgi, |_| {});
         assert_eq!(exact.script_split("/run"), Some(known("/run", "", "")));
+        assert_eq!(
+            exact.script_split("/é/x"),
+            Some(known("", "", "/é/x")),
+            "a path from elsewhere is not cut inside a character"
+        );
     }
 
     #[test]

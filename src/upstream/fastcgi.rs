@@ -6,8 +6,9 @@
 //! them. Must not touch: when exchanges happen (`checks`), a check's effect on health
 //! (`health`), the request exchange with the application (`conn`).
 //!
-//! php-fpm answers only `FCGI_MPXS_CONNS` (0) and then waits for a request on the same
-//! connection, so the exchange ends when the answer arrives, not when the application closes.
+//! php-fpm 8.2 answers only `FCGI_MPXS_CONNS` (0), flup an empty `FCGI_GET_VALUES_RESULT`, and
+//! both then wait for a request on the same connection, so the exchange ends when the answer
+//! arrives, not when the application closes.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -408,6 +409,16 @@ pub(super) mod tests {
                 max_reqs: None,
                 mpxs_conns: Some(0)
             }
+        );
+    }
+
+    #[test]
+    fn flup_answers_no_values_at_all() {
+        // What flup's WSGIServer sends (seen on the wire): an empty GET_VALUES_RESULT.
+        let app = Responder::start("flup", Answer::Values(Vec::new()));
+        assert_eq!(
+            get_values(&app.address, TIMEOUT).unwrap(),
+            AppValues::default()
         );
     }
 

@@ -5,10 +5,15 @@
 #![allow(dead_code)]
 
 pub mod bulk;
+pub mod flup;
+pub mod gateway;
 pub mod http;
+pub mod phpfpm;
+pub mod processes;
 pub mod proxy;
 pub mod pyupstream;
 pub mod root;
+pub mod scripts;
 pub mod server;
 pub mod slowfs;
 pub mod upstream;

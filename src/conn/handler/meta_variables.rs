@@ -12,9 +12,8 @@ use std::path::PathBuf;
 
 use ampd_http::request::{split_target, RequestHead};
 
-use crate::config::Handler;
 use crate::log::build_info::VERSION;
-use crate::site::Route;
+use crate::site::{Route, ScriptSplit};
 
 /// Where a request's script is (RFC 3875 §4.1.13, §4.1.5).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,64 +26,29 @@ pub(in crate::conn) struct ScriptPath {
     pub filename: PathBuf,
 }
 
-/// The script a CGI or FastCGI location runs for the normalised request path `clean`:
-/// with `extension`, the path up to the first segment ending in it; with `script`, that one
-/// script (a front controller), the rest of the path its `PATH_INFO`; otherwise (FastCGI) the
-/// location's path is the script's name and the rest its `PATH_INFO` (an application mounted
-/// there, as WSGI's `SCRIPT_NAME`). `None`: a CGI location without either, whose script is
-/// found on disk segment by segment (`programs::cgi::Script::Search`).
+/// The script a CGI or FastCGI location runs for the normalised request path `clean`, when
+/// the path says (`Route::script_split`); `None` for a CGI directory, whose script is found on
+/// disk segment by segment (`programs::cgi::Script::Search`), or a path that names no script.
 pub(in crate::conn) fn script_path(route: &Route, clean: &str) -> Option<ScriptPath> {
-    let settings = &route.settings;
-    let (script_name, path_info) = if let Some(extension) = &settings.script.extension {
-        split_at_extension(clean, extension)?
-    } else if let Some(script) = &settings.script.script {
-        let rest = route.rest(clean);
-        let path_info = if rest.is_empty() || rest.starts_with('/') {
-            rest.to_owned()
-        } else {
-            format!("/{rest}")
-        };
-        (script.clone(), path_info)
-    } else if settings.handler == Handler::FastCgi {
-        let name = route.path.trim_end_matches('/').to_owned();
-        let rest = clean.get(name.len()..).unwrap_or("");
-        (name, rest.to_owned())
-    } else {
+    let ScriptSplit::Known {
+        script_name,
+        index,
+        path_info,
+    } = route.script_split(clean)?
+    else {
         return None;
     };
-    let filename = file_below(route, &script_name);
     Some(ScriptPath {
-        script_name,
-        path_info,
-        filename,
+        script_name: format!("{script_name}{index}"),
+        path_info: path_info.to_owned(),
+        filename: route.script_filename(script_name, index),
     })
-}
-
-/// `clean` split after its first segment ending in `extension` (`/a/x.php/b` → `/a/x.php` and
-/// `/b`).
-fn split_at_extension(clean: &str, extension: &str) -> Option<(String, String)> {
-    let mut end = 0;
-    for segment in clean.split_inclusive('/') {
-        let name = segment.trim_end_matches('/');
-        end += name.len();
-        if name.len() > extension.len() && name.ends_with(extension) {
-            return Some((clean[..end].to_owned(), clean[end..].to_owned()));
-        }
-        end += segment.len() - name.len();
-    }
-    None
 }
 
 /// The file a URL path below `route` names: root + whole path, or alias + the path after the
 /// location's prefix.
 fn file_below(route: &Route, url_path: &str) -> PathBuf {
-    let root = &route.settings.static_files.root;
-    let below = if route.settings.alias {
-        route.rest(url_path)
-    } else {
-        url_path
-    };
-    root.join(below.trim_start_matches('/'))
+    route.script_filename(url_path, "")
 }
 
 /// What the meta-variables are made from besides the request head.
@@ -238,7 +202,7 @@ fn strip_port(host: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LocationSettings, ScriptSettings};
+    use crate::config::{Handler, LocationSettings, ScriptSettings};
     use crate::site::access::Access;
     use ampd_http::request::{BodyFraming, Header, Method, Version};
 

@@ -52,6 +52,9 @@ struct Job {
     stdio: OwnedFd,
 }
 
+/// Scripts started per turn of the launcher thread before it reaps and reads stderr again.
+const LAUNCHES_PER_TURN: usize = 8;
+
 impl Queue {
     /// Start the launcher thread.
     ///
@@ -201,7 +204,15 @@ impl Watch {
 
     fn run(mut self) {
         loop {
-            loop {
+            // A bounded batch of starts per turn: under a steady stream of requests the queue
+            // never empties, and the scripts that ended must still be reaped (their places
+            // freed) between starts, or the cap fills with finished scripts.
+            let mut more = false;
+            for started in 0.. {
+                if started == LAUNCHES_PER_TURN {
+                    more = true;
+                    break;
+                }
                 match self.queue.try_recv() {
                     Ok(job) => self.launch(job),
                     Err(TryRecvError::Empty) => break,
@@ -210,7 +221,9 @@ impl Watch {
                     Err(TryRecvError::Disconnected) => break,
                 }
             }
-            self.wait();
+            if !more {
+                self.wait();
+            }
             self.wake.drain();
             let now = Instant::now();
             let buffer = &mut self.buffer;

@@ -328,3 +328,47 @@ fn at_max_scripts_reserve_says_no_until_a_script_is_reaped() {
     assert_eq!(read_all(&mut first.stream), "got hello\n");
     assert!(eventually(WITHIN, || launcher.running() == 0));
 }
+
+#[test]
+fn scripts_that_ended_are_reaped_while_new_ones_keep_arriving() {
+    // Many clients each running one short script after another, as a CGI location under load:
+    // ended scripts must be reaped (their places freed) between starts, or the cap fills with
+    // finished ones and requests are refused although few scripts run.
+    let dir = TempDir::new("stream");
+    script(&dir.path().join("hello.sh"), "#!/bin/sh\necho hello\n");
+    let clients = 24;
+    let launcher = launcher(64);
+    let refused = std::sync::atomic::AtomicUsize::new(0);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    std::thread::scope(|scope| {
+        for _ in 0..clients {
+            scope.spawn(|| {
+                while Instant::now() < deadline {
+                    let Some(slot) = launcher.reserve() else {
+                        refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    };
+                    let (mut ours, theirs) = UnixStream::pair().unwrap();
+                    ours.set_read_timeout(Some(WITHIN)).unwrap();
+                    Launch {
+                        slot,
+                        script: search(dir.path(), "/hello.sh"),
+                        document_root: dir.path().to_path_buf(),
+                        env: Vec::new(),
+                        timeout: WITHIN,
+                        failure: Arc::new(OnceLock::new()),
+                    }
+                    .start(OwnedFd::from(theirs));
+                    assert_eq!(read_all(&mut ours), "hello\n");
+                }
+            });
+        }
+    });
+    assert_eq!(
+        refused.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "{clients} clients never need more than 64 places"
+    );
+    assert!(eventually(WITHIN, || launcher.running() == 0));
+}

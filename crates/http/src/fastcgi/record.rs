@@ -4,6 +4,9 @@
 
 use super::MAX_CONTENT;
 
+// The content length field is 16 bits, so a length that fits a `u16` is one a record carries.
+const _: () = assert!(MAX_CONTENT == u16::MAX as usize);
+
 /// `FCGI_VERSION_1`, the only version there is.
 pub const VERSION_1: u8 = 1;
 /// `FCGI_HEADER_LEN`.
@@ -107,10 +110,7 @@ fn padding_for(content_length: usize) -> u8 {
 /// When `content` is longer than [`MAX_CONTENT`]: a caller bug, since every writer of this
 /// module splits long content over several records first.
 pub fn write_record(out: &mut Vec<u8>, record_type: RecordType, request_id: u16, content: &[u8]) {
-    let length = u16::try_from(content.len())
-        .ok()
-        .filter(|&length| usize::from(length) <= MAX_CONTENT)
-        .expect("FastCGI record content over 65535 bytes");
+    let length = u16::try_from(content.len()).expect("FastCGI record content over 65535 bytes");
     let padding = padding_for(content.len());
     out.reserve(HEADER_LEN + content.len() + usize::from(padding));
     out.push(VERSION_1);

@@ -18,6 +18,7 @@ use crate::conn::{Conn, Context, Ending, Need, State};
 use crate::log::error::Throttle;
 use crate::programs::cgi::{Launch, LaunchFailure, Script as Program};
 use crate::response::Persistence;
+use crate::site::ScriptSplit;
 
 /// How long after the exchange's timeout the launcher kills a script still running.
 const KILL_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
@@ -80,22 +81,19 @@ impl Conn {
         let env = self.gateway_variables(&proxy, &script.clean, None, context);
         let route = &proxy.route;
         let document_root = route.settings.static_files.root.clone();
-        let program = match &script.path {
-            Some(path) => Program::Fixed {
+        let program = match (&script.path, route.script_split(&script.clean)) {
+            (Some(path), _) => Program::Fixed {
                 filename: path.filename.clone(),
                 script_name: path.script_name.clone(),
                 path_info: path.path_info.clone(),
             },
-            None if route.settings.alias => Program::Search {
-                directory: document_root.clone(),
-                url_base: route.path.trim_end_matches('/').to_owned(),
-                rest: format!("/{}", route.rest(&script.clean).trim_start_matches('/')),
+            (None, Some(ScriptSplit::Search { url_base, rest })) => Program::Search {
+                directory: route.script_directory().to_path_buf(),
+                url_base: url_base.to_owned(),
+                rest: rest.to_owned(),
             },
-            None => Program::Search {
-                directory: document_root.clone(),
-                url_base: String::new(),
-                rest: script.clean.clone(),
-            },
+            // An `extension` location asked for a path without a script.
+            (None, _) => return self.refuse(proxy, 404, &[], context),
         };
         let launch = Launch {
             slot,
@@ -113,7 +111,7 @@ impl Conn {
         Step::Wait(proxy, Need::Connect(Connect::Program(start)))
     }
 
-    fn too_many_scripts(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+    fn too_many_scripts(&mut self, proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
         static BUSY: Throttle = Throttle::new();
         BUSY.log(
             Level::Warn,
@@ -124,18 +122,24 @@ impl Conn {
                 proxy.exchange.head.target.escape_debug()
             ),
         );
+        self.refuse(proxy, 503, &[("Retry-After", b"1")], context)
+    }
+
+    /// Answer `status` before any script runs; a body the client may still be sending ends
+    /// the connection.
+    fn refuse(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        status: u16,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) -> Step {
         let body_unread = !proxy.request.done();
         if body_unread {
             proxy.exchange.persistence = Persistence::Close;
         }
         let route = proxy.route.clone();
-        self.answer(
-            &proxy.exchange,
-            Some(&route),
-            503,
-            &[("Retry-After", b"1")],
-            context,
-        );
+        self.answer(&proxy.exchange, Some(&route), status, extra, context);
         if body_unread {
             self.state = State::Closing(Ending::Linger);
         }

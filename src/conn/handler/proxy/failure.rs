@@ -53,7 +53,9 @@ impl Conn {
         if !stale {
             proxy.report(Report::Failure);
         }
-        let resendable = proxy.idempotent && proxy.request.kept().is_some();
+        // A CGI script is not started twice: it may have acted on the request.
+        let resendable =
+            proxy.idempotent && proxy.request.kept().is_some() && proxy.pool().is_some();
         if resendable && stale {
             proxy.tried.pop();
             proxy.reuse = false;
@@ -61,7 +63,6 @@ impl Conn {
             proxy.stage = Stage::Connect;
             return Step::Again(proxy);
         }
-        // A CGI script is not started twice: it may have acted on the request.
         let tries = proxy.pool().map_or(1, |pool| {
             let settings = pool.settings();
             (settings.tries as usize).min(settings.servers.len())

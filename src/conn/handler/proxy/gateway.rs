@@ -33,7 +33,7 @@ impl Conn {
                 requested: proxy.exchange.requested.as_deref(),
                 clean,
                 client: self.peer_address(),
-                server: context.config.listen,
+                server: context.listening,
                 content_length: proxy.request.content_length(),
                 user: proxy.exchange.user.as_deref(),
             },

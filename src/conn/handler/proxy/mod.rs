@@ -692,8 +692,11 @@ impl Proxy {
 
     /// Idle connections to `pick`'s server kept per loop.
     fn keepalive_for(&self, pick: &Pick) -> usize {
-        let _ = pick;
-        self.pool().map_or(0, |pool| pool.settings().keepalive)
+        match &self.backend {
+            // Capped by what the application said it takes (`FCGI_MAX_CONNS`).
+            Backend::FastCgi(application) => application.pool().keepalive_for(pick.id),
+            _ => self.pool().map_or(0, |pool| pool.settings().keepalive),
+        }
     }
 
     /// What to do with the upstream connection once the exchange is over: keep it when it is

@@ -1,0 +1,107 @@
+//! The flup WSGI application (tests/fixtures/flup_app.py) and the Python that can run it: flup
+//! comes from PyPI only, so scripts/test-python.sh installs it in a virtual environment under
+//! `target/test-python` (Debian bookworm's pip refuses system-wide installs, PEP 668).
+//! `FlupTcp` runs the application as an external FastCGI server on 127.0.0.1:0; for an
+//! `[application.NAME]` ampd runs `command()` itself.
+//! Owns: the external application's process. Must not touch: ampd.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The Python with flup: `$AMPD_TEST_PYTHON`, else the virtual environment scripts/test-python.sh
+/// makes.
+///
+/// # Panics
+/// If it is missing, with the command that installs it.
+pub fn python() -> PathBuf {
+    let python = std::env::var_os("AMPD_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-python/bin/python3")
+        });
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test-python.sh (flup from PyPI in a venv; scripts/test.sh does)",
+        python.display()
+    );
+    python
+}
+
+/// tests/fixtures/flup_app.py.
+pub fn app_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/flup_app.py")
+}
+
+/// The `command` of an `[application.NAME]` running the app with its socket on descriptor 0,
+/// as TOML.
+pub fn command_toml() -> String {
+    format!(
+        "[\"{}\", \"{}\"]",
+        python().display(),
+        app_script().display()
+    )
+}
+
+/// flup_app.py as an external FastCGI server over TCP.
+pub struct FlupTcp {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl FlupTcp {
+    /// Starts it on 127.0.0.1:0 with `FLUP_STATE_DIR=state_dir` and waits (bounded) for its
+    /// `listening ADDR` line.
+    ///
+    /// # Panics
+    /// If it cannot start or does not listen within 15 s.
+    pub fn start(state_dir: &Path) -> FlupTcp {
+        let mut child = Command::new(python())
+            .arg(app_script())
+            .args(["--tcp", "127.0.0.1:0"])
+            .env("FLUP_STATE_DIR", state_dir)
+            .env("FLUP_TEST_ENV", "tcp")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("spawn flup_app.py: {error}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines_tx, lines_rx) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines_tx.send(line).is_err() {
+                    // Nobody waits any more: keep draining.
+                }
+            }
+        });
+        let addr = lines_rx
+            .recv_timeout(READY_TIMEOUT)
+            .ok()
+            .and_then(|line| line.strip_prefix("listening ")?.parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("flup_app.py printed no `listening ADDR` within {READY_TIMEOUT:?}");
+        };
+        FlupTcp { child, addr }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for FlupTcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
