@@ -1,8 +1,10 @@
-//! Persistent applications (`[application.NAME]`) over the server's life, under every engine:
-//! the processes run once the server is ready, answer on the socket ampd bound (descriptor 0),
-//! one that is killed is started again, `SIGHUP` with a changed command replaces them, and
-//! `SIGTERM` stops them and removes the socket file. (The FastCGI exchange itself is tested
-//! with real applications in tests/fastcgi*.rs; here a plain echo loop is enough.)
+//! The life of persistent applications (`[application.NAME]`) with the server's, under every
+//! engine: the processes run once the server is ready and answer on the socket ampd bound
+//! (descriptor 0), one that is killed is started again, `SIGHUP` with a changed command
+//! replaces them, `SIGTERM` and `SIGQUIT` stop them and remove the socket file, a binary
+//! upgrade hands the socket path to the new server's processes, a server killed outright takes
+//! them with it, and one that cannot start fails the start-up. A plain echo loop is enough here;
+//! tests/applications.rs drives a real FastCGI application (flup) through `fastcgi_pass`.
 
 mod support;
 

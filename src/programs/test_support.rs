@@ -1,8 +1,6 @@
 //! For the unit tests of `programs`: temporary directories, executable scripts, and the error
 //! log captured in a file the tests read back.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -37,13 +35,20 @@ impl Drop for TempDir {
     }
 }
 
-/// Write an executable file.
+/// Write an executable file. The file is written by another process (`install`): a file this
+/// process held open for writing could be inherited, for an instant, by a child another test
+/// thread forks, and executing it would then fail with `ETXTBSY` (rust-lang/rust#114554).
 pub fn script(path: &Path, text: &str) {
-    let mut file = std::fs::File::create(path).unwrap();
-    file.write_all(text.as_bytes()).unwrap();
-    file.sync_all().unwrap();
-    drop(file);
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let draft = path.with_extension("draft");
+    std::fs::write(&draft, text).unwrap();
+    let status = std::process::Command::new("install")
+        .args(["-m", "755"])
+        .arg(&draft)
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "install {}", path.display());
+    std::fs::remove_file(&draft).unwrap();
 }
 
 /// Send the process's error log to a file (once; every test shares it and looks for lines
