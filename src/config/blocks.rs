@@ -72,8 +72,7 @@ impl Loader<'_> {
                 ));
             }
             let site_settings = self.settings(&block, "site")?;
-            self.proxy_handler_has_a_target(&block, "site", &site_settings, None)?;
-            self.fastcgi_handler_has_a_target(&block, "site", &site_settings, None)?;
+            self.handler_has_a_target(&block, "site", &site_settings, None)?;
             let mut locations = Vec::new();
             let mut seen_paths: Vec<SeenPath<'_>> = Vec::new();
             for location in block.location.as_deref().unwrap_or_default() {
@@ -153,8 +152,7 @@ impl Loader<'_> {
             }
         };
         let partial = self.settings(block, "site.location")?;
-        self.proxy_handler_has_a_target(block, "site.location", &partial, Some(site))?;
-        self.fastcgi_handler_has_a_target(block, "site.location", &partial, Some(site))?;
+        self.handler_has_a_target(block, "site.location", &partial, Some(site))?;
         if let Some(alias) = &block.alias {
             if block.root.is_some() {
                 return Err(self.hinted(
@@ -245,7 +243,7 @@ impl Loader<'_> {
                 "no root for static files here",
                 "set root in the site (or root/alias in the location), or a handler that needs none",
             ),
-            // `proxy_handler_has_a_target` refuses this where the handler is set; this is what
+            // `handler_has_a_target` refuses this where the handler is set; this is what
             // a block that sets neither would be told.
             Unfinished::MissingProxyPass => self.hinted(
                 span,

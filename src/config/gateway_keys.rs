@@ -216,33 +216,6 @@ impl Loader<'_> {
         Ok(text.clone())
     }
 
-    /// `handler = "fastcgi"` in `block` with no `fastcgi_pass` in it or (for a location) in its
-    /// site: refused where the handler is set.
-    pub(super) fn fastcgi_handler_has_a_target(
-        &self,
-        block: &RawBlock,
-        table: &str,
-        partial: &Partial,
-        site: Option<&Partial>,
-    ) -> Loaded<()> {
-        let inherited = site.is_some_and(|site| site.fastcgi_pass.is_some());
-        match &block.handler {
-            Some(handler)
-                if partial.handler == Some(Handler::FastCgi)
-                    && partial.fastcgi_pass.is_none()
-                    && !inherited =>
-            {
-                Err(self.hinted(
-                    handler.span(),
-                    &format!("{table}.handler"),
-                    "handler \"fastcgi\" without fastcgi_pass",
-                    format!("fastcgi_pass = {FASTCGI_PASS_FORMS}"),
-                ))
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// A key set in `block` that none of `handlers` (the block's own handler, or for a site
     /// every handler of its locations) reads: refused rather than ignored (it would look like it
     /// does something).

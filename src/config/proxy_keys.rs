@@ -16,6 +16,7 @@ use toml::Spanned;
 use super::load::{Loaded, Loader};
 use super::merge::Partial;
 use super::raw::RawBlock;
+use super::targets::FASTCGI_PASS_FORMS;
 use super::upstream::ProxyHost;
 use super::Handler;
 
@@ -106,31 +107,38 @@ impl Loader<'_> {
         })
     }
 
-    /// `handler = "proxy"` in `block` with no `proxy_pass` in it or (for a location) in its
-    /// site: refused where the handler is set.
-    pub(super) fn proxy_handler_has_a_target(
+    /// `handler = "proxy"` or `"fastcgi"` in `block` with no target (`proxy_pass`,
+    /// `fastcgi_pass`) in it or (for a location) in its site: refused where the handler is set.
+    pub(super) fn handler_has_a_target(
         &self,
         block: &RawBlock,
         table: &str,
         partial: &Partial,
         site: Option<&Partial>,
     ) -> Loaded<()> {
-        let inherited = site.is_some_and(|site| site.proxy_pass.is_some());
-        match &block.handler {
-            Some(handler)
-                if partial.handler == Some(Handler::Proxy)
-                    && partial.proxy_pass.is_none()
-                    && !inherited =>
-            {
-                Err(self.hinted(
-                    handler.span(),
-                    &format!("{table}.handler"),
-                    "handler \"proxy\" without proxy_pass",
-                    PROXY_PASS_HINT,
-                ))
-            }
-            _ => Ok(()),
+        let Some(handler) = &block.handler else {
+            return Ok(());
+        };
+        let (name, hint, has_target): (_, _, fn(&Partial) -> bool) = match partial.handler {
+            Some(Handler::Proxy) => ("proxy", PROXY_PASS_HINT.to_owned(), |partial| {
+                partial.proxy_pass.is_some()
+            }),
+            Some(Handler::FastCgi) => (
+                "fastcgi",
+                format!("fastcgi_pass = {FASTCGI_PASS_FORMS}"),
+                |partial| partial.fastcgi_pass.is_some(),
+            ),
+            _ => return Ok(()),
+        };
+        if has_target(partial) || site.is_some_and(has_target) {
+            return Ok(());
         }
+        Err(self.hinted(
+            handler.span(),
+            &format!("{table}.handler"),
+            format!("handler \"{name}\" without {name}_pass"),
+            hint,
+        ))
     }
 
     /// A key that only a proxy location reads, set in `block` where none of `handlers` proxies

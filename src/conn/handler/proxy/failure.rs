@@ -108,7 +108,14 @@ impl Conn {
             proxy.exchange.persistence = Persistence::Close;
         }
         let route = proxy.route.clone();
-        self.answer(&proxy.exchange, Some(&route), status, &[], context);
+        // A `503` is an upstream that cannot take the request now (an application's
+        // `FCGI_OVERLOADED`): a passing state, so the client may try again (RFC 9110 §15.6.4).
+        let extra: &[(&str, &[u8])] = if status == 503 {
+            &[("Retry-After", b"1")]
+        } else {
+            &[]
+        };
+        self.answer(&proxy.exchange, Some(&route), status, extra, context);
         if body_unread {
             // The client may still be sending the body this answer ends.
             self.state = State::Closing(Ending::Linger);

@@ -173,7 +173,13 @@ fn an_overloaded_application_is_a_503_and_a_broken_answer_a_502() {
     harness.connect(&need);
     harness.upstream_take();
     harness.upstream_reply(&answer(b"", ProtocolStatus::Overloaded));
-    assert_eq!(harness.statuses(), vec![503]);
+    let responses = harness.take();
+    assert_eq!(responses[0].status, 503);
+    assert_eq!(
+        responses[0].header("retry-after"),
+        Some("1"),
+        "a passing overload (RFC 9110 §15.6.4)"
+    );
 
     for broken in [
         &b"Content-Type: text/plain\r\nX-Bad: a\rb\r\n\r\nbody"[..],
