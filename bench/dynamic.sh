@@ -252,6 +252,9 @@ source "$HERE/peers_lib.sh"
 RUN=/tmp/ampd-bench-dynamic/run
 HZ=$(getconf CLK_TCK)
 declare -A PROC=()
+# Up to 20 s for a server to stop: ampd stops its applications first (SIGTERM, stop_timeout,
+# SIGKILL), and a SIGKILL to ampd before that would leave them running.
+STOP_WAIT=20
 declare -A COMM=([ampd]=ampd [nginx]=nginx [lighttpd]=lighttpd)
 
 command -v wrk >/dev/null || die "wrk is not installed: run bench/setup.sh"
@@ -315,18 +318,6 @@ start() {
   log "started $name (pid ${PROC[$name]}) on $ready, CPU $cpu"
 }
 
-stop_all_procs() {
-  local name pid _
-  for name in "${!PROC[@]}"; do
-    pid=${PROC[$name]}
-    kill -TERM "$pid" 2>/dev/null || true
-    # Up to 20 s: ampd stops its applications first (SIGTERM, stop_timeout, SIGKILL), and a
-    # SIGKILL to ampd before that would leave them running.
-    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
-  done
-}
 
 # ticks NAME: three clock-tick counts of the server started as NAME: "OWN CHILDREN": OWN is
 # user + system of its own processes (those of its process tree running the server's program:

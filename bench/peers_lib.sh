@@ -59,6 +59,19 @@ die() { log "ERROR: $*"; exit 1; }
 
 port_busy() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 
+# Stop every process a script started into its PROC array (name → pid): SIGTERM, up to
+# STOP_WAIT seconds (default 5) for it to exit, then SIGKILL.
+stop_all_procs() {
+  local name pid _
+  for name in "${!PROC[@]}"; do
+    pid=${PROC[$name]}
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 $((${STOP_WAIT:-5} * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+  done
+}
+
 # The server's processes: the one started and its descendants (nginx's worker, Apache's child,
 # ampd's helper processes).
 tree() {

@@ -122,16 +122,6 @@ start() {
   die "$name did not open port $port"
 }
 
-stop_all_procs() {
-  local name pid _
-  for name in "${!PROC[@]}"; do
-    pid=${PROC[$name]}
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
-  done
-}
 
 # Each proxy must answer every row correctly through the upstream, or the run stops.
 preflight() {
