@@ -172,27 +172,16 @@ impl Loader<'_> {
                 std::fs::canonicalize(self.base()).unwrap_or_else(|_| self.base().to_path_buf())
             }
         };
-        let mut env = Vec::new();
-        if let Some(table) = &raw.env {
-            for (variable, value) in table.get_ref() {
-                if variable.is_empty() || variable.contains(['=', '\0']) {
-                    return Err(self.hinted(
-                        table.span(),
-                        &field("env"),
-                        format!("'{variable}' is not an environment variable name"),
-                        "a name without '=' or NUL, like APP_ENV",
-                    ));
-                }
-                if value.contains('\0') {
-                    return Err(self.error(
-                        table.span(),
-                        &field("env"),
-                        format!("the value of '{variable}' has a NUL byte"),
-                    ));
-                }
-                env.push((variable.clone(), value.clone()));
-            }
-        }
+        let env = match &raw.env {
+            Some(table) => self.named_values(
+                table,
+                &field("env"),
+                |name| !name.is_empty() && !name.contains(['=', '\0']),
+                "an environment variable name",
+                "a name without '=' or NUL, like APP_ENV",
+            )?,
+            None => Vec::new(),
+        };
         let stop_timeout = match &raw.stop_timeout {
             Some(value) => self.duration(value, &field("stop_timeout"), false)?,
             None => STOP_TIMEOUT,

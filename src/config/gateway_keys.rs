@@ -8,6 +8,7 @@
 //! Must not touch: pools' settings (`pools.rs`), inheritance (`merge.rs`), the proxy's keys
 //! (`proxy_keys.rs`).
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use toml::Spanned;
@@ -22,6 +23,39 @@ use super::upstream::UpstreamProtocol;
 use super::Handler;
 
 impl Loader<'_> {
+    /// A table of names and text values (`params`, an application's `env`): every name passes
+    /// `is_name` (else `'NAME' is not WHAT`, with `hint`), and no value holds a NUL byte (it
+    /// could not reach a program's environment).
+    pub(super) fn named_values(
+        &self,
+        table: &Spanned<BTreeMap<String, String>>,
+        key: &str,
+        is_name: impl Fn(&str) -> bool,
+        what: &str,
+        hint: &str,
+    ) -> Loaded<Vec<(String, String)>> {
+        let mut list = Vec::new();
+        for (name, value) in table.get_ref() {
+            if !is_name(name) {
+                return Err(self.hinted(
+                    table.span(),
+                    key,
+                    format!("'{name}' is not {what}"),
+                    hint,
+                ));
+            }
+            if value.contains('\0') {
+                return Err(self.error(
+                    table.span(),
+                    key,
+                    format!("the value of '{name}' has a NUL byte"),
+                ));
+            }
+            list.push((name.clone(), value.clone()));
+        }
+        Ok(list)
+    }
+
     /// Reads the CGI and FastCGI keys `block` sets into `partial` (whose `handler` is already
     /// read). `extension` is refused in a site by `only_in_location`.
     pub(super) fn gateway_keys(
@@ -58,26 +92,14 @@ impl Loader<'_> {
             partial.script = Some(self.url_path(value, &key("script"))?);
         }
         if let Some(params) = &block.params {
-            let mut list = Vec::new();
-            for (name, value) in params.get_ref() {
-                if name.is_empty() || !name.bytes().all(is_token_byte) {
-                    return Err(self.hinted(
-                        params.span(),
-                        &key("params"),
-                        format!("'{name}' is not a meta-variable name"),
-                        "letters, digits and ! # $ % & ' * + - . ^ _ ` | ~, like APP_ENV",
-                    ));
-                }
-                if value.contains('\0') {
-                    return Err(self.error(
-                        params.span(),
-                        &key("params"),
-                        format!("the value of '{name}' has a NUL byte"),
-                    ));
-                }
-                list.push((name.clone(), value.clone()));
-            }
-            partial.params = Some(list);
+            let is_name = |name: &str| !name.is_empty() && name.bytes().all(is_token_byte);
+            partial.params = Some(self.named_values(
+                params,
+                &key("params"),
+                is_name,
+                "a meta-variable name",
+                "letters, digits and ! # $ % & ' * + - . ^ _ ` | ~, like APP_ENV",
+            )?);
         }
         if let Some(value) = &block.fallback {
             partial.fallback = Some(self.url_path(value, &key("fallback"))?);

@@ -30,11 +30,16 @@ pub(in crate::conn) struct ScriptPath {
 /// the path says (`Route::script_split`); `None` for a CGI directory, whose script is found on
 /// disk segment by segment (`programs::cgi::Script::Search`), or a path that names no script.
 pub(in crate::conn) fn script_path(route: &Route, clean: &str) -> Option<ScriptPath> {
+    named_script(route, route.script_split(clean)?)
+}
+
+/// The script of a split that names one (`ScriptSplit::Known`).
+pub(in crate::conn) fn named_script(route: &Route, split: ScriptSplit<'_>) -> Option<ScriptPath> {
     let ScriptSplit::Known {
         script_name,
         index,
         path_info,
-    } = route.script_split(clean)?
+    } = split
     else {
         return None;
     };
@@ -43,12 +48,6 @@ pub(in crate::conn) fn script_path(route: &Route, clean: &str) -> Option<ScriptP
         path_info: path_info.to_owned(),
         filename: route.script_filename(script_name, index),
     })
-}
-
-/// The file a URL path below `route` names: root + whole path, or alias + the path after the
-/// location's prefix.
-fn file_below(route: &Route, url_path: &str) -> PathBuf {
-    route.script_filename(url_path, "")
 }
 
 /// What the meta-variables are made from besides the request head.
@@ -127,7 +126,7 @@ pub(in crate::conn) fn meta_variables(
         );
         if !script.path_info.is_empty() {
             set("PATH_INFO", script.path_info.as_bytes());
-            let translated = file_below(route, &script.path_info);
+            let translated = route.script_filename(&script.path_info, "");
             set("PATH_TRANSLATED", translated.as_os_str().as_encoded_bytes());
         }
     }

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::{Backend, Proxy, Stage, Step};
 use crate::config::{CgiSettings, Level};
-use crate::conn::handler::meta_variables::{self, ScriptPath};
+use crate::conn::handler::meta_variables;
 use crate::conn::handler::Routed;
 use crate::conn::upstream::{Connect, ProgramStart, Timeouts};
 use crate::conn::{Conn, Context, Ending, Need, State};
@@ -28,27 +28,56 @@ const KILL_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 pub(in crate::conn) struct Script {
     /// The normalised path the request was routed by.
     clean: String,
-    /// Where the script is, when the location says (`extension`, `script`); otherwise the
-    /// launcher looks for it below the location's directory.
-    path: Option<ScriptPath>,
+    /// The script's URL path when the location names it, for the error log.
+    name: Option<String>,
+    /// What the launcher runs (taken when it is asked to); `None`: the path names no script
+    /// (an `extension` location's rule finds none).
+    program: Option<Program>,
     /// Set by the launcher when no script could be started.
     failure: Arc<OnceLock<LaunchFailure>>,
 }
 
 impl Script {
+    /// The location's split of the path (`Route::script_split`): a script it names, or a
+    /// directory the launcher searches segment by segment (Apache's `ScriptAlias`).
     pub(super) fn new(routed: &Routed) -> Script {
+        let route = &routed.route;
+        let clean = routed.clean.as_str();
+        let (name, program) = match route.script_split(clean) {
+            Some(split @ ScriptSplit::Known { .. }) => {
+                match meta_variables::named_script(route, split) {
+                    Some(path) => (
+                        Some(path.script_name.clone()),
+                        Some(Program::Fixed {
+                            filename: path.filename,
+                            script_name: path.script_name,
+                            path_info: path.path_info,
+                        }),
+                    ),
+                    None => (None, None),
+                }
+            }
+            Some(ScriptSplit::Search { url_base, rest }) => (
+                None,
+                Some(Program::Search {
+                    directory: route.script_directory().to_path_buf(),
+                    url_base: url_base.to_owned(),
+                    rest: rest.to_owned(),
+                }),
+            ),
+            None => (None, None),
+        };
         Script {
-            clean: routed.clean.as_str().to_owned(),
-            path: meta_variables::script_path(&routed.route, routed.clean.as_str()),
+            clean: clean.to_owned(),
+            name,
+            program,
             failure: Arc::new(OnceLock::new()),
         }
     }
 
     /// The script, for the error log.
     pub(super) fn describe(&self) -> &str {
-        self.path
-            .as_ref()
-            .map_or(self.clean.as_str(), |path| path.script_name.as_str())
+        self.name.as_deref().unwrap_or(&self.clean)
     }
 
     /// The status a failed start answers: no such script `404`, one that may not run `403`,
@@ -79,21 +108,14 @@ impl Conn {
         let settings = proxy.route.settings.cgi.clone().unwrap_or_default();
         // The launcher adds the script's own variables (`SCRIPT_NAME`, ...) where it finds it.
         let env = self.gateway_variables(&proxy, &script.clean, None, context);
-        let route = &proxy.route;
-        let document_root = route.settings.static_files.root.clone();
-        let program = match (&script.path, route.script_split(&script.clean)) {
-            (Some(path), _) => Program::Fixed {
-                filename: path.filename.clone(),
-                script_name: path.script_name.clone(),
-                path_info: path.path_info.clone(),
-            },
-            (None, Some(ScriptSplit::Search { url_base, rest })) => Program::Search {
-                directory: route.script_directory().to_path_buf(),
-                url_base: url_base.to_owned(),
-                rest: rest.to_owned(),
-            },
+        let document_root = proxy.route.settings.static_files.root.clone();
+        let failure = script.failure.clone();
+        let Backend::Cgi(script) = &mut proxy.backend else {
+            unreachable!("start_script is called for a CGI exchange")
+        };
+        let Some(program) = script.program.take() else {
             // An `extension` location asked for a path without a script.
-            (None, _) => return self.refuse(proxy, 404, &[], context),
+            return self.refuse(proxy, 404, &[], context);
         };
         let launch = Launch {
             slot,
@@ -103,7 +125,7 @@ impl Conn {
             // The exchange gives up first (`504`), so that a script that overruns is answered
             // as a timeout rather than as output cut short by its death.
             timeout: settings.timeout + KILL_AFTER,
-            failure: script.failure.clone(),
+            failure,
         };
         self.awaiting_link = Some(timeouts(&settings));
         proxy.stage = Stage::Opening;
