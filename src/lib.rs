@@ -16,4 +16,5 @@ pub mod programs;
 pub mod response;
 pub mod site;
 pub mod sync;
+pub mod tls;
 pub mod upstream;

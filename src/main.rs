@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ampd::config::{self, Config, Level};
+use ampd::config::{self, plain, Config, Level};
 use ampd::engine::{self, Start};
 use ampd::log::access::LogFile;
 use ampd::log::build_info::VERSION;
@@ -174,22 +174,16 @@ fn launch(
         let path = config.logs.error.as_deref().unwrap_or(Path::new("stderr"));
         Failure(format!("error log {}: {}", path.display(), plain(&failure)))
     })?;
-    let mut generation = Generation::build(config, 1).map_err(|failure| {
-        Failure(format!(
-            "document root {}: {}",
-            failure.root.display(),
-            plain(&failure.error)
-        ))
-    })?;
+    let generation =
+        Generation::build(config, 1).map_err(|failure| Failure(failure.to_string()))?;
     let config = generation.config.clone();
     let bound = engine::bind(&config, activated).map_err(|failure| {
         Failure(format!(
             "cannot listen on {}: {}",
-            config.listen,
+            config.listen[0].address,
             plain(&failure)
         ))
     })?;
-    generation.listening = bound.local;
     if let Some(pid_file) = &config.process.pid_file {
         ops::process::write_pid_file(pid_file).map_err(|failure| {
             Failure(format!(
@@ -259,13 +253,4 @@ fn absolute(path: &Path) -> PathBuf {
         return path.to_path_buf();
     }
     std::env::current_dir().map_or_else(|_| path.to_path_buf(), |dir| dir.join(path))
-}
-
-/// An I/O error's message without Rust's "(os error N)" suffix.
-fn plain(error: &std::io::Error) -> String {
-    let text = error.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
 }

@@ -156,7 +156,7 @@ impl ServeArgs {
     pub fn config(self, root: PathBuf) -> Result<Config, String> {
         let mut config = Config::new(root);
         if let Some(listen) = self.listen {
-            config.listen = listen;
+            config.listen = vec![crate::config::Listen::plain(listen)];
         }
         if let Some(arch) = self.arch {
             config.arch = arch;
@@ -306,7 +306,7 @@ mod tests {
             "--autoindex",
         ])
         .unwrap();
-        assert_eq!(config.listen.to_string(), "0.0.0.0:9000");
+        assert_eq!(config.listen[0].to_string(), "0.0.0.0:9000");
         assert_eq!((config.arch, config.threads), (Arch::Mp, Some(3)));
         assert_eq!((config.helpers, config.helpers_max), (6, 32));
         assert_eq!(config.limits.max_body, 2048);

@@ -16,7 +16,7 @@ use super::merge::{self, Partial, Unfinished};
 use super::raw::{RawAuth, RawBlock};
 use super::targets::FASTCGI_PASS_FORMS;
 use super::text::{is_token_byte, plain, position};
-use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site};
+use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site, SiteTls};
 
 impl Loader<'_> {
     pub(super) fn sites(&self, raw: Vec<RawBlock>) -> Loaded<Vec<Site>> {
@@ -101,6 +101,7 @@ impl Loader<'_> {
                 names,
                 default,
                 locations,
+                tls: SiteTls::default(),
             });
         }
         if default_span.is_none() {

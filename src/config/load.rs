@@ -18,12 +18,12 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::pools::PoolTable;
-use super::raw::{Quantity, RawAdmission, RawCaches, RawFile, RawLimits, RawLog};
+use super::raw::{Quantity, RawAdmission, RawCaches, RawFile, RawLimits, RawListen, RawLog};
 use super::text::{
     key_at, parse_duration, parse_listen, parse_size, plain, position, unknown_field_hint,
     LISTEN_FORMS,
 };
-use super::{Arch, Config, HelperMode, Level, LogFormat};
+use super::{Arch, Config, HelperMode, Level, Listen, LogFormat};
 
 /// A configuration that cannot be used: where, which key, what is wrong, and maybe a hint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,17 +176,51 @@ impl Loader<'_> {
         }
     }
 
-    fn build(&self, raw: RawFile) -> Loaded<Config> {
-        let mut config = Config::new(PathBuf::new());
-        if let Some(listen) = &raw.listen {
-            config.listen = parse_listen(listen.get_ref()).map_err(|reason| {
+    /// `listen`: one entry or a list, each an address `parse_listen` takes, with ` tls` after
+    /// it for a TLS listener; no address twice.
+    fn listen(&self, listen: &Spanned<RawListen>) -> Loaded<Vec<Listen>> {
+        let entries = listen.get_ref().entries();
+        if entries.is_empty() {
+            return Err(self.error(listen.span(), "listen", "needs at least one address"));
+        }
+        let mut parsed: Vec<Listen> = Vec::new();
+        for entry in entries {
+            let (address, tls) = match entry.trim().split_once(char::is_whitespace) {
+                Some((address, "tls")) => (address, true),
+                Some((_, other)) => {
+                    return Err(self.hinted(
+                        listen.span(),
+                        "listen",
+                        format!("'{entry}': unknown option '{}'", other.trim()),
+                        "the one option is `tls`: \"0.0.0.0:443 tls\"".to_owned(),
+                    ))
+                }
+                None => (entry.trim(), false),
+            };
+            let address = parse_listen(address).map_err(|reason| {
                 self.hinted(
                     listen.span(),
                     "listen",
-                    format!("'{}' is not an address ({reason})", listen.get_ref()),
+                    format!("'{address}' is not an address ({reason})"),
                     format!("write it like {LISTEN_FORMS}"),
                 )
             })?;
+            if parsed.iter().any(|seen| seen.address == address) {
+                return Err(self.error(
+                    listen.span(),
+                    "listen",
+                    format!("{address} is listed twice"),
+                ));
+            }
+            parsed.push(Listen { address, tls });
+        }
+        Ok(parsed)
+    }
+
+    fn build(&self, raw: RawFile) -> Loaded<Config> {
+        let mut config = Config::new(PathBuf::new());
+        if let Some(listen) = &raw.listen {
+            config.listen = self.listen(listen)?;
         }
         if let Some(arch) = &raw.arch {
             config.arch = Arch::from_name(arch.get_ref()).ok_or_else(|| {

@@ -20,6 +20,7 @@ mod proxy_protocol;
 mod raw;
 mod targets;
 mod text;
+pub mod tls;
 pub mod upstream;
 
 use std::net::{IpAddr, SocketAddr};
@@ -28,7 +29,11 @@ use std::time::Duration;
 
 pub use gateway::{Application, CgiLimits, CgiSettings, FastCgiSettings, ScriptSettings};
 pub use load::{check_file, load_file, ConfigError};
-pub use text::{is_token_byte, parse_duration, parse_listen, parse_size, LISTEN_FORMS};
+pub use text::{is_token_byte, parse_duration, parse_listen, parse_size, plain, LISTEN_FORMS};
+pub use tls::{
+    AcmeChallenge, AcmeSettings, CertificateFiles, CertificateSource, ClientCertificates, Hsts,
+    Listen, MinVersion, SiteTls, TlsServer,
+};
 pub use upstream::{
     ActiveHealth, Balance, PassiveHealth, ProxyHost, ProxySettings, UpstreamAddress, UpstreamPool,
     UpstreamProtocol, UpstreamServer,
@@ -477,11 +482,15 @@ pub struct Site {
     /// Chosen when no site's names match the request's `Host`.
     pub default: bool,
     pub locations: Vec<Location>,
+    pub tls: SiteTls,
 }
 
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub listen: SocketAddr,
+    /// Where to listen, plain and TLS side by side; at least one.
+    pub listen: Vec<Listen>,
+    /// The server-wide `[tls]` table.
+    pub tls: TlsServer,
     pub arch: Arch,
     /// Units of concurrency of the architecture: event loops (`reactor`, `uring`), pool threads
     /// (`mt`), the cap on connection threads (`tpc`), worker processes (`mp`). `None`: the
@@ -575,7 +584,8 @@ impl Config {
     #[must_use]
     pub fn new(root: PathBuf) -> Config {
         Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            listen: vec![Listen::plain(SocketAddr::from(([127, 0, 0, 1], 8080)))],
+            tls: TlsServer::default(),
             arch: Arch::Reactor,
             threads: None,
             helpers: 4,
@@ -638,6 +648,7 @@ impl Config {
                     exact: false,
                     settings: LocationSettings::new(root),
                 }],
+                tls: SiteTls::default(),
             }],
             upstreams: Vec::new(),
             cgi: CgiLimits::default(),

@@ -42,10 +42,27 @@ impl<'de> Deserialize<'de> for Quantity {
 
 pub(super) type Field<T> = Option<Spanned<T>>;
 
+/// `listen`: one address or a list of them, each `"ADDR"` or `"ADDR tls"`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawListen {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl RawListen {
+    pub(super) fn entries(&self) -> Vec<&str> {
+        match self {
+            RawListen::One(one) => vec![one.as_str()],
+            RawListen::Many(many) => many.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFile {
-    pub(super) listen: Field<String>,
+    pub(super) listen: Field<RawListen>,
     pub(super) arch: Field<String>,
     pub(super) threads: Field<i64>,
     pub(super) helpers: Field<i64>,

@@ -165,7 +165,9 @@ pub fn is_token_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
-pub(super) fn plain(error: &std::io::Error) -> String {
+/// An I/O error's message without Rust's "(os error N)" suffix.
+#[must_use]
+pub fn plain(error: &std::io::Error) -> String {
     let text = error.to_string();
     match text.find(" (os error") {
         Some(at) => text[..at].to_owned(),

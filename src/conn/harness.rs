@@ -65,7 +65,6 @@ impl World {
             metrics: &self.stats,
             upstreams: &self.generation.upstreams,
             launcher: &self.generation.launcher,
-            listening: self.generation.listening,
             rates: &self.rates,
             draining: self.draining,
         }

@@ -42,6 +42,7 @@ use crate::programs::cgi::Launcher;
 use crate::response::Persistence;
 use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
+use crate::tls::TlsInfo;
 use crate::upstream::Upstreams;
 use output::Output;
 pub use upstream::{Connect, Opened, ProgramStart, Release};
@@ -69,8 +70,6 @@ pub struct Context<'a> {
     pub upstreams: &'a Upstreams,
     /// Starts CGI scripts (the process's).
     pub launcher: &'a Launcher,
-    /// The listening address, as bound (`Generation::listening`).
-    pub listening: std::net::SocketAddr,
     /// Request-rate state per client address, shared by all loops (and `mp` processes).
     pub rates: &'a RateLimiter,
     /// A graceful stop is under way: answer with `Connection: close`, health says `503`.
@@ -255,6 +254,13 @@ pub struct Conn {
     peer: IpAddr,
     /// The client's port (0 until the engine says: `set_peer_port`), for `REMOTE_PORT`.
     peer_port: u16,
+    /// The listener that accepted it, as bound (`set_listener`): `SERVER_ADDR`/`SERVER_PORT`,
+    /// the port of an HTTPS redirect.
+    local: std::net::SocketAddr,
+    /// Accepted on a TLS listener.
+    secure: bool,
+    /// What the handshake settled (`set_tls`), before the first request's bytes arrive.
+    tls: Option<Box<TlsInfo>>,
     /// Admitted over a connection cap: the first request is answered `503` + `Retry-After`
     /// and the connection closed (a reply the client can read, rather than a reset).
     refused: bool,
@@ -292,6 +298,9 @@ impl Conn {
             served: 0,
             peer,
             peer_port: 0,
+            local: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+            secure: false,
+            tls: None,
             refused: false,
             awaiting_link: None,
             link: None,
@@ -313,6 +322,36 @@ impl Conn {
     /// The client's port, which the engine knows from `accept`.
     pub fn set_peer_port(&mut self, port: u16) {
         self.peer_port = port;
+    }
+
+    /// The listener that accepted the connection (its address as bound) and whether it is a
+    /// TLS one; the engine says at accept.
+    pub fn set_listener(&mut self, local: std::net::SocketAddr, secure: bool) {
+        self.local = local;
+        self.secure = secure;
+    }
+
+    /// The handshake is done: what it settled, for the log, `HTTPS`/`SSL_*` and HSTS.
+    pub fn set_tls(&mut self, info: TlsInfo) {
+        self.tls = Some(Box::new(info));
+    }
+
+    /// The listener's address, as bound.
+    #[must_use]
+    pub fn local_address(&self) -> std::net::SocketAddr {
+        self.local
+    }
+
+    /// Whether the connection came in on a TLS listener.
+    #[must_use]
+    pub fn is_secure(&self) -> bool {
+        self.secure
+    }
+
+    /// What the handshake settled (`None` on a plain listener).
+    #[must_use]
+    pub fn tls(&self) -> Option<&TlsInfo> {
+        self.tls.as_deref()
     }
 
     /// The client's address and port (the PROXY protocol's source, when one is used).

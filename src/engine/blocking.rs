@@ -450,7 +450,6 @@ impl Worker {
             metrics: &self.control.stats,
             upstreams: &self.generation.upstreams,
             launcher: &self.generation.launcher,
-            listening: self.generation.listening,
             rates: &self.control.rates,
             draining,
         };

@@ -114,7 +114,15 @@ impl Door<'_> {
     /// Accept one connection from `listener` and admit it.
     pub fn accept(&self, listener: BorrowedFd<'_>) -> Accepted {
         match socket::accept(listener) {
-            Ok((fd, peer)) => self.admit(fd, peer),
+            Ok((fd, peer)) => {
+                let mut accepted = self.admit(fd, peer);
+                if let (Accepted::Client(client), Ok(local)) =
+                    (&mut accepted, socket::local_addr(listener))
+                {
+                    client.conn.set_listener(local, false);
+                }
+                accepted
+            }
             Err(error) => self.accept_failed(&error),
         }
     }

@@ -115,7 +115,7 @@ pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> io::Result<Bound> {
         });
     }
     let reuse_port = matches!(arch, Arch::Reactor | Arch::Uring);
-    let listeners = bind_fresh(config.listen, count, reuse_port)?;
+    let listeners = bind_fresh(config.listen[0].address, count, reuse_port)?;
     let local = socket::local_addr(listeners[0].as_fd())?;
     Ok(Bound {
         listeners,

@@ -34,10 +34,7 @@ pub fn prepare(current: &Generation, path: &Path, warn: bool) -> Result<Generati
             );
         }
     }
-    let mut generation =
-        Generation::build(config, current.number + 1).map_err(|error| error.to_string())?;
-    generation.listening = current.listening;
-    Ok(generation)
+    Generation::build(config, current.number + 1).map_err(|error| error.to_string())
 }
 
 /// Reload from `path`. A worker (`Role::Worker`) reloads quietly: its master has checked the
@@ -107,7 +104,7 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
     let mut differ = Vec::new();
     if new.listen != running.listen {
         differ.push("listen");
-        new.listen = running.listen;
+        new.listen.clone_from(&running.listen);
     }
     if new.arch != running.arch {
         differ.push("arch");

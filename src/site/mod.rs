@@ -22,6 +22,7 @@ use std::sync::Arc;
 use crate::config::{Config, Handler, HostName, LocationSettings, StaticOptions};
 use crate::content::resolve::DocRoot;
 use crate::programs::cgi::Launcher;
+use crate::tls::{TlsContext, TlsError};
 use crate::upstream::Upstreams;
 use access::Access;
 pub use script::ScriptSplit;
@@ -38,27 +39,32 @@ pub struct Generation {
     pub upstreams: Upstreams,
     /// Starts CGI scripts: one per process, whatever the generation (`Launcher::process`).
     pub launcher: Launcher,
-    /// The address the server listens on, as bound (`listen` may say port 0 or every
-    /// interface): what CGI programs are told (`SERVER_ADDR`, `SERVER_PORT`). Set once the
-    /// listener is bound, and kept by every reload (a listener changes only on restart).
-    pub listening: std::net::SocketAddr,
+    /// The TLS configurations (`None`: no TLS listener).
+    pub tls: Option<Arc<TlsContext>>,
 }
 
-/// Building a generation failed: a document root cannot be opened.
+/// Building a generation failed: a document root cannot be opened, or a certificate used.
 #[derive(Debug)]
-pub struct BuildError {
-    pub root: std::path::PathBuf,
-    pub error: io::Error,
+pub enum BuildError {
+    Root {
+        root: std::path::PathBuf,
+        error: io::Error,
+    },
+    /// A certificate, key or CA file (named in it) cannot be used.
+    Tls(TlsError),
 }
 
 impl fmt::Display for BuildError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            formatter,
-            "document root {}: {}",
-            self.root.display(),
-            self.error
-        )
+        match self {
+            BuildError::Root { root, error } => write!(
+                formatter,
+                "document root {}: {}",
+                root.display(),
+                crate::config::plain(error)
+            ),
+            BuildError::Tls(error) => write!(formatter, "tls: {error}"),
+        }
     }
 }
 
@@ -71,14 +77,14 @@ impl Generation {
         let sites = Sites::build(&config)?;
         let upstreams = Upstreams::new(&config.upstreams);
         let launcher = Launcher::process(&config.cgi);
-        let listening = config.listen;
+        let tls = TlsContext::build(&config).map_err(BuildError::Tls)?;
         Ok(Generation {
             number,
             config,
             sites,
             upstreams,
             launcher,
-            listening,
+            tls,
         })
     }
 }
@@ -167,7 +173,7 @@ impl Sites {
                         let path = options.root.clone();
                         Some(Arc::new(
                             DocRoot::open(options)
-                                .map_err(|error| BuildError { root: path, error })?,
+                                .map_err(|error| BuildError::Root { root: path, error })?,
                         ))
                     }
                     // The directory an upstream or a program may name in `X-Sendfile` is
@@ -187,7 +193,7 @@ impl Sites {
                                     script_indexes: Vec::new(),
                                 };
                                 Some(Arc::new(DocRoot::open(options).map_err(|error| {
-                                    BuildError {
+                                    BuildError::Root {
                                         root: directory,
                                         error,
                                     }
@@ -333,11 +339,13 @@ mod tests {
                     location("/static/img/", false, &dir),
                     location("/x", true, &dir),
                 ],
+                tls: crate::config::SiteTls::default(),
             },
             Site {
                 names: vec![HostName::Suffix(".b.test".into())],
                 default: true,
                 locations: vec![location("/", false, &dir)],
+                tls: crate::config::SiteTls::default(),
             },
         ];
         let sites = Sites::build(&config).unwrap();

@@ -77,7 +77,6 @@ macro_rules! context {
             metrics: &$self.settings.control.stats,
             upstreams: &$self.generation.upstreams,
             launcher: &$self.generation.launcher,
-            listening: $self.generation.listening,
             rates: &$self.settings.control.rates,
             draining: $self.draining || $self.announcing,
         }

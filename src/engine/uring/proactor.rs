@@ -95,7 +95,6 @@ macro_rules! context {
             metrics: &$self.control.stats,
             upstreams: &$self.generation.upstreams,
             launcher: &$self.generation.launcher,
-            listening: $self.generation.listening,
             rates: &$self.control.rates,
             draining: $self.draining || $self.announcing,
         }

@@ -25,7 +25,7 @@ impl Conn {
         proxy: &Proxy,
         clean: &str,
         script: Option<&ScriptPath>,
-        context: &Context<'_>,
+        _context: &Context<'_>,
     ) -> Vec<(Vec<u8>, Vec<u8>)> {
         meta_variables::meta_variables(
             &meta_variables::Request {
@@ -33,7 +33,7 @@ impl Conn {
                 requested: proxy.exchange.requested.as_deref(),
                 clean,
                 client: self.peer_address(),
-                server: context.listening,
+                server: self.local_address(),
                 content_length: proxy.request.content_length(),
                 user: proxy.exchange.user.as_deref(),
             },
