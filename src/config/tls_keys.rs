@@ -145,29 +145,28 @@ impl Loader<'_> {
         ocsp_response: Option<&Spanned<String>>,
     ) -> Loaded<Option<CertificateFiles>> {
         let name = |key: &str| format!("{table}.{key}");
-        let pair = match (certificate, key) {
-            (None, None) => None,
-            (Some(certificate), None) => {
-                return Err(self.hinted(
+        let pair =
+            match (certificate, key) {
+                (None, None) => None,
+                (Some(certificate), None) => return Err(self.hinted(
                     certificate.span(),
                     &name("certificate"),
                     "certificate without certificate_key",
                     "certificate_key = \"the-key.pem\": the private key of the certificate's leaf",
-                ))
-            }
-            (None, Some(key)) => {
-                return Err(self.hinted(
-                    key.span(),
-                    &name("certificate_key"),
-                    "certificate_key without certificate",
-                    "certificate = \"the-chain.pem\": the leaf first, then its intermediates",
-                ))
-            }
-            (Some(certificate), Some(key)) => Some((
-                self.file_path(certificate, &name("certificate"))?,
-                self.file_path(key, &name("certificate_key"))?,
-            )),
-        };
+                )),
+                (None, Some(key)) => {
+                    return Err(self.hinted(
+                        key.span(),
+                        &name("certificate_key"),
+                        "certificate_key without certificate",
+                        "certificate = \"the-chain.pem\": the leaf first, then its intermediates",
+                    ))
+                }
+                (Some(certificate), Some(key)) => Some((
+                    self.file_path(certificate, &name("certificate"))?,
+                    self.file_path(key, &name("certificate_key"))?,
+                )),
+            };
         let ocsp = match ocsp_response {
             Some(value) => Some(self.file_path(value, &name("ocsp_response"))?),
             None => None,
@@ -336,7 +335,12 @@ impl Loader<'_> {
             Some(value) => Some(self.file_path(value, "site.client_ca")?),
             None => None,
         };
-        let span = || block.client_certificates.as_ref().map_or(0..0, Spanned::span);
+        let span = || {
+            block
+                .client_certificates
+                .as_ref()
+                .map_or(0..0, Spanned::span)
+        };
         match (mode, ca) {
             ("off", None) => Ok(ClientCertificates::Off),
             ("off", Some(_)) => Err(self.hinted(
@@ -410,9 +414,10 @@ impl Loader<'_> {
 
     /// A TLS key of `[[site]]` set in a location.
     pub(super) fn site_tls_key_in_location(&self, block: &RawBlock) -> Loaded<()> {
-        if let Some((span, key)) = site_tls_keys(block).into_iter().find_map(|(span, key)| {
-            span.map(|span| (span, key))
-        }) {
+        if let Some((span, key)) = site_tls_keys(block)
+            .into_iter()
+            .find_map(|(span, key)| span.map(|span| (span, key)))
+        {
             return Err(self.hinted(
                 span,
                 &format!("site.location.{key}"),
@@ -453,7 +458,9 @@ impl Loader<'_> {
                     return Err(self.hinted(
                         span,
                         "site.certificate",
-                        format!("the {name} challenge needs {listener} listener, and listen has none"),
+                        format!(
+                            "the {name} challenge needs {listener} listener, and listen has none"
+                        ),
                         "add that listener, or choose the other [tls.acme] challenge",
                     ));
                 }
@@ -494,7 +501,10 @@ fn site_tls_keys(block: &RawBlock) -> [(Option<Range<usize>>, &'static str); 9] 
         (span(&block.client_certificates), "client_certificates"),
         (span(&block.client_ca), "client_ca"),
         (block.hsts.as_ref().map(Spanned::span), "hsts"),
-        (flag(&block.hsts_include_subdomains), "hsts_include_subdomains"),
+        (
+            flag(&block.hsts_include_subdomains),
+            "hsts_include_subdomains",
+        ),
         (flag(&block.hsts_preload), "hsts_preload"),
         (flag(&block.redirect_https), "redirect_https"),
     ]

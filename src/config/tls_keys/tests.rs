@@ -185,20 +185,48 @@ fn the_tls_table_refuses_bad_values() {
             "tls.ciphers",
             "twice",
         ),
-        ("ticket_rotation = \"soon\"", "tls.ticket_rotation", "not a duration"),
-        ("ticket_rotation = 0", "tls.ticket_rotation", "more than zero"),
+        (
+            "ticket_rotation = \"soon\"",
+            "tls.ticket_rotation",
+            "not a duration",
+        ),
+        (
+            "ticket_rotation = 0",
+            "tls.ticket_rotation",
+            "more than zero",
+        ),
         ("ticket_rotation = \"8d\"", "tls.ticket_rotation", "7 days"),
         ("session_cache = -1", "tls.session_cache", "less than 0"),
-        ("handshake_timeout = 0", "tls.handshake_timeout", "more than zero"),
-        ("certificate = \"a.pem\"", "tls.certificate", "without certificate_key"),
-        ("certificate_key = \"a.key\"", "tls.certificate_key", "without certificate"),
+        (
+            "handshake_timeout = 0",
+            "tls.handshake_timeout",
+            "more than zero",
+        ),
+        (
+            "certificate = \"a.pem\"",
+            "tls.certificate",
+            "without certificate_key",
+        ),
+        (
+            "certificate_key = \"a.key\"",
+            "tls.certificate_key",
+            "without certificate",
+        ),
         (
             "certificate = \"acme\"\ncertificate_key = \"a.key\"",
             "tls.certificate",
             "per site",
         ),
-        ("certificate = \"\"\ncertificate_key = \"a.key\"", "tls.certificate", "empty"),
-        ("ocsp_response = \"a.ocsp\"", "tls.ocsp_response", "without certificate"),
+        (
+            "certificate = \"\"\ncertificate_key = \"a.key\"",
+            "tls.certificate",
+            "empty",
+        ),
+        (
+            "ocsp_response = \"a.ocsp\"",
+            "tls.ocsp_response",
+            "without certificate",
+        ),
     ] {
         let (line, found_key, found) = error(&tls(body));
         assert_eq!(found_key, key, "{body}: {found}");
@@ -211,14 +239,30 @@ fn the_tls_table_refuses_bad_values() {
 fn the_acme_table_refuses_bad_values() {
     let acme = |body: &str| format!("[tls.acme]\n{body}\n[[site]]\nroot = \"/tmp\"\n");
     for (body, key, message) in [
-        ("directory = \"http://ca.test/dir\"", "tls.acme.directory", "https"),
+        (
+            "directory = \"http://ca.test/dir\"",
+            "tls.acme.directory",
+            "https",
+        ),
         ("directory = \"ca.test\"", "tls.acme.directory", "https"),
-        ("email = \"nobody\"", "tls.acme.email", "not an email address"),
-        ("email = \"a b@c.test\"", "tls.acme.email", "not an email address"),
+        (
+            "email = \"nobody\"",
+            "tls.acme.email",
+            "not an email address",
+        ),
+        (
+            "email = \"a b@c.test\"",
+            "tls.acme.email",
+            "not an email address",
+        ),
         ("challenge = \"dns-01\"", "tls.acme.challenge", "'dns-01'"),
         ("state_dir = \"\"", "tls.acme.state_dir", "empty"),
         ("ca_root = \"\"", "tls.acme.ca_root", "empty"),
-        ("renew_before = 0", "tls.acme.renew_before", "more than zero"),
+        (
+            "renew_before = 0",
+            "tls.acme.renew_before",
+            "more than zero",
+        ),
     ] {
         let (line, found_key, found) = error(&acme(body));
         assert_eq!((line, found_key.as_str()), (2, key), "{body}: {found}");
@@ -230,12 +274,26 @@ fn the_acme_table_refuses_bad_values() {
 
 #[test]
 fn site_keys_refuse_bad_values_and_incomplete_pairs() {
-    let site = |body: &str| format!("{TLS_LISTEN}[tls]\ncertificate = \"d.pem\"\ncertificate_key = \"d.key\"\n[[site]]\nserver_names = [\"a.test\"]\nroot = \"/tmp\"\n{body}\n");
+    let site = |body: &str| {
+        format!("{TLS_LISTEN}[tls]\ncertificate = \"d.pem\"\ncertificate_key = \"d.key\"\n[[site]]\nserver_names = [\"a.test\"]\nroot = \"/tmp\"\n{body}\n")
+    };
     // The site's keys start on line 8.
     for (body, key, message) in [
-        ("certificate = \"a.pem\"", "site.certificate", "without certificate_key"),
-        ("certificate_key = \"a.key\"", "site.certificate_key", "without certificate"),
-        ("certificate = \"\"\ncertificate_key = \"a.key\"", "site.certificate", "empty"),
+        (
+            "certificate = \"a.pem\"",
+            "site.certificate",
+            "without certificate_key",
+        ),
+        (
+            "certificate_key = \"a.key\"",
+            "site.certificate_key",
+            "without certificate",
+        ),
+        (
+            "certificate = \"\"\ncertificate_key = \"a.key\"",
+            "site.certificate",
+            "empty",
+        ),
         (
             "certificate = \"acme\"\ncertificate_key = \"a.key\"",
             "site.certificate_key",
@@ -246,18 +304,42 @@ fn site_keys_refuse_bad_values_and_incomplete_pairs() {
             "site.ocsp_response",
             "certificate = \"acme\"",
         ),
-        ("ocsp_response = \"a.ocsp\"", "site.ocsp_response", "without certificate"),
-        ("client_certificates = \"yes\"", "site.client_certificates", "'yes'"),
-        ("client_certificates = \"required\"", "site.client_certificates", "without client_ca"),
-        ("client_certificates = \"optional\"", "site.client_certificates", "without client_ca"),
-        ("client_ca = \"ca.pem\"", "site.client_ca", "client_certificates"),
+        (
+            "ocsp_response = \"a.ocsp\"",
+            "site.ocsp_response",
+            "without certificate",
+        ),
+        (
+            "client_certificates = \"yes\"",
+            "site.client_certificates",
+            "'yes'",
+        ),
+        (
+            "client_certificates = \"required\"",
+            "site.client_certificates",
+            "without client_ca",
+        ),
+        (
+            "client_certificates = \"optional\"",
+            "site.client_certificates",
+            "without client_ca",
+        ),
+        (
+            "client_ca = \"ca.pem\"",
+            "site.client_ca",
+            "client_certificates",
+        ),
         (
             "client_certificates = \"off\"\nclient_ca = \"ca.pem\"",
             "site.client_ca",
             "client_certificates",
         ),
         ("hsts = \"forever\"", "site.hsts", "not a duration"),
-        ("hsts_include_subdomains = true", "site.hsts_include_subdomains", "without hsts"),
+        (
+            "hsts_include_subdomains = true",
+            "site.hsts_include_subdomains",
+            "without hsts",
+        ),
         ("hsts_preload = true", "site.hsts_preload", "without hsts"),
         (
             "hsts = \"365d\"\nhsts_preload = true",
@@ -333,7 +415,11 @@ fn a_tls_listener_needs_a_default_certificate() {
 fn redirect_https_needs_a_tls_listener() {
     let (line, key, message) =
         error("listen = \"127.0.0.1:8080\"\n[[site]]\nroot = \"/tmp\"\nredirect_https = true\n");
-    assert_eq!((line, key.as_str()), (4, "site.redirect_https"), "{message}");
+    assert_eq!(
+        (line, key.as_str()),
+        (4, "site.redirect_https"),
+        "{message}"
+    );
     assert!(message.contains("no TLS listener"), "{message}");
     let config = load(&format!("{TLS_LISTEN}{SITE_FILES}redirect_https = true\n")).unwrap();
     assert!(config.sites[0].tls.redirect_https);
@@ -355,7 +441,8 @@ fn an_acme_site_needs_names_a_certificate_authority_can_validate() {
 
 #[test]
 fn an_acme_site_needs_the_listener_its_challenge_arrives_on() {
-    let acme_site = "[[site]]\nserver_names = [\"b.test\"]\nroot = \"/tmp\"\ncertificate = \"acme\"\n";
+    let acme_site =
+        "[[site]]\nserver_names = [\"b.test\"]\nroot = \"/tmp\"\ncertificate = \"acme\"\n";
     // HTTP-01 arrives over plain HTTP.
     let (line, key, message) = error(&format!(
         "listen = [\"127.0.0.1:8443 tls\"]\n{SITE_FILES}{acme_site}"
@@ -378,7 +465,10 @@ fn an_acme_site_needs_the_listener_its_challenge_arrives_on() {
 fn a_misspelt_tls_key_gets_the_nearest_one() {
     let error = load("[tls]\nsession_tikets = true\n[[site]]\nroot = \"/tmp\"\n").unwrap_err();
     assert_eq!((error.line, error.key.as_str()), (2, "tls.session_tikets"));
-    assert_eq!(error.hint.as_deref(), Some("did you mean `session_tickets`?"));
+    assert_eq!(
+        error.hint.as_deref(),
+        Some("did you mean `session_tickets`?")
+    );
     let error = load("[[site]]\nroot = \"/tmp\"\ncertificat = \"a.pem\"\n").unwrap_err();
     assert_eq!(error.hint.as_deref(), Some("did you mean `certificate`?"));
 }
