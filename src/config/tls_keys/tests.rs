@@ -472,3 +472,18 @@ fn a_misspelt_tls_key_gets_the_nearest_one() {
     let error = load("[[site]]\nroot = \"/tmp\"\ncertificat = \"a.pem\"\n").unwrap_err();
     assert_eq!(error.hint.as_deref(), Some("did you mean `certificate`?"));
 }
+
+#[test]
+fn a_plain_and_a_tls_listener_may_both_ask_for_port_0() {
+    let config = load(&format!(
+        "listen = [\"127.0.0.1:0\", \"127.0.0.1:0 tls\"]\n{SITE_FILES}"
+    ))
+    .unwrap();
+    let tls: Vec<bool> = config.listen.iter().map(|listen| listen.tls).collect();
+    assert_eq!(tls, [false, true]);
+    let error = load(&format!(
+        "listen = [\"127.0.0.1:8443\", \"127.0.0.1:8443 tls\"]\n{SITE_FILES}"
+    ))
+    .unwrap_err();
+    assert!(error.message.contains("listed twice"), "{error}");
+}
