@@ -205,8 +205,6 @@ impl Loader<'_> {
                     format!("write it like {LISTEN_FORMS}"),
                 )
             })?;
-            // Port 0 asks the kernel for a free port each time: two such entries are two
-            // listeners (tests listen on a plain and a TLS port 0 side by side).
             if address.port() != 0 && parsed.iter().any(|seen| seen.address == address) {
                 return Err(self.error(
                     listen.span(),
