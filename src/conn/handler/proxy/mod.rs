@@ -506,6 +506,7 @@ impl Conn {
             context,
             proxy.exchange.persistence,
             Some(&proxy.route),
+            self.is_secure(),
         );
         let out = self.output.bytes();
         let before = out.len();
