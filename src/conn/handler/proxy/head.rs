@@ -33,6 +33,8 @@ pub(super) struct Forward<'a> {
     /// Path and query to request.
     pub target: &'a str,
     pub client: IpAddr,
+    /// The client's connection came over TLS (`X-Forwarded-Proto: https`).
+    pub secure: bool,
     pub body: ForwardBody,
     pub websocket: bool,
     /// The pool keeps idle connections (`Connection: keep-alive`, else `close`).
@@ -68,7 +70,7 @@ pub(super) fn forward(forward: &Forward<'_>, out: &mut Vec<u8>) {
         client_headers: &head.headers,
         body: forward.body,
         client: forward.client,
-        proto: "http",
+        proto: if forward.secure { "https" } else { "http" },
         client_host,
         trust_incoming,
         upgrade: forward.websocket.then_some("websocket"),
