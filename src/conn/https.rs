@@ -13,7 +13,7 @@ use ampd_http::request::{split_target, RequestHead};
 
 use super::route::Located;
 use super::{Conn, Context, Exchange, Job};
-use crate::site::HttpsRedirect;
+use crate::site::{strip_port, HttpsRedirect};
 
 /// Paths an ACME CA fetches over plain HTTP (RFC 8555 §8.3).
 const ACME_CHALLENGES: &str = "/.well-known/acme-challenge/";
@@ -65,15 +65,6 @@ fn https_location(head: &RequestHead, redirect: &HttpsRedirect, local: IpAddr) -
         Some(port) => format!("https://{host}:{port}{target}"),
         None => format!("https://{host}{target}"),
     }
-}
-
-/// `a.test:8080` → `a.test`; `[::1]:8080` → `[::1]` (the parser has checked it is an
-/// authority: `ampd_http::authority`).
-fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.find(']').map_or(host, |end| &host[..=end]);
-    }
-    host.split_once(':').map_or(host, |(name, _)| name)
 }
 
 #[cfg(test)]

@@ -362,7 +362,8 @@ fn x_sendfile_root(settings: &LocationSettings) -> Option<std::path::PathBuf> {
 }
 
 /// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
-fn strip_port(host: &str) -> &str {
+#[must_use]
+pub fn strip_port(host: &str) -> &str {
     if host.starts_with('[') {
         return host.find(']').map_or(host, |end| &host[..=end]);
     }
