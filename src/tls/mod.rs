@@ -69,9 +69,6 @@ pub struct ClientCertificate {
 }
 
 /// The client's certificate as `Conn` shows it.
-fn client_certificate_of(
-    _der: &rustls::pki_types::CertificateDer<'_>,
-) -> Option<ClientCertificate> {
-    // tlsconn: `client_certificate::describe`, wired at merge.
-    None
+fn client_certificate_of(der: &rustls::pki_types::CertificateDer<'_>) -> Option<ClientCertificate> {
+    client_certificate::describe(der)
 }
