@@ -1,6 +1,7 @@
 //! The phases of a request, top to bottom (SWS `handler.rs`; nginx's phase order): method →
-//! path → site and location → rewrite → HTTPS redirect (`https.rs`) → rate limit → access → redirect → handler → (static)
-//! path cache or translation job → response.
+//! path → site and location → rewrite → rate limit → access → redirect → handler → (static)
+//! path cache or translation job → response. A request over plain HTTP to a `redirect_https`
+//! site is sent to HTTPS as soon as it is located, whatever its method (`https.rs`).
 //!
 //! Owns: that order and each phase's answer (`405`, `400`, `429`, `403`, `401`, `3xx`, the
 //! status and health handlers, the static response).

@@ -2,7 +2,8 @@
 //! answers it, and the generation of settings a request is served under.
 //!
 //! Owns: `Generation` (one loaded configuration: the typed `Config` plus what is built from
-//! it: opened document roots, pre-rendered headers, access checks) and
+//! it: opened document roots, pre-rendered headers (a location's, its site's HSTS), the HTTPS
+//! redirect's port, access checks) and
 //! `Sites::route` (site by `Host`: exact name, then the longest `*.suffix`, then the default;
 //! location by path: an exact location, then the first `extension` location in file order
 //! that matches (`script.rs`), then the longest prefix).
