@@ -16,6 +16,7 @@
 pub mod client_certificate;
 pub mod context;
 pub mod session;
+pub mod tickets;
 
 pub use context::{TlsContext, TlsError};
 pub use session::TlsSession;
