@@ -2,6 +2,9 @@
 //! answered `301 Moved Permanently` to the same URL over `https`, before anything else about
 //! it is decided (nginx's `return 301 https://$host$request_uri` in a port-80 server).
 //!
+//! Also `421` for a request whose site is not the one its TLS handshake was made for, when
+//! that site asks for client certificates.
+//!
 //! Owns: whether a request is redirected and the `Location` it gets. ACME's HTTP-01
 //! challenges (`/.well-known/acme-challenge/`, RFC 8555 §8.3) are never redirected: a CA may
 //! fetch them over plain HTTP only, and a certificate is what HTTPS waits for.
@@ -19,6 +22,25 @@ use crate::site::{strip_port, HttpsRedirect};
 const ACME_CHALLENGES: &str = "/.well-known/acme-challenge/";
 
 impl Conn {
+    /// `421 Misdirected Request` (RFC 9110 §15.5.20) for a request over TLS whose `Host` names
+    /// a site that asks for client certificates while the handshake (its SNI) chose another
+    /// site, which did not ask: the certificate check cannot be stepped around by naming one
+    /// site in the handshake and another in the request. `None` when the request goes on.
+    pub(super) fn refuse_misdirected(
+        &mut self,
+        exchange: &Exchange,
+        context: &mut Context<'_>,
+    ) -> Option<Option<Job>> {
+        let server_name = self.tls()?.server_name.as_deref();
+        if !context
+            .sites
+            .misdirected(server_name, exchange.head.host().map(str::as_bytes))
+        {
+            return None;
+        }
+        Some(self.answer(exchange, None, 421, &[], context))
+    }
+
     /// Answer `301` to HTTPS when the located request is to be redirected (`https_location`);
     /// `None` when it goes on to be served here.
     pub(super) fn redirect_to_https(

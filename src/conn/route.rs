@@ -140,6 +140,9 @@ impl Conn {
                 context,
             );
         }
+        if let Some(answered) = self.refuse_misdirected(&exchange, context) {
+            return answered;
+        }
         let located = self.locate(&exchange.head, context);
         if let Ok(located) = &located {
             if let Some(answered) = self.redirect_to_https(&exchange, located, context) {

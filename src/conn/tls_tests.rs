@@ -246,3 +246,62 @@ fn the_json_log_names_the_tls_version_cipher_and_client_certificate() {
         assert!(line[field].is_null(), "{field}: {line}");
     }
 }
+
+/// A second site, `admin.test`, that asks for client certificates; the first answers `a.test`.
+fn with_an_mtls_site(config: &mut Config) {
+    let mut admin = config.sites[0].clone();
+    admin.names = vec![crate::config::HostName::Exact("admin.test".into())];
+    admin.default = false;
+    admin.tls.client_certificates = crate::config::ClientCertificates::Required {
+        ca: "clients.pem".into(),
+    };
+    config.sites[0].names = vec![crate::config::HostName::Exact("a.test".into())];
+    config.sites.push(admin);
+}
+
+/// The handshake chose `a.test` (no client certificate asked for) but the request names
+/// `admin.test`, which asks for one: `421 Misdirected Request` (RFC 9110 §15.5.20), as nginx
+/// answers, so that SNI cannot be used to step around a site's client-certificate check.
+#[test]
+fn a_host_other_than_the_handshakes_site_that_asks_for_client_certificates_is_misdirected() {
+    let mut harness = Harness::new(with_an_mtls_site);
+    secure(&mut harness);
+    let requests = [
+        "GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n".to_owned(),
+        get("/index.html"),
+    ]
+    .concat();
+    harness.feed(requests.as_bytes());
+    let statuses: Vec<u16> = harness
+        .take()
+        .iter()
+        .map(|response| response.status)
+        .collect();
+    assert_eq!(statuses, [421, 200]);
+
+    // The handshake that named admin.test itself got its client-certificate check.
+    let mut harness = Harness::new(with_an_mtls_site);
+    harness.conn.set_listener(SECURE.parse().unwrap(), true);
+    harness.conn.set_tls(TlsInfo {
+        server_name: Some("admin.test".into()),
+        ..handshake()
+    });
+    harness.feed(b"GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n");
+    let statuses: Vec<u16> = harness
+        .take()
+        .iter()
+        .map(|response| response.status)
+        .collect();
+    assert_eq!(statuses, [200]);
+
+    // Plain HTTP has no handshake to compare with.
+    let mut harness = Harness::new(with_an_mtls_site);
+    plain(&mut harness);
+    harness.feed(b"GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n");
+    let statuses: Vec<u16> = harness
+        .take()
+        .iter()
+        .map(|response| response.status)
+        .collect();
+    assert_eq!(statuses, [200]);
+}

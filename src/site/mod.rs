@@ -174,6 +174,8 @@ struct SiteRoutes {
     extensions: Vec<Arc<Route>>,
     /// Longest prefix first.
     prefixes: Vec<Arc<Route>>,
+    /// The site asks TLS clients for certificates (its handshake policy, `tls::context`).
+    asks_client_certificates: bool,
 }
 
 #[derive(Debug)]
@@ -214,6 +216,8 @@ impl Sites {
                 exact: HashMap::new(),
                 extensions: Vec::new(),
                 prefixes: Vec::new(),
+                asks_client_certificates: site.tls.client_certificates
+                    != crate::config::ClientCertificates::Off,
             };
             // Index files a script location of this site runs are routed there, never sent.
             let script_indexes: Vec<String> = site
@@ -323,6 +327,16 @@ impl Sites {
                 // Every site has a "/" prefix location (config::load adds one).
                 site.prefixes.last().expect("every site has a / location")
             })
+    }
+
+    /// Whether a request naming `host` over a handshake that named `server_name` (SNI) must be
+    /// refused as misdirected: they pick different sites and the request's site asks for
+    /// client certificates, which that handshake did not (nginx answers such requests `421`).
+    #[must_use]
+    pub fn misdirected(&self, server_name: Option<&str>, host: Option<&[u8]>) -> bool {
+        let requested = self.site_for(host);
+        self.sites[requested].asks_client_certificates
+            && self.site_for(server_name.map(str::as_bytes)) != requested
     }
 
     fn site_for(&self, host: Option<&[u8]>) -> usize {
