@@ -16,6 +16,7 @@ pub mod root;
 pub mod scripts;
 pub mod server;
 pub mod slowfs;
+pub mod tls;
 pub mod upstream;
 pub mod websocket;
 
