@@ -21,8 +21,8 @@ use support::bulk::sha256;
 use support::root::pattern_bytes;
 use support::scripts::install_cgi;
 use support::tls::{
-    curl_https, eventually, header, listeners, new_key, plain_addr, tls_addr, write_tls_config,
-    Ca, Issued, KeyKind, PyTls,
+    curl_https, eventually, header, listeners, new_key, plain_addr, tls_addr, write_tls_config, Ca,
+    Issued, KeyKind, PyTls,
 };
 use support::*;
 
@@ -352,10 +352,18 @@ fn mtls_server(arch: &str) -> (TempRoot, Ca, Ca, Ca, Server) {
     let client_ca = clients.cert.display().to_string();
     let body = format!(
         "{}{}\n[[site.location]]\npath = \"/cgi-bin/\"\nhandler = \"cgi\"\n",
-        site(&["a.test"], "www", &a,
-            &format!("client_certificates = \"required\"\nclient_ca = \"{client_ca}\"")),
-        site(&["b.test"], "b", &b,
-            &format!("client_certificates = \"optional\"\nclient_ca = \"{client_ca}\"")),
+        site(
+            &["a.test"],
+            "www",
+            &a,
+            &format!("client_certificates = \"required\"\nclient_ca = \"{client_ca}\"")
+        ),
+        site(
+            &["b.test"],
+            "b",
+            &b,
+            &format!("client_certificates = \"optional\"\nclient_ca = \"{client_ca}\"")
+        ),
     );
     let config = write_tls_config(&root, arch, TLS_ONLY, &body);
     let server = Server::start(Options::config_file(&config));
@@ -372,7 +380,8 @@ fn with_cert(name: &str, ca: &Ca, cert: &Issued) -> Value {
 
 /// NAME=value lines of an env dump.
 fn env_value<'a>(dump: &'a str, name: &str) -> Option<&'a str> {
-    dump.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
+    dump.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
 }
 
 for_each_arch!(fn client_certificates_required_and_optional(arch) {
@@ -500,31 +509,59 @@ fn a_bad_key_is_refused_at_start_naming_the_file() {
     let a = ca.server("a", &["a.test"], KeyKind::EcdsaP256);
     let pki = root.outside_dir().join("pki");
     let cases = [
-        ("a mismatched key", Issued {
-            cert: a.cert.clone(),
-            key: new_key(&pki.join("other.key"), KeyKind::EcdsaP256),
-        }, "other.key"),
-        ("a key that is not PEM", Issued {
-            cert: a.cert.clone(),
-            key: root.outside_file("pki/garbage.key", "not a key\n"),
-        }, "garbage.key"),
-        ("a certificate file that is missing", Issued {
-            cert: pki.join("missing.pem"),
-            key: a.key.clone(),
-        }, "missing.pem"),
+        (
+            "a mismatched key",
+            Issued {
+                cert: a.cert.clone(),
+                key: new_key(&pki.join("other.key"), KeyKind::EcdsaP256),
+            },
+            "other.key",
+        ),
+        (
+            "a key that is not PEM",
+            Issued {
+                cert: a.cert.clone(),
+                key: root.outside_file("pki/garbage.key", "not a key\n"),
+            },
+            "garbage.key",
+        ),
+        (
+            "a certificate file that is missing",
+            Issued {
+                cert: pki.join("missing.pem"),
+                key: a.key.clone(),
+            },
+            "missing.pem",
+        ),
     ];
     for (what, pair, named) in cases {
-        let config = write_tls_config(&root, "reactor", TLS_ONLY, &site(&["a.test"], "www", &pair, ""));
+        let config = write_tls_config(
+            &root,
+            "reactor",
+            TLS_ONLY,
+            &site(&["a.test"], "www", &pair, ""),
+        );
         let file = config.display().to_string();
         let (code, _out, err) = run_to_exit(&["check", &file]);
         assert_eq!(code, Some(1), "check, {what}: {err}");
-        assert!(err.contains(named), "check, {what}: the message does not name {named}: {err}");
+        assert!(
+            err.contains(named),
+            "check, {what}: the message does not name {named}: {err}"
+        );
         let (code, _out, err) = run_to_exit(&["run", "-c", &file]);
         assert_ne!(code, Some(0), "run, {what}: {err}");
-        assert!(err.contains(named), "run, {what}: the message does not name {named}: {err}");
+        assert!(
+            err.contains(named),
+            "run, {what}: the message does not name {named}: {err}"
+        );
     }
     // And the good pair passes.
-    let config = write_tls_config(&root, "reactor", TLS_ONLY, &site(&["a.test"], "www", &a, ""));
+    let config = write_tls_config(
+        &root,
+        "reactor",
+        TLS_ONLY,
+        &site(&["a.test"], "www", &a, ""),
+    );
     let (code, out, err) = run_to_exit(&["check", &config.display().to_string()]);
     assert_eq!(code, Some(0), "{out}{err}");
 }
@@ -540,8 +577,11 @@ fn the_default_sites_certificate_answers_unknown_names() {
     let b = ca.server("b", &["b.test"], KeyKind::Rsa2048);
     root.outside_file("b/hello.txt", "site b\n");
     root.file("hello.txt", "site a\n");
-    let body = format!("{}{}", site(&["a.test"], "www", &a, ""),
-        site(&["b.test"], "b", &b, "default = true"));
+    let body = format!(
+        "{}{}",
+        site(&["a.test"], "www", &a, ""),
+        site(&["b.test"], "b", &b, "default = true")
+    );
     let config = write_tls_config(&root, "reactor", TLS_ONLY, &body);
     let server = Server::start(Options::config_file(&config));
     let port = tls_addr(server.ready_line()).port();
@@ -558,17 +598,33 @@ fn the_default_sites_certificate_answers_unknown_names() {
 /// Headless Chromium: `--dump-dom` prints the DOM after scripts ran.
 fn chromium_dump_dom(url: &str, resolve: &str, profile: &Path) -> (Option<i32>, String, String) {
     let output = Command::new("timeout")
-        .args(["-k", "5", "90", "chromium", "--headless", "--no-sandbox", "--disable-gpu",
-            "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--ignore-certificate-errors",
-            "--disable-dev-shm-usage"])
+        .args([
+            "-k",
+            "5",
+            "90",
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--ignore-certificate-errors",
+            "--disable-dev-shm-usage",
+        ])
         .arg(format!("--host-resolver-rules={resolve}"))
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(["--dump-dom", url])
         .stdin(Stdio::null())
         .output()
         .expect("chromium must be installed (apt-get install chromium)");
-    (output.status.code(), text(&output.stdout), text(&output.stderr))
+    (
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr),
+    )
 }
 
 for_each_arch!(fn chromium_renders_a_page_over_https(arch) {

@@ -380,6 +380,9 @@ mod tests {
         );
         assert_eq!(parse_ready_line("ampd: something else"), None);
         let tls = "ampd 0.1.0 serving /tmp/x at https://127.0.0.1:41235/ (arch amped)";
-        assert_eq!(parse_ready_line(tls), Some("127.0.0.1:41235".parse().unwrap()));
+        assert_eq!(
+            parse_ready_line(tls),
+            Some("127.0.0.1:41235".parse().unwrap())
+        );
     }
 }

@@ -236,7 +236,7 @@ pub fn listeners(ready_line: &str) -> Vec<(bool, SocketAddr)> {
     found
 }
 
-/// The first TLS listener's address, and the first plain one's, a ready line names.
+/// The first TLS listener's address a ready line names.
 pub fn tls_addr(ready_line: &str) -> SocketAddr {
     listeners(ready_line)
         .into_iter()
@@ -245,6 +245,7 @@ pub fn tls_addr(ready_line: &str) -> SocketAddr {
         .1
 }
 
+/// The first plain listener's address a ready line names.
 pub fn plain_addr(ready_line: &str) -> SocketAddr {
     listeners(ready_line)
         .into_iter()
@@ -382,8 +383,10 @@ impl PyTls {
 
     /// `METHOD PATH` with `headers` on connection `id`.
     pub fn request(&mut self, id: &str, method: &str, path: &str, headers: Value) -> Value {
-        self.call(json!({"op": "request", "id": id, "method": method, "path": path,
-                         "headers": headers}))
+        self.call(
+            json!({"op": "request", "id": id, "method": method, "path": path,
+                         "headers": headers}),
+        )
     }
 
     /// `GET PATH` on connection `id`, asserting an answer came.
