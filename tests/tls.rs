@@ -650,3 +650,72 @@ for_each_arch!(fn chromium_renders_a_page_over_https(arch) {
     assert!(dom.contains("<p id=\"static\">served over tls</p>"), "{dom}\n{err}");
     assert!(dom.contains("<p id=\"out\">script ran over https: 42</p>"), "{dom}\n{err}");
 });
+
+/// The harness's certificates are what the tests above take them for (checked by OpenSSL, not
+/// by ampd): chains that verify for their purpose, the key types asked for, and a fresh key
+/// that matches nothing.
+#[test]
+fn the_test_certificates_are_what_they_claim() {
+    let root = TempRoot::new();
+    let ca = test_ca(&root);
+    let clients = Ca::new(&root.outside_dir().join("pki"), "clients CA");
+    let ecdsa = ca.server("a", &["a.test", "*.a.test"], KeyKind::EcdsaP256);
+    let rsa = ca.server("b", &["b.test"], KeyKind::Rsa2048);
+    let alice = clients.client("alice", "alice");
+    let openssl = |args: &[&str]| {
+        let output = Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl");
+        (
+            output.status.success(),
+            text(&output.stdout) + &text(&output.stderr),
+        )
+    };
+    let path = |path: &Path| path.display().to_string();
+    for (issued, by, purpose) in [
+        (&ecdsa, &ca, "sslserver"),
+        (&rsa, &ca, "sslserver"),
+        (&alice, &clients, "sslclient"),
+    ] {
+        let (ok, said) = openssl(&[
+            "verify",
+            "-purpose",
+            purpose,
+            "-CAfile",
+            &path(&by.cert),
+            &path(&issued.cert),
+        ]);
+        assert!(ok, "{said}");
+    }
+    let (ok, said) = openssl(&["verify", "-CAfile", &path(&ca.cert), &path(&alice.cert)]);
+    assert!(
+        !ok,
+        "a client certificate verified against the wrong CA: {said}"
+    );
+    let (_, shown) = openssl(&["x509", "-noout", "-text", "-in", &path(&ecdsa.cert)]);
+    assert!(
+        shown.contains("id-ecPublicKey") && shown.contains("P-256"),
+        "{shown}"
+    );
+    assert!(shown.contains("DNS:a.test, DNS:*.a.test"), "{shown}");
+    let (_, shown) = openssl(&["x509", "-noout", "-text", "-in", &path(&rsa.cert)]);
+    assert!(
+        shown.contains("rsaEncryption") && shown.contains("2048 bit"),
+        "{shown}"
+    );
+    let public = |args: &[&str]| openssl(args).1;
+    let certified = public(&["x509", "-noout", "-pubkey", "-in", &path(&ecdsa.cert)]);
+    assert_eq!(
+        certified,
+        public(&["pkey", "-pubout", "-in", &path(&ecdsa.key)])
+    );
+    let other = new_key(
+        &root.outside_dir().join("pki/other.key"),
+        KeyKind::EcdsaP256,
+    );
+    assert_ne!(
+        certified,
+        public(&["pkey", "-pubout", "-in", &path(&other)])
+    );
+}
