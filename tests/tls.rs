@@ -11,6 +11,7 @@
 
 mod support;
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -43,6 +44,13 @@ fn site(names: &[&str], root: &str, cert: &Issued, more: &str) -> String {
         cert.cert.display(),
         cert.key.display(),
     )
+}
+
+/// `METHOD PATH` with `Host: HOST` on a new plain connection.
+fn plain_request(addr: SocketAddr, method: &str, path: &str, host: &str) -> Response {
+    let mut conn = support::http::Conn::open(addr);
+    conn.send(format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n\r\n"));
+    conn.read_response(method)
 }
 
 /// The test's CA, in `pki/` beside the root.
@@ -184,7 +192,10 @@ for_each_arch!(fn alpn_agrees_on_http11(arch) {
     let mut h2 = to("a.test", &ca);
     h2["alpn"] = json!(["h2"]);
     let error = refused(&mut py, "h2", port, h2);
-    assert!(error.to_ascii_uppercase().contains("NO_APPLICATION_PROTOCOL"), "{error}");
+    assert!(
+        error.to_ascii_lowercase().replace('_', " ").contains("no application protocol"),
+        "{error}"
+    );
     assert_eq!(py.get("both", "/hello.txt")["status"], 200, "others are served on");
 });
 
@@ -209,7 +220,7 @@ for_each_arch!(fn plain_and_tls_listeners_side_by_side(arch) {
     assert_ne!(plain.port(), secure.port());
 
     // Site a: plain answers with no HSTS (RFC 6797 §7.2: not over plain HTTP), TLS with it.
-    let over_plain = request(plain, "GET", "/hello.txt", &[("Host", "a.test")]);
+    let over_plain = plain_request(plain, "GET", "/hello.txt", "a.test");
     assert_eq!(over_plain.status, 200, "{over_plain:?}");
     assert_eq!(over_plain.body_text(), "site a\n");
     assert_eq!(over_plain.header("strict-transport-security"), None, "{over_plain:?}");
@@ -223,13 +234,32 @@ for_each_arch!(fn plain_and_tls_listeners_side_by_side(arch) {
         "{over_tls}"
     );
 
-    // Site b: plain requests go to the same URL over https on the TLS listener's port.
-    let moved = request(plain, "GET", "/hello.txt?x=1&y=2", &[("Host", "b.test")]);
+    py.connect_ok("b", secure.port(), to("b.test", &ca));
+    let b_tls = py.get("b", "/hello.txt");
+    assert_eq!(b_tls["status"], 200, "{b_tls}");
+    assert_eq!(b_tls["body"], "site b\n");
+    assert_eq!(header(&b_tls, "strict-transport-security"), None, "site b has no hsts");
+});
+
+for_each_arch!(fn redirect_https_sends_plain_requests_to_the_tls_port(arch) {
+    let root = TempRoot::new();
+    let ca = test_ca(&root);
+    let b = ca.server("b", &["b.test"], KeyKind::EcdsaP256);
+    root.file("hello.txt", "site b\n");
+    let body = site(&["b.test"], "www", &b, "redirect_https = true");
+    let config = write_tls_config(&root, arch, PLAIN_AND_TLS, &body);
+    let server = Server::start(Options::config_file(&config));
+    let plain = plain_addr(server.ready_line());
+    let secure = tls_addr(server.ready_line());
+
+    // Plain requests go to the same URL over https on the TLS listener's port (the port it
+    // is bound to: `listen` says port 0 here).
+    let moved = plain_request(plain, "GET", "/hello.txt?x=1&y=2", "b.test");
     assert_eq!(moved.status, 301, "{moved:?}");
     let location = format!("https://b.test:{}/hello.txt?x=1&y=2", secure.port());
     assert_eq!(moved.header("location"), Some(location.as_str()), "{moved:?}");
     // The Host's own port (the plain listener's) is not carried over.
-    let with_port = request(plain, "HEAD", "/", &[("Host", &format!("b.test:{}", plain.port()))]);
+    let with_port = plain_request(plain, "HEAD", "/", &format!("b.test:{}", plain.port()));
     assert_eq!(with_port.status, 301, "{with_port:?}");
     let location = format!("https://b.test:{}/", secure.port());
     assert_eq!(with_port.header("location"), Some(location.as_str()), "{with_port:?}");
@@ -241,11 +271,6 @@ for_each_arch!(fn plain_and_tls_listeners_side_by_side(arch) {
         &format!("http://b.test:{}/hello.txt", plain.port()),
     ]);
     assert_eq!(text(&followed.stdout), "site b\n", "{}", text(&followed.stderr));
-    py.connect_ok("b", secure.port(), to("b.test", &ca));
-    let b_tls = py.get("b", "/hello.txt");
-    assert_eq!(b_tls["status"], 200, "{b_tls}");
-    assert_eq!(b_tls["body"], "site b\n");
-    assert_eq!(header(&b_tls, "strict-transport-security"), None, "site b has no hsts");
 });
 
 for_each_arch!(fn sni_chooses_the_certificate(arch) {
