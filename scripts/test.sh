@@ -31,5 +31,5 @@ cargo test --workspace
 echo "== scale-out: three instances behind HAProxy (tests/scale_out.sh, about 30 s)"
 cargo build --quiet
 bash tests/scale_out.sh target/debug/ampd
-echo "== TLS scanners: testssl and sslscan against ampd (tests/tls_scan.sh, about 2 min)"
+echo "== TLS scanners: testssl and sslscan against ampd (tests/tls_scan.sh, about 1 min)"
 bash tests/tls_scan.sh target/debug/ampd

@@ -10,10 +10,17 @@
 #            a cipher below 128 bits (or one sslscan rates null, anonymous, weak or medium) is
 #            accepted.
 #
+# testssl runs its TLS checks (protocols, cipher categories, forward secrecy, server preference,
+# server defaults, HTTP headers, vulnerabilities) but not its client simulations, which rate
+# nothing and take minutes on a loaded machine. Its WARN lines are printed, not failed on: its
+# TLS 1.3 ticket-resumption check races s_client's exit against the post-handshake
+# NewSessionTicket and loses now and then against any server under load (OpenSSL's s_server
+# too); tests/tls.rs checks resumption itself.
+#
 # Which engine serves does not change what rustls negotiates, so one is scanned (ARCH, default
-# reactor). Every wait is bounded: testssl by SCAN_TIMEOUT (default 240 s; a run takes about
-# two minutes), sslscan by 60 s; ampd is stopped and the work directory removed on exit, also
-# on failure.
+# reactor). Every wait is bounded: testssl by SCAN_TIMEOUT (default 240 s; a run takes about a
+# minute), sslscan by 60 s; ampd is stopped and the work directory removed on exit, also on
+# failure.
 #
 # usage: tests/tls_scan.sh [AMPD_BINARY]   (default: target/debug/ampd)
 # env:   ARCH (engine, reactor), SCAN_TIMEOUT (seconds for testssl, 240), KEEP=1 keeps the work
@@ -77,10 +84,11 @@ fi
 echo "== tls_scan: ampd ($ARCH) serving TLS on 127.0.0.1:$PORT"
 status=0
 
-echo "== testssl (about two minutes, at most $SCAN_TIMEOUT s)"
+echo "== testssl (about a minute, at most $SCAN_TIMEOUT s)"
 started=$(date +%s)
 set +e
 timeout -k 5 "$SCAN_TIMEOUT" testssl --quiet --color 0 --warnings off --severity HIGH \
+  --protocols --std --fs --server-preference --server-defaults --header --vulnerable \
   --jsonfile "$WORK/testssl.json" "127.0.0.1:$PORT" >"$WORK/testssl.txt" 2>&1
 testssl_exit=$?
 set -e
