@@ -23,8 +23,8 @@ pub struct Connected {
 }
 use super::{Conn, Context, Need};
 use crate::config::{
-    Config, FastCgiSettings, Handler, ProxySettings, UpstreamAddress, UpstreamPool,
-    UpstreamProtocol, UpstreamServer,
+    CertificateFiles, Config, FastCgiSettings, Handler, LogFormat, ProxySettings, UpstreamAddress,
+    UpstreamPool, UpstreamProtocol, UpstreamServer,
 };
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
@@ -43,8 +43,8 @@ struct World {
     caches: Caches,
     clock: Clock,
     log: AccessLog,
-    /// Keeps the log's writer alive for `log`; it writes nowhere.
-    _log_thread: LogThread,
+    /// The log's writer: it writes nowhere, or to `access.log` in `root` (`Harness::logging`).
+    log_thread: LogThread,
     stats: Stats,
     loop_stats: LoopStats,
     rates: RateLimiter,
@@ -137,7 +137,7 @@ impl Harness {
                 caches,
                 clock: Clock::at(1_700_000_000),
                 log,
-                _log_thread: log_thread,
+                log_thread,
                 stats,
                 loop_stats,
                 rates: RateLimiter::new().unwrap(),
@@ -156,6 +156,34 @@ impl Harness {
             IpAddr::V4(Ipv4Addr::LOCALHOST),
         );
         harness
+    }
+
+    /// A new connection to the same world (generation, caches, log), as the next client's.
+    pub fn reconnect(&mut self) {
+        self.conn = Conn::new(
+            &self.world.generation.config,
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+        );
+        self.sent.clear();
+    }
+
+    /// Write the access log in `format` to a file (`access_log` reads it).
+    #[must_use]
+    pub fn logging(mut self, format: LogFormat) -> Harness {
+        let path = self.world.root.join("access.log");
+        let thread = LogThread::start(LogFile::open(Some(&path)).unwrap()).unwrap();
+        self.world.log = thread.handle(Some(format));
+        self.world.log_thread = thread;
+        self
+    }
+
+    /// The access log's lines so far (`logging`).
+    pub fn access_log(&mut self) -> String {
+        self.world.log.flush();
+        self.world
+            .log_thread
+            .sync(std::time::Duration::from_secs(10));
+        std::fs::read_to_string(self.world.root.join("access.log")).unwrap_or_default()
     }
 
     /// From now on the engine says a graceful stop is under way.
@@ -388,6 +416,36 @@ impl Harness {
     /// What the connection says to do with its upstream socket, once.
     pub fn release(&mut self) -> Option<Release> {
         self.conn.take_upstream_release()
+    }
+}
+
+/// A self-signed certificate for `a.test` and its key, made in `dir` with the `openssl` CLI: a
+/// generation with a TLS listener needs one to build.
+#[must_use]
+pub fn certificate(dir: &std::path::Path) -> CertificateFiles {
+    let certificate = dir.join("a.test.pem");
+    let key = dir.join("a.test.key");
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=a.test", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&certificate)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("the openssl CLI (Debian package openssl)");
+    assert!(status.success(), "openssl req failed");
+    CertificateFiles {
+        certificate,
+        key,
+        ocsp_response: None,
     }
 }
 

@@ -12,12 +12,15 @@
 mod handler;
 #[cfg(test)]
 mod harness;
+mod https;
 pub mod output;
 pub mod proxy_header;
 mod reply;
 mod route;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;
 pub mod upstream;
 
 use std::net::IpAddr;
@@ -752,6 +755,9 @@ impl Conn {
                     handoffs: 0,
                     requested: None,
                 };
+                if let Some(answered) = self.redirect_to_https(&exchange, &located, context) {
+                    return answered;
+                }
                 return self.phases(exchange, located, context);
             }
         }

@@ -14,17 +14,18 @@ use super::output::Mark;
 use super::{Conn, Context, Ending, Exchange, Job, Outcome, State};
 use crate::config::Level;
 use crate::content::serve::{ResponseContext, Sink};
-use crate::log::access::Entry;
+use crate::log::access::{Entry, TlsEntry};
 use crate::log::error::Throttle;
 use crate::response::{common_headers, status_page, HeadContext, Persistence};
 use crate::site::Route;
 
 /// The facts a response is written under: `success` adds the location's cache headers (they
-/// belong on `2xx`/`304` only).
+/// belong on `2xx`/`304` only); `secure` (a TLS connection) its site's HSTS.
 pub(super) fn response_context<'a>(
     context: &Context<'a>,
     persistence: Persistence,
     route: Option<&'a Route>,
+    secure: bool,
 ) -> ResponseContext<'a> {
     let settings = route.map(|route| &route.settings);
     ResponseContext {
@@ -32,6 +33,10 @@ pub(super) fn response_context<'a>(
             date: context.clock.date(),
             persistence,
             extra_headers: route.map_or(&[][..], |route| &route.extra_headers),
+            strict_transport_security: match route {
+                Some(route) if secure => &route.strict_transport_security,
+                _ => &[],
+            },
             cache_control: settings.and_then(|settings| settings.cache_control.as_deref()),
             expires: settings
                 .and_then(|settings| settings.expires)
@@ -69,8 +74,10 @@ impl Conn {
         let mark = self.output.mark();
         let with_body = exchange.is_none_or(|exchange| exchange.head.method != Method::Head);
         {
-            let mut response = response_context(context, persistence, None);
+            let mut response = response_context(context, persistence, None, false);
             response.head.extra_headers = route.map_or(&[][..], |route| &route.extra_headers);
+            response.head.strict_transport_security =
+                self.strict_transport_security(exchange, route, context);
             status_page::write(
                 self.output.bytes(),
                 status,
@@ -80,6 +87,26 @@ impl Conn {
             );
         }
         self.record(exchange, status, mark, context);
+    }
+
+    /// The `Strict-Transport-Security` line of a status page: its site's, over TLS only. An
+    /// answer given before a location was found (`405`, `OPTIONS`, `413`) finds the site by
+    /// `Host`, as routing would.
+    fn strict_transport_security<'a>(
+        &self,
+        exchange: Option<&Exchange>,
+        route: Option<&'a Route>,
+        context: &Context<'a>,
+    ) -> &'a [u8] {
+        if !self.secure {
+            return &[];
+        }
+        let sites = context.sites;
+        let route = route.or_else(|| {
+            let host = exchange?.head.host().map(str::as_bytes);
+            Some(&**sites.route(host, "/"))
+        });
+        route.map_or(&[], |route| &route.strict_transport_security)
     }
 
     /// Answer with a status page and go on per the exchange's persistence.
@@ -119,7 +146,8 @@ impl Conn {
     ) -> Option<Job> {
         let mark = self.output.mark();
         {
-            let response = response_context(context, exchange.persistence, Some(route));
+            let response =
+                response_context(context, exchange.persistence, Some(route), self.secure);
             let out = self.output.bytes();
             write_status_line(out, status);
             common_headers(out, &response.head);
@@ -193,6 +221,11 @@ impl Conn {
             user_agent: header("user-agent"),
             host: header("host"),
             duration: latency,
+            tls: self.tls().map(|tls| TlsEntry {
+                protocol: tls.protocol,
+                cipher: tls.cipher,
+                client_subject: tls.client.as_ref().map(|client| client.subject.as_str()),
+            }),
         };
         context.log.record(&entry, context.clock);
     }

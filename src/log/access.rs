@@ -43,6 +43,19 @@ pub struct Entry<'a> {
     pub host: Option<&'a [u8]>,
     /// From the end of the request head to the response queued.
     pub duration: Duration,
+    /// What the connection's TLS handshake settled; `None` over plain HTTP.
+    pub tls: Option<TlsEntry<'a>>,
+}
+
+/// The TLS facts a line carries (nginx's `$ssl_protocol`, `$ssl_cipher`, `$ssl_client_s_dn`).
+#[derive(Clone, Copy, Debug)]
+pub struct TlsEntry<'a> {
+    /// `TLSv1.3`.
+    pub protocol: &'a str,
+    /// The IANA name: `TLS13_AES_128_GCM_SHA256`.
+    pub cipher: &'a str,
+    /// The client certificate's subject, RFC 2253 (`CN=alice,O=Example`), when one was sent.
+    pub client_subject: Option<&'a str>,
 }
 
 enum Message {
@@ -449,6 +462,21 @@ fn format_json(out: &mut Vec<u8>, entry: &Entry<'_>, clock: &Clock) {
         out,
         u64::try_from(entry.duration.as_micros()).unwrap_or(u64::MAX),
     );
+    let tls = entry.tls.as_ref();
+    for (name, value) in [
+        (&b",\"tls_protocol\":"[..], tls.map(|tls| tls.protocol)),
+        (b",\"tls_cipher\":", tls.map(|tls| tls.cipher)),
+        (
+            b",\"tls_client_subject\":",
+            tls.and_then(|tls| tls.client_subject),
+        ),
+    ] {
+        out.extend_from_slice(name);
+        match value {
+            Some(value) => push_json_string(out, value.as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
     out.extend_from_slice(b"}\n");
 }
 
@@ -467,6 +495,7 @@ mod tests {
             user_agent: Some(b"Mozilla/4.08 [en] (Win98; I ;Nav)"),
             host: None,
             duration: Duration::from_micros(15),
+            tls: None,
         }
     }
 

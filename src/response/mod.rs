@@ -29,13 +29,16 @@ pub struct HeadContext<'a> {
     pub persistence: Persistence,
     /// `Name: value\r\n` lines the location adds to every response.
     pub extra_headers: &'a [u8],
+    /// The site's `Strict-Transport-Security` line over TLS; empty over plain HTTP, where it
+    /// must never go (RFC 6797 §7.2). Kept out of every cached head for that reason.
+    pub strict_transport_security: &'a [u8],
     /// `Cache-Control` for successful responses (the location's `cache_control`).
     pub cache_control: Option<&'a str>,
     /// `Expires` time (Unix seconds) and `max-age` for successful responses.
     pub expires: Option<(u64, u64)>,
 }
 
-/// `Server`, `Date`, `Connection` and the location's added headers: on every response.
+/// `Server`, `Date`, `Connection`, HSTS and the location's added headers: on every response.
 pub fn common_headers(out: &mut Vec<u8>, context: &HeadContext<'_>) {
     out.extend_from_slice(b"Server: ampd\r\n");
     date_and_persistence(out, context);
@@ -51,6 +54,7 @@ pub fn date_and_persistence(out: &mut Vec<u8>, context: &HeadContext<'_>) {
         Persistence::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
         Persistence::Close => out.extend_from_slice(b"Connection: close\r\n"),
     }
+    out.extend_from_slice(context.strict_transport_security);
     out.extend_from_slice(context.extra_headers);
 }
 

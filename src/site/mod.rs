@@ -2,7 +2,8 @@
 //! answers it, and the generation of settings a request is served under.
 //!
 //! Owns: `Generation` (one loaded configuration: the typed `Config` plus what is built from
-//! it: opened document roots, pre-rendered headers, access checks) and
+//! it: opened document roots, pre-rendered headers (a location's, its site's HSTS), the HTTPS
+//! redirect's port, access checks) and
 //! `Sites::route` (site by `Host`: exact name, then the longest `*.suffix`, then the default;
 //! location by path: an exact location, then the first `extension` location in file order
 //! that matches (`script.rs`), then the longest prefix).
@@ -19,7 +20,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use crate::config::{Config, Handler, HostName, LocationSettings, StaticOptions};
+use crate::config::{Config, Handler, HostName, Hsts, LocationSettings, StaticOptions};
 use crate::content::resolve::DocRoot;
 use crate::programs::cgi::Launcher;
 use crate::tls::{TlsContext, TlsError};
@@ -99,7 +100,63 @@ pub struct Route {
     pub root: Option<Arc<DocRoot>>,
     /// `headers` rendered as `Name: value\r\n` lines, once.
     pub extra_headers: Box<[u8]>,
+    /// The site's `Strict-Transport-Security: ...\r\n` (RFC 6797), rendered once; empty when
+    /// the site has no `hsts`. Written over TLS only (§7.2).
+    pub strict_transport_security: Box<[u8]>,
+    /// The site sends requests that come over a plain listener to HTTPS (`redirect_https`).
+    pub https_redirect: Option<HttpsRedirect>,
     pub access: Access,
+}
+
+/// Where a `redirect_https` site sends plain-HTTP requests: `https://HOST[:port]/target`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpsRedirect {
+    /// The first TLS listener's port (`None`: 443, left out of the URL).
+    pub port: Option<u16>,
+    /// The host for a request that names none (HTTP/1.0 without `Host`): the site's first
+    /// exact name, as nginx's `$host` falls back to `server_name`.
+    pub server_name: Option<String>,
+}
+
+impl HttpsRedirect {
+    fn of(config: &Config, site: &crate::config::Site) -> Option<HttpsRedirect> {
+        if !site.tls.redirect_https {
+            return None;
+        }
+        let port = config
+            .listen
+            .iter()
+            .find(|listen| listen.tls)
+            .map_or(443, |listen| listen.address.port());
+        let server_name = site.names.iter().find_map(|name| match name {
+            HostName::Exact(name) => Some(name.clone()),
+            HostName::Suffix(_) => None,
+        });
+        Some(HttpsRedirect {
+            port: (port != 443).then_some(port),
+            server_name,
+        })
+    }
+}
+
+/// `Strict-Transport-Security: max-age=N[; includeSubDomains][; preload]\r\n` (RFC 6797
+/// §6.1; `preload` is the hstspreload.org list's token).
+fn strict_transport_security(hsts: Option<&Hsts>) -> Box<[u8]> {
+    let Some(hsts) = hsts else {
+        return Box::default();
+    };
+    let mut line = format!(
+        "Strict-Transport-Security: max-age={}",
+        hsts.max_age.as_secs()
+    );
+    if hsts.include_subdomains {
+        line.push_str("; includeSubDomains");
+    }
+    if hsts.preload {
+        line.push_str("; preload");
+    }
+    line.push_str("\r\n");
+    line.into_bytes().into_boxed_slice()
 }
 
 impl Route {
@@ -151,6 +208,8 @@ impl Sites {
                     HostName::Suffix(suffix) => suffixes.push((suffix.clone(), index)),
                 }
             }
+            let strict_transport_security = strict_transport_security(site.tls.hsts.as_ref());
+            let https_redirect = HttpsRedirect::of(config, site);
             let mut routes = SiteRoutes {
                 exact: HashMap::new(),
                 extensions: Vec::new(),
@@ -218,6 +277,8 @@ impl Sites {
                     settings: location.settings.clone(),
                     root,
                     extra_headers: extra_headers.into_boxed_slice(),
+                    strict_transport_security: strict_transport_security.clone(),
+                    https_redirect: https_redirect.clone(),
                 });
                 if location.exact {
                     routes.exact.insert(location.path.clone(), route);
@@ -302,7 +363,8 @@ fn x_sendfile_root(settings: &LocationSettings) -> Option<std::path::PathBuf> {
 }
 
 /// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
-fn strip_port(host: &str) -> &str {
+#[must_use]
+pub fn strip_port(host: &str) -> &str {
     if host.starts_with('[') {
         return host.find(']').map_or(host, |end| &host[..=end]);
     }

@@ -181,6 +181,8 @@ mod tests {
             settings,
             root: None,
             extra_headers: Box::default(),
+            strict_transport_security: Box::default(),
+            https_redirect: None,
         }
     }
 

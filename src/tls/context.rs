@@ -133,8 +133,10 @@ impl TlsContext {
             });
         }
         // A name without a certificate of its own gets the default one.
-        let fallback = own[default]
-            .clone()
+        let fallback = own
+            .get(default)
+            .cloned()
+            .flatten()
             .or_else(|| tls_default.clone().map(SiteCertificate::Fixed));
         let mut sites = Vec::with_capacity(config.sites.len());
         let mut names = HashMap::new();

@@ -13,6 +13,7 @@
 //!
 //! Must not touch: sockets (the engine reads and writes them), HTTP (that is `conn`'s).
 
+pub mod client_certificate;
 pub mod context;
 pub mod session;
 pub mod tickets;
@@ -69,9 +70,6 @@ pub struct ClientCertificate {
 }
 
 /// The client's certificate as `Conn` shows it.
-fn client_certificate_of(
-    _der: &rustls::pki_types::CertificateDer<'_>,
-) -> Option<ClientCertificate> {
-    // tlsconn: `client_certificate::describe`, wired at merge.
-    None
+fn client_certificate_of(der: &rustls::pki_types::CertificateDer<'_>) -> Option<ClientCertificate> {
+    client_certificate::describe(der)
 }

@@ -14,6 +14,7 @@ use ampd_http::request::{split_target, RequestHead};
 
 use crate::log::build_info::VERSION;
 use crate::site::{Route, ScriptSplit};
+use crate::tls::TlsInfo;
 
 /// Where a request's script is (RFC 3875 §4.1.13, §4.1.5).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +66,8 @@ pub(in crate::conn) struct Request<'a> {
     pub content_length: Option<u64>,
     /// The user Basic authentication let in.
     pub user: Option<&'a str>,
+    /// What the TLS handshake settled; `None` over plain HTTP.
+    pub tls: Option<&'a TlsInfo>,
 }
 
 /// The meta-variables, in a stable order; `script` is `None` for a script still to be found
@@ -90,7 +93,14 @@ pub(in crate::conn) fn meta_variables(
     set("SERVER_NAME", host.as_bytes());
     set("SERVER_ADDR", request.server.ip().to_string().as_bytes());
     set("SERVER_PORT", request.server.port().to_string().as_bytes());
-    set("REQUEST_SCHEME", b"http");
+    set(
+        "REQUEST_SCHEME",
+        if request.tls.is_some() {
+            b"https"
+        } else {
+            b"http"
+        },
+    );
     set("REQUEST_METHOD", head.method.as_str().as_bytes());
     set("REQUEST_URI", request_uri.as_bytes());
     set("QUERY_STRING", query.unwrap_or("").as_bytes());
@@ -118,6 +128,9 @@ pub(in crate::conn) fn meta_variables(
     }
     // php-cgi refuses to run without it unless `cgi.force_redirect` is off.
     set("REDIRECT_STATUS", b"200");
+    if let Some(tls) = request.tls {
+        tls_variables(tls, &mut set);
+    }
     if let Some(script) = script {
         set("SCRIPT_NAME", script.script_name.as_bytes());
         set(
@@ -137,6 +150,34 @@ pub(in crate::conn) fn meta_variables(
         variables.push((name.to_vec(), value.as_bytes().to_vec()));
     }
     variables
+}
+
+/// `HTTPS=on` (what PHP's `$_SERVER['HTTPS']` and most frameworks test) and mod_ssl's `SSL_*`
+/// variables, as Apache names them (nginx's `fastcgi_params` passes the same `HTTPS`).
+fn tls_variables(tls: &TlsInfo, set: &mut impl FnMut(&str, &[u8])) {
+    set("HTTPS", b"on");
+    set("SSL_PROTOCOL", tls.protocol.as_bytes());
+    set("SSL_CIPHER", tls.cipher.as_bytes());
+    if let Some(name) = &tls.server_name {
+        set("SSL_TLS_SNI", name.as_bytes());
+    }
+    set(
+        "SSL_SESSION_RESUMED",
+        if tls.resumed { b"Resumed" } else { b"Initial" },
+    );
+    let Some(client) = &tls.client else {
+        // mod_ssl's value when no certificate was asked for or the client sent none.
+        set("SSL_CLIENT_VERIFY", b"NONE");
+        return;
+    };
+    // rustls refuses a handshake whose certificate does not verify: one here is verified.
+    set("SSL_CLIENT_VERIFY", b"SUCCESS");
+    set("SSL_CLIENT_S_DN", client.subject.as_bytes());
+    set("SSL_CLIENT_I_DN", client.issuer.as_bytes());
+    set("SSL_CLIENT_M_SERIAL", client.serial.as_bytes());
+    set("SSL_CLIENT_V_START", client.not_before.as_bytes());
+    set("SSL_CLIENT_V_END", client.not_after.as_bytes());
+    set("SSL_CLIENT_CERT", client.pem.as_bytes());
 }
 
 /// `HTTP_*` for each request field (RFC 3875 §4.1.18), repeated fields joined.
@@ -203,6 +244,7 @@ mod tests {
     use super::*;
     use crate::config::{Handler, LocationSettings, ScriptSettings};
     use crate::site::access::Access;
+    use crate::tls::{ClientCertificate, TlsInfo};
     use ampd_http::request::{BodyFraming, Header, Method, Version};
 
     fn route(path: &str, handler: Handler, script: ScriptSettings) -> Route {
@@ -216,6 +258,8 @@ mod tests {
             settings,
             root: None,
             extra_headers: Box::default(),
+            strict_transport_security: Box::default(),
+            https_redirect: None,
         }
     }
 
@@ -325,6 +369,7 @@ mod tests {
                 server: "127.0.0.1:8080".parse().unwrap(),
                 content_length: Some(3),
                 user: None,
+                tls: None,
             },
             &route,
             Some(&script),
@@ -350,12 +395,15 @@ mod tests {
         assert_eq!(get("HTTP_X_CUSTOM"), Some("one, two"));
         assert_eq!(get("HTTP_COOKIE"), Some("a=1; b=2"));
         assert_eq!(get("APP_ENV"), Some("test"));
+        assert_eq!(get("REQUEST_SCHEME"), Some("http"));
         for absent in [
             "HTTP_PROXY",
             "HTTP_CONTENT_TYPE",
             "HTTP_CONTENT_LENGTH",
             "HTTP_X_ALIAS",
             "HTTPS",
+            "SSL_PROTOCOL",
+            "SSL_CLIENT_VERIFY",
         ] {
             assert_eq!(get(absent), None, "{absent}");
         }
@@ -375,6 +423,7 @@ mod tests {
                 server: "[::1]:80".parse().unwrap(),
                 content_length: None,
                 user: Some("alice"),
+                tls: None,
             },
             &route,
             None,
@@ -385,5 +434,60 @@ mod tests {
         assert_eq!(lookup(&variables, "CONTENT_LENGTH"), None);
         assert_eq!(lookup(&variables, "SCRIPT_NAME"), None);
         assert_eq!(strip_port("[::1]:8080"), "[::1]");
+    }
+
+    #[test]
+    fn over_tls_the_handshake_and_the_client_certificate_are_named_as_mod_ssl_names_them() {
+        let route = route("/", Handler::FastCgi, ScriptSettings::default());
+        let head = head("/", &[("Host", "a.test")]);
+        let client = ClientCertificate {
+            subject: "CN=alice,O=Example".to_owned(),
+            issuer: "CN=Test CA".to_owned(),
+            serial: "8A0B".to_owned(),
+            not_before: "Nov 25 12:00:00 2026 GMT".to_owned(),
+            not_after: "Nov 25 12:00:00 2027 GMT".to_owned(),
+            pem: "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n".to_owned(),
+        };
+        let tls = TlsInfo {
+            protocol: "TLSv1.3",
+            cipher: "TLS13_AES_256_GCM_SHA384",
+            server_name: None,
+            alpn: None,
+            resumed: false,
+            client: Some(Box::new(client.clone())),
+        };
+        let variables = meta_variables(
+            &Request {
+                head: &head,
+                requested: None,
+                clean: "/",
+                client: "127.0.0.1:40000".parse().unwrap(),
+                server: "127.0.0.1:8443".parse().unwrap(),
+                content_length: None,
+                user: None,
+                tls: Some(&tls),
+            },
+            &route,
+            None,
+        );
+        let get = |name| lookup(&variables, name);
+        for (name, value) in [
+            ("HTTPS", "on"),
+            ("REQUEST_SCHEME", "https"),
+            ("SERVER_PORT", "8443"),
+            ("SSL_PROTOCOL", "TLSv1.3"),
+            ("SSL_CIPHER", "TLS13_AES_256_GCM_SHA384"),
+            ("SSL_SESSION_RESUMED", "Initial"),
+            ("SSL_CLIENT_VERIFY", "SUCCESS"),
+            ("SSL_CLIENT_S_DN", "CN=alice,O=Example"),
+            ("SSL_CLIENT_I_DN", "CN=Test CA"),
+            ("SSL_CLIENT_M_SERIAL", "8A0B"),
+            ("SSL_CLIENT_V_START", "Nov 25 12:00:00 2026 GMT"),
+            ("SSL_CLIENT_V_END", "Nov 25 12:00:00 2027 GMT"),
+            ("SSL_CLIENT_CERT", client.pem.as_str()),
+        ] {
+            assert_eq!(get(name), Some(value), "{name}");
+        }
+        assert_eq!(get("SSL_TLS_SNI"), None, "no SNI sent");
     }
 }

@@ -105,10 +105,12 @@ impl Conn {
         let mark = self.output.mark();
         let route = pending.route.clone();
         let exchange = &pending.exchange;
-        let mut response = response_context(context, exchange.persistence, Some(&route));
+        let mut response =
+            response_context(context, exchange.persistence, Some(&route), self.secure);
         response.disk = disk;
         // Error pages carry the location's headers but not its cache headers.
-        let mut error_response = response_context(context, exchange.persistence, Some(&route));
+        let mut error_response =
+            response_context(context, exchange.persistence, Some(&route), self.secure);
         error_response.head.cache_control = None;
         error_response.head.expires = None;
         let head_only = exchange.head.method == Method::Head;

@@ -264,3 +264,35 @@ fn the_records_read_back_as_written() {
     let (event, _) = reader.next(&reply).unwrap();
     assert_eq!(event, Some(Event::Stdout(b"x")));
 }
+
+#[test]
+fn a_request_over_tls_tells_the_application_so() {
+    let mut harness = Harness::fastcgi(|_| {});
+    harness
+        .conn
+        .set_listener("127.0.0.1:8443".parse().unwrap(), true);
+    harness.conn.set_tls(crate::tls::TlsInfo {
+        protocol: "TLSv1.2",
+        cipher: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        server_name: Some("a.test".into()),
+        alpn: None,
+        resumed: true,
+        client: None,
+    });
+    let need = harness.feed(b"GET /index.php HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    harness.connect(&need);
+    let params = params(&records(&harness.upstream_take().0));
+    for (name, value) in [
+        ("HTTPS", "on"),
+        ("REQUEST_SCHEME", "https"),
+        ("SERVER_PORT", "8443"),
+        ("SSL_PROTOCOL", "TLSv1.2"),
+        ("SSL_CIPHER", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
+        ("SSL_TLS_SNI", "a.test"),
+        ("SSL_SESSION_RESUMED", "Resumed"),
+        ("SSL_CLIENT_VERIFY", "NONE"),
+    ] {
+        assert_eq!(param(&params, name), Some(value), "{name}");
+    }
+    assert_eq!(param(&params, "SSL_CLIENT_S_DN"), None);
+}

@@ -36,6 +36,7 @@ impl Conn {
                 server: self.local_address(),
                 content_length: proxy.request.content_length(),
                 user: proxy.exchange.user.as_deref(),
+                tls: self.tls(),
             },
             &proxy.route,
             script,

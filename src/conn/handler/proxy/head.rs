@@ -33,6 +33,8 @@ pub(super) struct Forward<'a> {
     /// Path and query to request.
     pub target: &'a str,
     pub client: IpAddr,
+    /// The client's connection came over TLS (`X-Forwarded-Proto: https`).
+    pub secure: bool,
     pub body: ForwardBody,
     pub websocket: bool,
     /// The pool keeps idle connections (`Connection: keep-alive`, else `close`).
@@ -68,7 +70,7 @@ pub(super) fn forward(forward: &Forward<'_>, out: &mut Vec<u8>) {
         client_headers: &head.headers,
         body: forward.body,
         client: forward.client,
-        proto: "http",
+        proto: if forward.secure { "https" } else { "http" },
         client_host,
         trust_incoming,
         upgrade: forward.websocket.then_some("websocket"),
@@ -89,9 +91,16 @@ fn ampds_own(name: &str) -> bool {
             .is_some_and(|prefix| prefix.eq_ignore_ascii_case("x-accel-"))
 }
 
-fn end_to_end_headers(out: &mut Vec<u8>, head: &ResponseHead) {
+/// The upstream's end-to-end fields but ampd's own; with `site_hsts`, its
+/// `Strict-Transport-Security` too: the site's policy is the one a browser keeps (RFC 6797
+/// §8.1 keeps only the first field).
+fn end_to_end_headers(out: &mut Vec<u8>, head: &ResponseHead, site_hsts: bool) {
     for header in head.end_to_end_headers() {
-        if !ampds_own(&header.name) {
+        let replaced = site_hsts
+            && header
+                .name
+                .eq_ignore_ascii_case("strict-transport-security");
+        if !ampds_own(&header.name) && !replaced {
             write_header(out, &header.name, &header.value);
         }
     }
@@ -106,7 +115,7 @@ pub(super) fn write_response_head(
 ) {
     write_status_line(out, head.status);
     common_headers(out, response);
-    end_to_end_headers(out, head);
+    end_to_end_headers(out, head, !response.strict_transport_security.is_empty());
     match framing {
         ClientFraming::Length | ClientFraming::None => {
             // A length is the body's (or, for HEAD and 304, the representation's it
@@ -127,7 +136,7 @@ pub(super) fn write_switching_head(out: &mut Vec<u8>, head: &ResponseHead, date:
     out.extend_from_slice(b"Server: ampd\r\nDate: ");
     out.extend_from_slice(date);
     out.extend_from_slice(b"\r\n");
-    end_to_end_headers(out, head);
+    end_to_end_headers(out, head, false);
     out.extend_from_slice(b"Connection: upgrade\r\nUpgrade: websocket\r\n\r\n");
 }
 
@@ -151,7 +160,7 @@ mod tests {
             panic!("the head parses");
         };
         let mut out = Vec::new();
-        end_to_end_headers(&mut out, &head);
+        end_to_end_headers(&mut out, &head, false);
         let out = String::from_utf8(out).unwrap().to_ascii_lowercase();
         for name in [
             "connection:",

@@ -282,6 +282,7 @@ impl Conn {
                     ),
                     _ => Vec::new(),
                 };
+                let secure = self.is_secure();
                 let Some(link) = self.link.as_mut() else {
                     // The engine answers `Need::Connect` before advancing again.
                     return Step::Wait(proxy, Need::Wait);
@@ -300,6 +301,7 @@ impl Conn {
                                 settings,
                                 target,
                                 client: self.peer,
+                                secure,
                                 body: proxy.request.forward_body(),
                                 websocket: proxy.websocket,
                                 keep_alive: pool.settings().keepalive > 0,
@@ -506,6 +508,7 @@ impl Conn {
             context,
             proxy.exchange.persistence,
             Some(&proxy.route),
+            self.is_secure(),
         );
         let out = self.output.bytes();
         let before = out.len();

@@ -319,6 +319,35 @@ fn an_untrusted_forwarded_for_chain_is_replaced_and_a_trusted_one_appended_to() 
 }
 
 #[test]
+fn a_request_over_tls_goes_upstream_as_https() {
+    let request = b"GET / HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-Proto: gopher\r\n\r\n";
+    let mut harness = Harness::proxying(1, |_| {});
+    harness
+        .conn
+        .set_listener("127.0.0.1:8443".parse().unwrap(), true);
+    harness.conn.set_tls(crate::tls::TlsInfo {
+        protocol: "TLSv1.3",
+        cipher: "TLS13_AES_128_GCM_SHA256",
+        ..crate::tls::TlsInfo::default()
+    });
+    let need = harness.feed(request);
+    harness.connect(&need);
+    let sent = text(&harness.upstream_take().0);
+    assert!(sent.contains("X-Forwarded-Proto: https\r\n"), "{sent}");
+    assert!(
+        sent.contains("Forwarded: for=127.0.0.1;proto=https;host=a.test\r\n"),
+        "{sent}"
+    );
+    assert!(!sent.contains("gopher"), "{sent}");
+
+    let mut harness = Harness::proxying(1, |_| {});
+    let need = harness.feed(request);
+    harness.connect(&need);
+    let sent = text(&harness.upstream_take().0);
+    assert!(sent.contains("X-Forwarded-Proto: http\r\n"), "{sent}");
+}
+
+#[test]
 fn a_client_that_closes_while_the_upstream_thinks_abandons_the_exchange() {
     let mut harness = Harness::proxying(1, |_| {});
     let need = harness.feed(b"GET /slow HTTP/1.1\r\nHost: a.test\r\n\r\n");

@@ -1,0 +1,248 @@
+//! The HTTP side of TLS through `harness`, the engine's part played by the test: the listener
+//! says TLS (`set_listener`) and the handshake what it settled (`set_tls`), as an engine does
+//! before the first request byte. `Strict-Transport-Security` over TLS only (RFC 6797 §7.2),
+//! also on heads the header cache holds; `redirect_https`; the access log's TLS fields.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::harness::{Harness, INDEX};
+use crate::config::{Config, Hsts, Listen, LogFormat};
+use crate::tls::{ClientCertificate, TlsInfo};
+
+const PLAIN: &str = "127.0.0.1:8080";
+const SECURE: &str = "127.0.0.1:8443";
+
+fn get(path: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n")
+}
+
+fn handshake() -> TlsInfo {
+    TlsInfo {
+        protocol: "TLSv1.3",
+        cipher: "TLS13_AES_128_GCM_SHA256",
+        server_name: Some("a.test".into()),
+        alpn: Some(b"http/1.1".to_vec().into_boxed_slice()),
+        resumed: false,
+        client: None,
+    }
+}
+
+/// Listen plain on `PLAIN` and TLS on `tls_port` (a certificate made for the test).
+fn listen_both(config: &mut Config, tls_port: u16) {
+    let root = config.sites[0].locations[0]
+        .settings
+        .static_files
+        .root
+        .clone();
+    config.tls.certificate = Some(super::harness::certificate(&root));
+    config.listen = vec![
+        Listen::plain(PLAIN.parse().unwrap()),
+        Listen {
+            address: SocketAddr::from(([127, 0, 0, 1], tls_port)),
+            tls: true,
+        },
+    ];
+}
+
+fn hsts(config: &mut Config) {
+    config.sites[0].tls.hsts = Some(Hsts {
+        max_age: Duration::from_secs(365 * 86_400),
+        include_subdomains: true,
+        preload: false,
+    });
+}
+
+/// A connection as an engine hands it over from a TLS listener after the handshake.
+fn secure(harness: &mut Harness) {
+    harness.conn.set_listener(SECURE.parse().unwrap(), true);
+    harness.conn.set_tls(handshake());
+}
+
+fn plain(harness: &mut Harness) {
+    harness.conn.set_listener(PLAIN.parse().unwrap(), false);
+}
+
+const STS: &str = "max-age=31536000; includeSubDomains";
+
+#[test]
+fn hsts_goes_on_every_response_over_tls_cached_heads_included() {
+    let mut harness = Harness::new(hsts);
+    secure(&mut harness);
+    // Twice: the second `200` is built from the header cache's head.
+    let requests = [get("/index.html"), get("/index.html"), get("/missing")].concat();
+    harness.feed(requests.as_bytes());
+    let responses = harness.take();
+    let statuses: Vec<u16> = responses.iter().map(|response| response.status).collect();
+    assert_eq!(statuses, [200, 200, 404]);
+    for response in &responses {
+        assert_eq!(
+            response.header("strict-transport-security"),
+            Some(STS),
+            "{response:?}"
+        );
+    }
+    assert_eq!(responses[1].body, INDEX);
+}
+
+#[test]
+fn hsts_never_goes_over_plain_http_even_after_a_tls_connection_cached_the_head() {
+    let mut harness = Harness::new(hsts);
+    secure(&mut harness);
+    harness.feed(get("/index.html").as_bytes());
+    assert_eq!(
+        harness.take()[0].header("strict-transport-security"),
+        Some(STS)
+    );
+    // The same world (caches included), a plain connection.
+    harness.reconnect();
+    plain(&mut harness);
+    let requests = [get("/index.html"), get("/missing")].concat();
+    harness.feed(requests.as_bytes());
+    let responses = harness.take();
+    assert_eq!(responses.len(), 2);
+    for response in &responses {
+        assert_eq!(
+            response.header("strict-transport-security"),
+            None,
+            "{response:?}"
+        );
+    }
+}
+
+#[test]
+fn hsts_preload_and_a_site_without_hsts() {
+    let mut harness = Harness::new(|config| {
+        config.sites[0].tls.hsts = Some(Hsts {
+            max_age: Duration::from_secs(600),
+            include_subdomains: false,
+            preload: true,
+        });
+    });
+    secure(&mut harness);
+    harness.feed(b"OPTIONS /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let responses = harness.take();
+    assert_eq!(responses[0].status, 204);
+    assert_eq!(
+        responses[0].header("strict-transport-security"),
+        Some("max-age=600; preload"),
+        "answered before routing, still the site's"
+    );
+    let mut harness = Harness::new(|_| {});
+    secure(&mut harness);
+    harness.feed(get("/index.html").as_bytes());
+    assert_eq!(harness.take()[0].header("strict-transport-security"), None);
+}
+
+#[test]
+fn an_upstreams_own_hsts_gives_way_to_the_sites() {
+    let mut harness = Harness::proxying(1, hsts);
+    secure(&mut harness);
+    let need = harness.feed(get("/app").as_bytes());
+    harness.connect(&need);
+    harness.upstream_take();
+    harness.upstream_reply(
+        b"HTTP/1.1 200 OK\r\nStrict-Transport-Security: max-age=1\r\nContent-Length: 2\r\n\r\nok",
+    );
+    let responses = harness.take();
+    let values: Vec<&str> = responses[0]
+        .headers
+        .iter()
+        .filter(|(name, _)| name == "strict-transport-security")
+        .map(|(_, value)| value.as_str())
+        .collect();
+    assert_eq!(values, [STS]);
+}
+
+fn redirecting(tls_port: u16) -> Harness {
+    let mut harness = Harness::new(|config| {
+        listen_both(config, tls_port);
+        config.sites[0].tls.redirect_https = true;
+    });
+    plain(&mut harness);
+    harness
+}
+
+#[test]
+fn a_plain_request_to_a_redirect_https_site_is_sent_to_the_tls_port() {
+    let mut harness = redirecting(8443);
+    harness.feed(b"GET /a/b%20c?x=1&y HTTP/1.1\r\nHost: A.Test:8080\r\n\r\n");
+    harness.feed(b"POST /form HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\n\r\nabc");
+    let responses = harness.take();
+    let answers: Vec<(u16, Option<&str>)> = responses
+        .iter()
+        .map(|response| (response.status, response.header("location")))
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (301, Some("https://a.test:8443/a/b%20c?x=1&y")),
+            (301, Some("https://a.test:8443/form")),
+        ]
+    );
+    assert_eq!(responses[0].header("strict-transport-security"), None);
+}
+
+#[test]
+fn the_https_port_443_is_left_out_and_a_request_without_host_names_the_listener() {
+    let mut harness = redirecting(443);
+    harness.feed(b"GET http://b.test:8080/p?q HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    harness.feed(b"GET /x HTTP/1.0\r\n\r\n");
+    let responses = harness.take();
+    assert_eq!(responses[0].header("location"), Some("https://b.test/p?q"));
+    assert_eq!(responses[1].header("location"), Some("https://127.0.0.1/x"));
+}
+
+#[test]
+fn acme_challenges_are_not_redirected_and_tls_requests_are_served() {
+    let mut harness = redirecting(8443);
+    harness.feed(get("/.well-known/acme-challenge/token123").as_bytes());
+    let responses = harness.take();
+    assert_eq!(responses[0].status, 404, "routed as any request");
+    assert_eq!(responses[0].header("location"), None);
+    let mut harness = redirecting(8443);
+    secure(&mut harness);
+    harness.feed(get("/index.html").as_bytes());
+    let responses = harness.take();
+    assert_eq!(responses[0].status, 200);
+    assert_eq!(responses[0].body, INDEX);
+}
+
+fn logged(harness: &mut Harness, request: &str) -> serde_json::Value {
+    harness.feed(request.as_bytes());
+    harness.take();
+    let log = harness.access_log();
+    let line = log.lines().last().expect("a log line");
+    serde_json::from_str(line).unwrap()
+}
+
+#[test]
+fn the_json_log_names_the_tls_version_cipher_and_client_certificate() {
+    let mut harness = Harness::new(|_| {}).logging(LogFormat::Json);
+    harness.conn.set_listener(SECURE.parse().unwrap(), true);
+    harness.conn.set_tls(TlsInfo {
+        client: Some(Box::new(ClientCertificate {
+            subject: "CN=alice,O=Example".to_owned(),
+            issuer: "CN=Test CA".to_owned(),
+            ..ClientCertificate::default()
+        })),
+        ..handshake()
+    });
+    let line = logged(&mut harness, &get("/index.html"));
+    assert_eq!(line["tls_protocol"], "TLSv1.3");
+    assert_eq!(line["tls_cipher"], "TLS13_AES_128_GCM_SHA256");
+    assert_eq!(line["tls_client_subject"], "CN=alice,O=Example");
+
+    let mut harness = Harness::new(|_| {}).logging(LogFormat::Json);
+    secure(&mut harness);
+    let line = logged(&mut harness, &get("/index.html"));
+    assert_eq!(line["tls_protocol"], "TLSv1.3");
+    assert!(line["tls_client_subject"].is_null(), "{line}");
+
+    let mut harness = Harness::new(|_| {}).logging(LogFormat::Json);
+    plain(&mut harness);
+    let line = logged(&mut harness, &get("/index.html"));
+    for field in ["tls_protocol", "tls_cipher", "tls_client_subject"] {
+        assert!(line[field].is_null(), "{field}: {line}");
+    }
+}
