@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(curl procps python3 python3-fusepy python3-prometheus-client fuse3 libfuse2
   haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core util-linux
-  php8.2-fpm perl python3-venv openssl)
+  php8.2-fpm perl python3-venv openssl chromium testssl.sh sslscan)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -31,3 +31,5 @@ cargo test --workspace
 echo "== scale-out: three instances behind HAProxy (tests/scale_out.sh, about 30 s)"
 cargo build --quiet
 bash tests/scale_out.sh target/debug/ampd
+echo "== TLS scanners: testssl and sslscan against ampd (tests/tls_scan.sh, about 1 min)"
+bash tests/tls_scan.sh target/debug/ampd

@@ -17,6 +17,7 @@ pub mod root;
 pub mod scripts;
 pub mod server;
 pub mod slowfs;
+pub mod tls;
 pub mod upstream;
 pub mod websocket;
 

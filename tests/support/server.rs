@@ -284,9 +284,13 @@ impl Drop for Server {
     }
 }
 
-/// `ampd 0.1.0 serving /dir at http://127.0.0.1:PORT/ (arch ...)` → the socket address.
+/// `ampd 0.1.0 serving /dir at http://127.0.0.1:PORT/ (arch ...)` → the socket address (of
+/// the first listener named, `http://` or `https://`).
 pub fn parse_ready_line(line: &str) -> Option<SocketAddr> {
-    let start = line.find("http://")? + "http://".len();
+    let start = line.find("://")? + "://".len();
+    if !line[..start].ends_with("http://") && !line[..start].ends_with("https://") {
+        return None;
+    }
     let rest = &line[start..];
     let end = rest.find('/')?;
     rest[..end].parse().ok()
@@ -375,5 +379,10 @@ mod tests {
             Some("127.0.0.1:41234".parse().unwrap())
         );
         assert_eq!(parse_ready_line("ampd: something else"), None);
+        let tls = "ampd 0.1.0 serving /tmp/x at https://127.0.0.1:41235/ (arch amped)";
+        assert_eq!(
+            parse_ready_line(tls),
+            Some("127.0.0.1:41235".parse().unwrap())
+        );
     }
 }
