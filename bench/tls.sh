@@ -31,7 +31,8 @@
 # system of its processes, /proc/PID/stat), the client's CPU use (‡ at 90 % or more: the client
 # is the limit, and CPU per request is the figure that tells the servers apart), latency p50/p99
 # and the share of resumed handshakes. Written to $RESULTS: summary.md, runs.csv, the raw client
-# output, the configurations and what each server negotiated (negotiated.txt).
+# output, the configurations and what each server negotiated (negotiated.txt). wrk runs with
+# OPENSSL_CONF=client-openssl.cnf: its OpenSSL offers only the suites and group under test.
 #
 # Knobs [defaults]: ROWS ["ka1k full-ecdsa full-rsa resumed-ecdsa resumed-rsa ka100k ka1m"]
 #   SERVERS ["ampd nginx"]  DUR [5] seconds per run  REPS [3]  WARM [1] seconds of warm-up per
@@ -89,6 +90,18 @@ write_tls_configs() {
   [ -f "$dir/rsa.pem" ] || openssl req -x509 -newkey rsa:2048 -nodes \
     -days 30 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
     -keyout "$dir/rsa.key" -out "$dir/rsa.pem" 2>/dev/null
+  # wrk's OpenSSL offers only the suites and group under test, whatever either server prefers.
+  cat > "$dir/client-openssl.cnf" <<'CNF'
+openssl_conf = openssl_init
+[openssl_init]
+ssl_conf = ssl_section
+[ssl_section]
+system_default = client_defaults
+[client_defaults]
+Ciphersuites = TLS_AES_128_GCM_SHA256
+CipherString = ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256
+Groups = X25519
+CNF
   for cert in ecdsa rsa; do
     port=${PORTS[nginx-$cert]}
     mkdir -p "$dir/nginx-$cert/nginx"
@@ -163,6 +176,8 @@ preflight() {
       grep -E 'Protocol version|Ciphersuite|Peer signature type|Server Temp Key|Negotiated TLS1.3 group' | sed 's/^/  /'
     openssl s_client -connect "127.0.0.1:$port" -tls1_2 -brief < /dev/null 2>&1 |
       grep -E 'Protocol version|Ciphersuite' | sed 's/^/  TLS 1.2 /'
+    OPENSSL_CONF=$RUN/client-openssl.cnf openssl s_client -connect "127.0.0.1:$port" -brief < /dev/null 2>&1 |
+      grep -E 'Ciphersuite|Server Temp Key' | sed 's/^/  as wrk is configured: /'
   } >> "$RESULTS/negotiated.txt"
 }
 
@@ -170,8 +185,8 @@ preflight() {
 client() {
   local row=$1 url=https://127.0.0.1:${PORTS[$2]}${ROW_PATH[$1]} command
   case $row in
-    ka*) command=(wrk -t1 -c"$CONNS" -d"$3"s --timeout 5s -s "$REPO/bench/wrk/result.lua" "$url") ;;
-    wrk-close) command=(wrk -t1 -c"$CONNS" -d"$3"s --timeout 5s -H 'Connection: close'
+    ka*) command=(env OPENSSL_CONF="$RUN/client-openssl.cnf" wrk -t1 -c"$CONNS" -d"$3"s --timeout 5s -s "$REPO/bench/wrk/result.lua" "$url") ;;
+    wrk-close) command=(env OPENSSL_CONF="$RUN/client-openssl.cnf" wrk -t1 -c"$CONNS" -d"$3"s --timeout 5s -H 'Connection: close'
                         -s "$REPO/bench/wrk/result.lua" "$url") ;;
     full-*) command=("$BENCH" handshakes --url "$url" --connections "$HS_CONNS" --tls "$HS_TLS"
                      --duration "$3"s --warmup 500ms) ;;
