@@ -35,6 +35,9 @@ const BATCHES: usize = 7;
 const BATCH_SECONDS: f64 = 0.4;
 const BULK_BYTES: usize = 1 << 20;
 
+/// One row's measurement: one batch with the given provider, its figure.
+type Measure = Box<dyn Fn(&Provider) -> f64>;
+
 struct Provider {
     name: &'static str,
     provider: CryptoProvider,
@@ -87,13 +90,10 @@ fn main() {
             make_certificate(&dir, "rsa", &["-newkey", "rsa:2048"]),
         ),
     ];
-    println!(
-        "rustls {} providers, server side only, medians of {BATCHES} batches",
-        "0.23"
-    );
+    println!("rustls 0.23 providers, server side only, medians of {BATCHES} batches");
     println!("| row | aws-lc-rs | ring | aws-lc-rs / ring |");
     println!("|---|---:|---:|---:|");
-    let mut rows: Vec<(String, Box<dyn Fn(&Provider) -> f64>)> = Vec::new();
+    let mut rows: Vec<(String, Measure)> = Vec::new();
     for (label, (chain, key)) in &certificates {
         for resumed in [false, true] {
             let (chain, key) = (chain.clone(), key.clone_key());
