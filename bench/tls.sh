@@ -56,6 +56,7 @@ WARM=${WARM:-1}
 CONNS=${CONNS:-50}
 HS_CONNS=${HS_CONNS:-32}
 HS_TLS=${HS_TLS:-1.3}
+HS_WARMUP=0.5
 BASE_PORT=${BASE_PORT:-28581}
 TLS_PORT=${TLS_PORT:-$((BASE_PORT + 40))}
 WWW=${WWW:-/tmp/bench/www}
@@ -189,9 +190,9 @@ client() {
     wrk-close) command=(env OPENSSL_CONF="$RUN/client-openssl.cnf" wrk -t1 -c"$CONNS" -d"$3"s --timeout 5s -H 'Connection: close'
                         -s "$REPO/bench/wrk/result.lua" "$url") ;;
     full-*) command=("$BENCH" handshakes --url "$url" --connections "$HS_CONNS" --tls "$HS_TLS"
-                     --duration "$3"s --warmup 500ms) ;;
+                     --duration "$3"s --warmup "$HS_WARMUP"s) ;;
     resumed-*) command=("$BENCH" handshakes --url "$url" --connections "$HS_CONNS" --tls "$HS_TLS"
-                        --duration "$3"s --warmup 500ms --resume) ;;
+                        --duration "$3"s --warmup "$HS_WARMUP"s --resume) ;;
   esac
   { TIMEFORMAT='%R %U %S'; time timeout -k 2 $(($3 + 20)) taskset -c "$CLIENT_CPU" "${command[@]}" \
       > "$4" 2>&1; } 2> "$4.time" || true
@@ -203,8 +204,18 @@ run_once() {
   local row=$1 server=$2 rep=$3 instance out before after
   instance=$server-$(row_certificate "$row")
   out=$RESULTS/raw/$row-$server-$rep.txt
-  before=$(cpu_ticks "${PROC[$instance]}")
-  client "$row" "$instance" "$DUR" "$out"
+  case $row in
+    full-* | resumed-*)
+      # The server's CPU is counted over the client's measured window, after its warm-up (in
+      # which it gets the sessions it resumes).
+      client "$row" "$instance" "$DUR" "$out" &
+      sleep "$HS_WARMUP"
+      before=$(cpu_ticks "${PROC[$instance]}")
+      wait $! || true ;;
+    *)
+      before=$(cpu_ticks "${PROC[$instance]}")
+      client "$row" "$instance" "$DUR" "$out" ;;
+  esac
   after=$(cpu_ticks "${PROC[$instance]}")
   awk -v row="$row" -v server="$server" -v rep="$rep" -v ticks=$((after - before)) -v hz="$HZ" \
       -v times="$(cat "$out.time")" '
