@@ -49,7 +49,7 @@ options:
 handshakes: a new TLS connection per request (connect, handshake, GET with Connection: close,
   the whole response), from --connections threads [32]; full handshakes unless --resume (offer
   the session the server gave last). Neither the certificate nor the handshake signature is
-  verified; X25519 and AES-128-GCM only. --duration [10s], --warmup [1s], --timeout [5s].
+  verified; an X25519 key share, AES-128-GCM suites only. --duration [10s], --warmup [1s], --timeout [5s].
   Prints connections/s and a RESULT line (requests, duration_us, bytes, errors, p50_us,
   p99_us, resumed).
 ";

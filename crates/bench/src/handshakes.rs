@@ -13,8 +13,8 @@
 //!
 //! So that the server, not this client, is measured: the client neither verifies the server's
 //! certificate nor the handshake's signature (as `wrk` and `curl -k` do not check the
-//! certificate), offers X25519 only (no post-quantum hybrid share, which an OpenSSL 3.0 server
-//! would not pick anyway) and AES-128-GCM suites only.
+//! certificate), sends an X25519 key share only (no post-quantum hybrid share, which an OpenSSL
+//! 3.0 server would not pick anyway) and offers AES-128-GCM suites only.
 //!
 //! Owns: its threads and rustls client. Must not touch: `client/` (the plain-HTTP event loop).
 
@@ -328,7 +328,10 @@ fn client_config(options: &HandshakeOptions) -> Result<ClientConfig, String> {
                 )
             })
             .collect(),
-        kx_groups: vec![aws_lc_rs::kx_group::X25519],
+        // A key share for X25519 only; P-256 is listed too because a TLS 1.2 server may only
+        // use an ECDSA P-256 certificate with a client that names P-256 (RFC 8422 §5.1; OpenSSL
+        // refuses the handshake otherwise).
+        kx_groups: vec![aws_lc_rs::kx_group::X25519, aws_lc_rs::kx_group::SECP256R1],
         ..base
     };
     let versions: &[&rustls::SupportedProtocolVersion] = match options.version {
