@@ -9,11 +9,11 @@
 //! Must not touch: serving a connection (that is `blocking.rs`).
 //! Sources: Flash §3.2 (MT), JAWS §3.2 (thread pool).
 
-use super::listener::Listener;
 use std::io;
 use std::sync::Arc;
 
 use super::blocking::{self, SharedCaches, Worker};
+use super::listener::Listener;
 use super::waiting_room::{self, Between, ListenerWake, WaitingRoom};
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
@@ -23,8 +23,7 @@ use crate::ops::Control;
 ///
 /// # Errors
 /// The waiting room or a thread cannot be set up.
-pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<()> {
-    let listener = listeners.remove(0);
+pub fn run(control: &Arc<Control>, listeners: Vec<Listener>) -> io::Result<()> {
     let config = control.current().config.clone();
     let threads = config.thread_count();
     let shards = blocking::shards_for(threads);
@@ -34,7 +33,7 @@ pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<(
         control.stats.add_loop(),
     ));
     let room = Arc::new(WaitingRoom::new(
-        listener,
+        listeners,
         ListenerWake::OneShot,
         shards,
         control.stopping_fd(),

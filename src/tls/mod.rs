@@ -15,6 +15,7 @@
 
 pub mod context;
 pub mod session;
+pub mod tickets;
 
 pub use context::{TlsContext, TlsError};
 pub use session::TlsSession;
