@@ -22,7 +22,7 @@
 //! rng.rs       the seeded generator behind every draw
 //! ```
 //!
-//! It depends on `ampd-sys` and rustls only: it shares no code with the server it measures.
+//! It depends on `ampd-sys` only: it shares no code with the server it measures.
 
 mod cli;
 mod client;
