@@ -2,12 +2,13 @@
 # run): one worker, sendfile, an open-file cache and unlimited keep-alive, as every peer in
 # bench/peers_lib.sh is configured.
 #
-# nginx_conf RUNDIR PORT ROOT HTTP_EXTRA [SERVER_EXTRA]: print the configuration. RUNDIR holds
-# the pid file, the error log and nginx/ (temporary directories, writable by www-data);
-# HTTP_EXTRA is what differs between scripts (the access log, `aio threads`), SERVER_EXTRA goes
-# into the server block.
+# nginx_conf RUNDIR PORT ROOT HTTP_EXTRA [SERVER_EXTRA [LISTEN_OPTIONS]]: print the
+# configuration. RUNDIR holds the pid file, the error log and nginx/ (temporary directories,
+# writable by www-data); HTTP_EXTRA is what differs between scripts (the access log, `aio
+# threads`), SERVER_EXTRA goes into the server block, LISTEN_OPTIONS after the listen address
+# (`ssl`).
 nginx_conf() {
-  local run=$1 port=$2 root=$3 http_extra=$4 server_extra=${5:-}
+  local run=$1 port=$2 root=$3 http_extra=$4 server_extra=${5:-} listen_options=${6:-}
   cat <<EOF
 daemon off;
 master_process on;
@@ -28,7 +29,7 @@ http {
     client_body_temp_path $run/nginx/body; proxy_temp_path $run/nginx/proxy;
     fastcgi_temp_path $run/nginx/fastcgi; uwsgi_temp_path $run/nginx/uwsgi;
     scgi_temp_path $run/nginx/scgi;
-    server { listen 127.0.0.1:$port backlog=4096; root $root; $server_extra }
+    server { listen 127.0.0.1:$port backlog=4096 $listen_options; root $root; $server_extra }
 }
 EOF
 }

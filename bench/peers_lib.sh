@@ -72,6 +72,29 @@ stop_all_procs() {
   done
 }
 
+# start_proc NAME CPU PORT COMMAND...: runs COMMAND pinned to CPU into PROC[NAME] (output in
+# $RUN/NAME.out) and waits, bounded, until it accepts on 127.0.0.1:PORT; dies if it cannot.
+start_proc() {
+  local name=$1 cpu=$2 port=$3 _; shift 3
+  port_busy "$port" && die "port $port is in use (set BASE_PORT)"
+  taskset -c "$cpu" "$@" > "$RUN/$name.out" 2>&1 &
+  PROC[$name]=$!
+  for _ in $(seq 1 100); do
+    kill -0 "${PROC[$name]}" 2>/dev/null || { tail -n 5 "$RUN/$name.out" >&2; die "$name exited at start"; }
+    port_busy "$port" && { log "started $name (pid ${PROC[$name]}) on 127.0.0.1:$port, CPU $cpu"; return; }
+    sleep 0.1
+  done
+  die "$name did not open port $port"
+}
+
+# median_csv FILE COLUMN KEY1 [KEY2]: the median of COLUMN over FILE's rows whose first column
+# is KEY1 (and second KEY2); empty when there are none.
+median_csv() {
+  awk -F, -v column="$2" -v first="$3" -v second="${4:-}" \
+    '$1 == first && (second == "" || $2 == second) {print $column}' "$1" | sort -g |
+    awk '{v[NR] = $1} END {if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
 # The server's processes: the one started and its descendants (nginx's worker, Apache's child,
 # ampd's helper processes).
 tree() {

@@ -7,12 +7,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::client::{Arrival, Length};
+use crate::handshakes::{HandshakeOptions, TlsVersion};
 use crate::workload::parse_size;
 
 pub const USAGE: &str = "\
 usage: ampd-bench WORKLOAD [options] --target [NAME=]http://HOST:PORT[/PATH] ...
        ampd-bench plot FILE.json... [-o OUT.svg|OUT.png] [--metric M] [--title T]
        ampd-bench compare FILE.json... --base NAME [--metric M]
+       ampd-bench handshakes --url https://HOST:PORT/PATH [--resume] [--tls 1.2|1.3]
+                  [--connections N] [--duration TIME] [--warmup TIME] [--timeout TIME]
 
 workloads:
   file                 the URL of each target, over and over (Flash 6.1)
@@ -42,6 +45,13 @@ options:
   --json FILE          write every figure as JSON (for plot and compare)
   --csv FILE           write one CSV row per point and target
   --quiet              no progress and per-run lines on stderr
+
+handshakes: a new TLS connection per request (connect, handshake, GET with Connection: close,
+  the whole response), from --connections threads [32]; full handshakes unless --resume (offer
+  the session the server gave last). Neither the certificate nor the handshake signature is
+  verified; an X25519 key share, AES-128-GCM suites only. --duration [10s], --warmup [1s], --timeout [5s].
+  Prints connections/s and a RESULT line (requests, duration_us, bytes, errors, p50_us,
+  p99_us, resumed).
 ";
 
 /// What the command line asks for.
@@ -50,6 +60,7 @@ pub enum Command {
     Run(Box<RunOptions>),
     Plot(PlotOptions),
     Compare(CompareOptions),
+    Handshakes(HandshakeOptions),
     Help,
 }
 
@@ -154,12 +165,13 @@ pub fn parse(arguments: &[String]) -> Result<Command, String> {
         "-h" | "--help" | "help" => Ok(Command::Help),
         "plot" => parse_plot(rest),
         "compare" => parse_compare(rest),
+        "handshakes" => parse_handshakes(rest).map(Command::Handshakes),
         "file" | "sweep" | "specweb96" | "webstone" | "replay" | "clients" => {
             parse_run(first, rest).map(|options| Command::Run(Box::new(options)))
         }
         other => Err(format!(
             "unknown workload '{other}' (expected file, sweep, specweb96, webstone, replay, \
-             clients, plot or compare)"
+             clients, plot, compare or handshakes)"
         )),
     }
 }
@@ -407,6 +419,44 @@ fn parse_compare(rest: &[String]) -> Result<Command, String> {
         base,
         metric,
     }))
+}
+
+fn parse_handshakes(rest: &[String]) -> Result<HandshakeOptions, String> {
+    let mut options = HandshakeOptions {
+        url: String::new(),
+        connections: 32,
+        duration: Duration::from_secs(10),
+        warmup: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        resume: false,
+        version: TlsVersion::Any,
+    };
+    let mut arguments = Arguments { items: rest.iter() };
+    while let Some(argument) = arguments.items.next() {
+        match argument.as_str() {
+            "--url" => options.url = arguments.value(argument)?.to_owned(),
+            "--connections" => options.connections = arguments.number(argument)?,
+            "--duration" => options.duration = parse_duration(arguments.value(argument)?)?,
+            "--warmup" => options.warmup = parse_duration(arguments.value(argument)?)?,
+            "--timeout" => options.timeout = parse_duration(arguments.value(argument)?)?,
+            "--resume" => options.resume = true,
+            "--tls" => {
+                options.version = match arguments.value(argument)? {
+                    "1.2" => TlsVersion::V12,
+                    "1.3" => TlsVersion::V13,
+                    other => return Err(format!("--tls: '{other}' (expected 1.2 or 1.3)")),
+                }
+            }
+            other => return Err(format!("handshakes: unknown option '{other}'")),
+        }
+    }
+    if options.url.is_empty() {
+        return Err("handshakes needs --url https://HOST:PORT/PATH".into());
+    }
+    if options.connections == 0 {
+        return Err("--connections must be at least 1".into());
+    }
+    Ok(options)
 }
 
 #[cfg(test)]

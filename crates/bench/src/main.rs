@@ -18,6 +18,7 @@
 //! plot.rs      SVG charts
 //! raster.rs    the same charts as PNG (resvg)
 //! target.rs    --target parsing and reachability
+//! handshakes.rs `handshakes`: a new TLS connection per request, full or resumed (rustls)
 //! rng.rs       the seeded generator behind every draw
 //! ```
 //!
@@ -25,6 +26,7 @@
 
 mod cli;
 mod client;
+mod handshakes;
 mod plot;
 mod raster;
 mod report;
@@ -86,6 +88,10 @@ fn execute(command: Command) -> Result<(), String> {
             };
             std::fs::write(&options.output, bytes)
                 .map_err(|error| format!("cannot write {}: {error}", options.output.display()))
+        }
+        Command::Handshakes(options) => {
+            print!("{}", handshakes::run(&options)?.report());
+            Ok(())
         }
         Command::Compare(options) => {
             let reports = read_all(&options.inputs)?;
