@@ -8,6 +8,7 @@ pub mod bulk;
 pub mod flup;
 pub mod gateway;
 pub mod http;
+pub mod pebble;
 pub mod phpfpm;
 pub mod processes;
 pub mod proxy;

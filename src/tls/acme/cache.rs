@@ -105,9 +105,13 @@ pub fn site_certificate(site_dir: &Path) -> Option<Arc<CertifiedKey>> {
     SITES.get(&site_dir.join(CERTIFICATE), |chain, previous| {
         // The key is written before the chain; a pair that does not match (or cannot be
         // read) leaves the previous certificate serving.
-        certified_key(&fs::read(chain).ok()?, &fs::read(site_dir.join(KEY)).ok()?)
-            .map(Arc::new)
-            .or_else(|| previous.cloned().flatten())
+        certified_key(
+            &fs::read(chain).ok()?,
+            &fs::read(site_dir.join(KEY)).ok()?,
+            Pairing::Checked,
+        )
+        .map(Arc::new)
+        .or_else(|| previous.cloned().flatten())
     })
 }
 
@@ -123,7 +127,7 @@ pub fn http_challenge(http_dir: &Path, token: &str) -> Option<String> {
 pub fn alpn_certificate(alpn_dir: &Path, name: &str) -> Option<Arc<CertifiedKey>> {
     let pending = ALPN.get(alpn_dir, |dir, _| {
         Arc::new(read_entries(dir, |pem| {
-            certified_key(&pem, &pem).map(Arc::new)
+            certified_key(&pem, &pem, Pairing::OneFile).map(Arc::new)
         }))
     });
     pending
@@ -155,8 +159,19 @@ fn read_entries<T>(dir: &Path, parse: impl Fn(Vec<u8>) -> Option<T>) -> HashMap<
         .collect()
 }
 
-/// A chain (PEM, leaf first) and a key (PEM) that matches it.
-fn certified_key(chain_pem: &[u8], key_pem: &[u8]) -> Option<CertifiedKey> {
+/// Whether a chain's leaf is checked against its key when loaded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pairing {
+    /// A site's chain and key, written one after the other: a pair that does not match is a
+    /// renewal half written, and is not used.
+    Checked,
+    /// A TLS-ALPN-01 certificate and its key, one file: the check would parse the certificate
+    /// with webpki, which refuses the critical `acmeIdentifier` extension it does not know.
+    OneFile,
+}
+
+/// A chain (PEM, leaf first) and its key (PEM).
+fn certified_key(chain_pem: &[u8], key_pem: &[u8], pairing: Pairing) -> Option<CertifiedKey> {
     let chain = CertificateDer::pem_slice_iter(chain_pem)
         .collect::<Result<Vec<_>, _>>()
         .ok()?;
@@ -164,6 +179,32 @@ fn certified_key(chain_pem: &[u8], key_pem: &[u8]) -> Option<CertifiedKey> {
         return None;
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem).ok()?;
-    let certified = CertifiedKey::from_der(chain, key, &super::super::provider()).ok()?;
-    certified.keys_match().is_ok().then_some(certified)
+    let key = super::super::provider()
+        .key_provider
+        .load_private_key(key)
+        .ok()?;
+    let certified = CertifiedKey::new(chain, key);
+    (pairing == Pairing::OneFile || certified.keys_match().is_ok()).then_some(certified)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tls::acme::challenge::alpn_certificate;
+    use crate::tls::acme::store::Store;
+    use crate::tls::acme::tests::TempDir;
+
+    #[test]
+    fn pending_answers_are_read_back() {
+        let temporary = TempDir::new("cache");
+        let store = Store::create(temporary.path()).unwrap();
+        store
+            .put_alpn("b.test", &alpn_certificate("b.test", "t.k").unwrap())
+            .unwrap();
+        assert!(super::alpn_certificate(&store.alpn_dir(), "B.test").is_some());
+        store.put_http("tok", "tok.thumb").unwrap();
+        assert_eq!(
+            super::http_challenge(&store.http_dir(), "tok").as_deref(),
+            Some("tok.thumb")
+        );
+    }
 }

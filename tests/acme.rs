@@ -1,0 +1,276 @@
+//! Automatic certificates (ACME, RFC 8555) against Debian's pebble, which validates every
+//! challenge for real over loopback (its DNS answers 127.0.0.1 for every name).
+//!
+//! `client_*`: the `ampd::tls::acme` API on its own, answering pebble's challenges from small
+//! servers here that ask `http_challenge` / `challenge_certificate`, as ampd's request and
+//! handshake paths do.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ampd::config::{AcmeChallenge, AcmeSettings, CertificateSource, HostName, Site, SiteTls};
+use ampd::tls::acme;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use support::pebble::{self, Pebble};
+use support::TempRoot;
+
+fn settings(pebble: &Pebble, state: &Path, challenge: AcmeChallenge) -> AcmeSettings {
+    AcmeSettings {
+        directory: pebble.directory.clone(),
+        ca_root: Some(pebble.ca_root.clone()),
+        email: Some("admin@example.test".to_owned()),
+        challenge,
+        state_dir: state.to_path_buf(),
+        renew_before: Duration::from_secs(30 * 86_400),
+    }
+}
+
+fn acme_site(names: &[&str]) -> Site {
+    Site {
+        names: names
+            .iter()
+            .map(|name| HostName::Exact((*name).to_owned()))
+            .collect(),
+        default: false,
+        locations: Vec::new(),
+        tls: SiteTls {
+            certificate: Some(CertificateSource::Acme),
+            ..SiteTls::default()
+        },
+    }
+}
+
+/// A background server answering until dropped.
+struct Answering {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Answering {
+    fn start(answer: impl Fn(TcpStream) + Send + 'static) -> Answering {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        stream.set_nonblocking(false).unwrap();
+                        stream
+                            .set_read_timeout(Some(Duration::from_secs(5)))
+                            .unwrap();
+                        answer(stream);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Answering {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// HTTP-01 at `/.well-known/acme-challenge/TOKEN`, from `acme::http_challenge`.
+fn http01_server(settings: AcmeSettings) -> Answering {
+    Answering::start(move |mut stream| {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head);
+        let target = head.split(' ').nth(1).unwrap_or("");
+        let answer = target
+            .strip_prefix(acme::HTTP_CHALLENGE_PREFIX)
+            .and_then(|token| acme::http_challenge(token, &settings));
+        let response = match answer {
+            Some(body) => format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+            None => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+        };
+        let _ = stream.write_all(response.as_bytes());
+    })
+}
+
+/// TLS-ALPN-01: a handshake answered with `acme::challenge_certificate` for `acme-tls/1`.
+fn alpn_server(settings: AcmeSettings) -> Answering {
+    #[derive(Debug)]
+    struct Challenges(AcmeSettings);
+    impl rustls::server::ResolvesServerCert for Challenges {
+        fn resolve(
+            &self,
+            hello: rustls::server::ClientHello<'_>,
+        ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+            let asks_acme = hello
+                .alpn()
+                .is_some_and(|mut offered| offered.any(|id| id == ampd::tls::ALPN_ACME));
+            if !asks_acme {
+                return None;
+            }
+            acme::challenge_certificate(hello.server_name()?, &self.0)
+        }
+    }
+    let mut config = rustls::ServerConfig::builder_with_provider(ampd::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(Challenges(settings)));
+    config.alpn_protocols = vec![ampd::tls::ALPN_ACME.to_vec()];
+    let config = Arc::new(config);
+    Answering::start(move |mut stream| {
+        let mut connection = rustls::ServerConnection::new(config.clone()).unwrap();
+        while connection.is_handshaking() {
+            if connection.complete_io(&mut stream).is_err() {
+                return;
+            }
+        }
+        connection.send_close_notify();
+        let _ = connection.complete_io(&mut stream);
+    })
+}
+
+fn leaf_of(certified: &rustls::sign::CertifiedKey) -> &[u8] {
+    certified.cert[0].as_ref()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+#[test]
+fn client_obtains_with_http01() {
+    if !pebble::installed() {
+        panic!("pebble is not installed (apt-get install pebble; scripts/test.sh does)");
+    }
+    let work = TempRoot::new();
+    // Pebble needs the challenge port before it starts: bind the server first.
+    let state = work.outside_dir().join("state");
+    let placeholder = AcmeSettings {
+        state_dir: state.clone(),
+        ..AcmeSettings::default()
+    };
+    let http = http01_server(placeholder);
+    let pebble = Pebble::start(&work.outside_dir().join("pebble"), http.port, 1);
+    let settings = settings(&pebble, &state, AcmeChallenge::Http01);
+    let site = acme_site(&["a.test", "www.a.test"]);
+    assert!(
+        acme::certificate(&site, &settings).is_none(),
+        "nothing stored yet"
+    );
+
+    let names = vec!["a.test".to_owned(), "www.a.test".to_owned()];
+    let not_after = acme::obtain(&settings, &names)
+        .unwrap_or_else(|error| panic!("{error}\npebble: {}", pebble.log_text()));
+    assert!(not_after > std::time::SystemTime::now() + Duration::from_secs(86_400));
+
+    let certified = acme::certificate(&site, &settings).expect("a certificate is served");
+    assert!(contains(leaf_of(&certified), b"a.test"));
+    assert!(contains(leaf_of(&certified), b"www.a.test"));
+    assert!(certified.cert.len() >= 2, "the chain has the intermediate");
+    // Issued by pebble's CA.
+    let root = pebble.issuing_root();
+    let root = CertificateDer::from_pem_slice(root.as_bytes()).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root).unwrap();
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        ampd::tls::provider(),
+    )
+    .build()
+    .unwrap();
+    rustls::client::danger::ServerCertVerifier::verify_server_cert(
+        verifier.as_ref(),
+        &certified.cert[0],
+        &certified.cert[1..],
+        &rustls::pki_types::ServerName::try_from("www.a.test").unwrap(),
+        &[],
+        rustls::pki_types::UnixTime::now(),
+    )
+    .expect("the chain verifies against pebble's root");
+    // The key is private, the state directory too.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o700);
+    assert_eq!(mode(&state.join("sites/a.test/key.pem")), 0o600);
+    assert_eq!(mode(&state.join("account.key")), 0o600);
+    // The challenge answers are withdrawn.
+    assert_eq!(
+        std::fs::read_dir(state.join("challenges/http-01"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn client_obtains_with_tls_alpn01() {
+    let work = TempRoot::new();
+    let state = work.outside_dir().join("state");
+    let placeholder = AcmeSettings {
+        state_dir: state.clone(),
+        ..AcmeSettings::default()
+    };
+    let alpn = alpn_server(placeholder);
+    let pebble = Pebble::start(&work.outside_dir().join("pebble"), 1, alpn.port);
+    let settings = settings(&pebble, &state, AcmeChallenge::TlsAlpn01);
+    let names = vec!["b.test".to_owned()];
+    acme::obtain(&settings, &names)
+        .unwrap_or_else(|error| panic!("{error}\npebble: {}", pebble.log_text()));
+    let certified = acme::certificate(&acme_site(&["b.test"]), &settings).expect("served");
+    assert!(contains(leaf_of(&certified), b"b.test"));
+    assert!(
+        acme::challenge_certificate("b.test", &settings).is_none(),
+        "withdrawn"
+    );
+}
+
+#[test]
+fn client_refuses_wildcards_and_names_the_problem() {
+    let work = TempRoot::new();
+    let state = work.outside_dir().join("state");
+    let mut pebble = Pebble::start(&work.outside_dir().join("pebble"), 1, 1);
+    let settings = settings(&pebble, &state, AcmeChallenge::Http01);
+    let error = acme::obtain(&settings, &["*.c.test".to_owned()]).unwrap_err();
+    assert!(error.to_string().contains("DNS-01"), "{error}");
+    // No one answers port 1: pebble's validation fails, and its problem document is named.
+    let error = acme::obtain(&settings, &["d.test".to_owned()]).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("http-01 for d.test is invalid"), "{text}");
+    assert!(text.contains("urn:ietf:params:acme:error:"), "{text}");
+    // A server that is down: the directory step says so.
+    pebble.stop();
+    let error = acme::obtain(&settings, &["d.test".to_owned()]).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("directory: https://127.0.0.1:"),
+        "{error}"
+    );
+}
