@@ -139,6 +139,10 @@ impl Conn {
                 context,
             );
         }
+        // Before any site's rules: the CA's HTTP-01 check (RFC 8555 §8.3).
+        if let Some(answer) = handler::acme_challenge::pending(&exchange.head, context.config) {
+            return self.serve_acme_challenge(&exchange, &answer, context);
+        }
         let located = self.locate(&exchange.head, context);
         // The handler's method rule comes first, whatever the path (a request that cannot be
         // located is judged by the static rule).
