@@ -179,13 +179,7 @@ fn launch(
     let generation =
         Generation::build(config, 1).map_err(|failure| Failure(failure.to_string()))?;
     let config = generation.config.clone();
-    let bound = engine::bind(&config, activated).map_err(|failure| {
-        Failure(format!(
-            "cannot listen on {}: {}",
-            config.listen[0].address,
-            plain(&failure)
-        ))
-    })?;
+    let bound = engine::bind(&config, activated).map_err(|failure| Failure(failure.to_string()))?;
     if let Some(pid_file) = &config.process.pid_file {
         ops::process::write_pid_file(pid_file).map_err(|failure| {
             Failure(format!(
@@ -217,8 +211,8 @@ fn launch(
     let mut stdout = std::io::stdout();
     let _ = writeln!(
         stdout,
-        "ampd {VERSION} serving {what} at http://{}/ ({})",
-        bound.local,
+        "ampd {VERSION} serving {what} at {} ({})",
+        bound.urls(),
         engine::describe(&config, &bound),
     );
     let _ = stdout.flush();

@@ -205,7 +205,7 @@ impl Loader<'_> {
                     format!("write it like {LISTEN_FORMS}"),
                 )
             })?;
-            if parsed.iter().any(|seen| seen.address == address) {
+            if address.port() != 0 && parsed.iter().any(|seen| seen.address == address) {
                 return Err(self.error(
                     listen.span(),
                     "listen",

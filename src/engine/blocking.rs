@@ -14,8 +14,9 @@
 //! Must not touch: HTTP (that is `conn`'s), which connection runs next (the engine's).
 //! Sources: Flash §3.1–3.2 (MP, MT), JAWS §3.2 (concurrency strategies).
 
+use super::listener::Listener;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -292,7 +293,7 @@ impl Worker {
     }
 
     /// Accept one connection from `listener` and admit it (`client::Door`).
-    pub fn accept(&mut self, listener: BorrowedFd<'_>) -> Accepted {
+    pub fn accept(&mut self, listener: &Listener) -> Accepted {
         let stats = self.link.stats;
         let door = Door {
             control: &self.control,

@@ -7,11 +7,12 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use ampd_sys::{errno, socket};
 
+use super::listener::Listener;
 use super::phase_clock::{Expired, PhaseClock};
 use super::upstream::Upstream;
 use crate::config::{Level, Limits};
@@ -22,6 +23,7 @@ use crate::log::stats::{LoopStats, ProxyRefusal, Shed};
 use crate::ops::admission::{Admit, Ticket};
 use crate::ops::Control;
 use crate::site::Generation;
+use crate::tls::TlsSession;
 
 /// An admitted client connection: its socket, its state machine, its scoreboard phase and
 /// timeouts, and its place in admission control's counts.
@@ -40,6 +42,12 @@ pub struct Client {
     pub upstream: Option<Upstream>,
     /// Given back to admission control when the connection is dropped.
     pub ticket: Ticket,
+    /// The connection's TLS (accepted on a TLS listener): the engine reads and writes through
+    /// it (`tls::session`).
+    pub tls: Option<Box<TlsSession>>,
+    /// When an unfinished handshake is cut (`[tls] handshake_timeout`): a client that opens
+    /// a TLS connection and stalls holds no slot for longer (slowloris on the handshake).
+    pub handshake_deadline: Option<Instant>,
 }
 
 /// What the sweep does with a connection past one of its limits.
@@ -61,6 +69,11 @@ impl Client {
     /// The upstream's deadline first: while the connection waits on its upstream the client
     /// phase sets none (`Phase::Upstream`).
     pub fn verdict(&mut self, now: Instant, limits: &Limits) -> Option<Verdict> {
+        if let (Some(tls), Some(deadline)) = (&self.tls, self.handshake_deadline) {
+            if tls.is_handshaking() && now >= deadline {
+                return Some(Verdict::Close);
+            }
+        }
         if self
             .conn
             .upstream_deadline()
@@ -112,35 +125,41 @@ pub struct Door<'a> {
 
 impl Door<'_> {
     /// Accept one connection from `listener` and admit it.
-    pub fn accept(&self, listener: BorrowedFd<'_>) -> Accepted {
-        match socket::accept(listener) {
-            Ok((fd, peer)) => {
-                let mut accepted = self.admit(fd, peer);
-                if let (Accepted::Client(client), Ok(local)) =
-                    (&mut accepted, socket::local_addr(listener))
-                {
-                    client.conn.set_listener(local, false);
-                }
-                accepted
-            }
+    pub fn accept(&self, listener: &Listener) -> Accepted {
+        match socket::accept(listener.as_fd()) {
+            Ok((fd, peer)) => self.admit(fd, peer, listener),
             Err(error) => self.accept_failed(&error),
         }
     }
 
-    /// Admission control for an accepted socket from `peer` (`admit`): a `Client`, or
-    /// `Skipped` (closed at once).
-    pub fn admit(&self, fd: OwnedFd, peer: SocketAddr) -> Accepted {
+    /// Admission control for a socket from `peer` accepted on `listener` (`admit`): a
+    /// `Client` (with its TLS session on a TLS listener), or `Skipped` (closed at once).
+    pub fn admit(&self, fd: OwnedFd, peer: SocketAddr, listener: &Listener) -> Accepted {
+        let tls = match (listener.tls, &self.generation.tls) {
+            (false, _) => None,
+            (true, Some(context)) => Some(Box::new(TlsSession::new(context.clone()))),
+            // A TLS listener outlived every TLS setting (a reload cannot remove them: the
+            // generation is built with the listeners' settings); nothing to answer with.
+            (true, None) => return Accepted::Skipped,
+        };
         match admit(self.control, self.generation, self.stats, peer.ip()) {
             Some((mut conn, ticket)) => {
                 conn.set_peer_port(peer.port());
+                conn.set_listener(listener.local, listener.tls);
+                let now = Instant::now();
+                let handshake_deadline = tls
+                    .is_some()
+                    .then(|| now + self.generation.config.tls.handshake_timeout);
                 Accepted::Client(Box::new(Client {
                     fd,
                     conn,
-                    clock: PhaseClock::opened(self.stats, Instant::now()),
+                    clock: PhaseClock::opened(self.stats, now),
                     job_out: false,
                     lingering: false,
                     upstream: None,
                     ticket,
+                    tls,
+                    handshake_deadline,
                 }))
             }
             None => Accepted::Skipped,

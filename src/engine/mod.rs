@@ -21,6 +21,7 @@ pub mod client;
 pub mod event_loop;
 pub mod helper_process;
 pub mod helpers;
+pub mod listener;
 pub mod mp;
 pub mod mt;
 pub mod phase_clock;
@@ -49,6 +50,7 @@ use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
 use event_loop::{EventLoop, LoopSettings, PagesInFlight};
 use helpers::PoolSize;
+use listener::Listener;
 
 /// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
 const BACKLOG: i32 = 4096;
@@ -59,8 +61,9 @@ const DEFER_ACCEPT_SECS: u32 = 1;
 /// Listening sockets bound and ready, before any loop runs (so start-up errors are reported
 /// before the server says it is serving).
 pub struct Bound {
-    listeners: Vec<OwnedFd>,
-    pub local: SocketAddr,
+    /// One set per loop or ring (`reactor`, `uring`: each its own `SO_REUSEPORT` sockets), or
+    /// one set for the whole engine; a set holds a listener per `listen` entry.
+    sets: Vec<Vec<Listener>>,
     /// The architecture that will run: the configured one, or `reactor` for `uring` where
     /// io_uring is unavailable.
     pub arch: Arch,
@@ -98,7 +101,7 @@ fn listener_count(arch: Arch, config: &Config) -> usize {
 /// # Errors
 /// The address cannot be bound (in use, no permission, not local), or a passed socket is not
 /// a listening socket.
-pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> io::Result<Bound> {
+pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> Result<Bound, BindError> {
     let mut arch = config.arch;
     if arch == Arch::Uring {
         if let Err(reason) = uring::probe() {
@@ -107,21 +110,78 @@ pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> io::Result<Bound> {
         }
     }
     let count = listener_count(arch, config);
+    let passed = |error| BindError {
+        address: "the passed sockets".to_owned(),
+        error,
+    };
+    let mut sets: Vec<Vec<Listener>> = (0..count).map(|_| Vec::new()).collect();
     if !activated.is_empty() {
-        return Ok(Bound {
-            local: socket::local_addr(activated[0].as_fd())?,
-            listeners: take_passed(activated, count)?,
-            arch,
-        });
+        let locals = activated
+            .iter()
+            .map(|fd| socket::local_addr(fd.as_fd()))
+            .collect::<io::Result<Vec<_>>>()
+            .map_err(passed)?;
+        let tls = listener::tls_of_passed(&locals, &config.listen);
+        // One group per socket (a predecessor passes a descriptor per loop of each).
+        let mut groups: Vec<(std::net::SocketAddr, bool, Vec<OwnedFd>)> = Vec::new();
+        for ((fd, local), tls) in activated.into_iter().zip(locals).zip(tls) {
+            match groups.iter_mut().find(|(address, ..)| *address == local) {
+                Some((.., fds)) => fds.push(fd),
+                None => groups.push((local, tls, vec![fd])),
+            }
+        }
+        for (_, tls, fds) in groups {
+            for (set, fd) in sets
+                .iter_mut()
+                .zip(take_passed(fds, count).map_err(passed)?)
+            {
+                set.push(Listener::new(fd, tls).map_err(passed)?);
+            }
+        }
+        return Ok(Bound { sets, arch });
     }
     let reuse_port = matches!(arch, Arch::Reactor | Arch::Uring);
-    let listeners = bind_fresh(config.listen[0].address, count, reuse_port)?;
-    let local = socket::local_addr(listeners[0].as_fd())?;
-    Ok(Bound {
-        listeners,
-        local,
-        arch,
-    })
+    for entry in &config.listen {
+        let failed = |error| BindError {
+            address: entry.address.to_string(),
+            error,
+        };
+        let fds = bind_fresh(entry.address, count, reuse_port).map_err(failed)?;
+        for (set, fd) in sets.iter_mut().zip(fds) {
+            set.push(Listener::new(fd, entry.tls).map_err(failed)?);
+        }
+    }
+    Ok(Bound { sets, arch })
+}
+
+/// A listener cannot be bound: which address, and why.
+#[derive(Debug)]
+pub struct BindError {
+    pub address: String,
+    pub error: io::Error,
+}
+
+impl std::fmt::Display for BindError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "cannot listen on {}: {}",
+            self.address,
+            crate::config::plain(&self.error)
+        )
+    }
+}
+
+impl Bound {
+    /// Every listener's URL, in `listen` order (the ready line).
+    #[must_use]
+    pub fn urls(&self) -> String {
+        self.sets[0]
+            .iter()
+            .map(Listener::url)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// How many times a port-0 group is bound afresh when another process takes the port between
@@ -232,10 +292,7 @@ pub fn describe(config: &Config, bound: &Bound) -> String {
             } else {
                 "loop"
             };
-            format!(
-                "{}, {helpers} per {unit}",
-                plural(bound.listeners.len(), unit)
-            )
+            format!("{}, {helpers} per {unit}", plural(bound.sets.len(), unit))
         }
         Arch::Mt => format!("{}, one shared cache", plural(count, "thread")),
         Arch::Tpc => format!("a thread per connection, at most {count}"),
@@ -271,7 +328,7 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
     announce_cache_sizes(&start.generation.config, &bound);
     if bound.arch == Arch::Mp {
         // Before any thread exists: the master forks, each worker starts its own threads.
-        return mp::run(start, bound.listeners);
+        return mp::run(start, bound.sets.into_iter().next().unwrap_or_default());
     }
     let Start {
         generation,
@@ -286,24 +343,22 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
         log_file,
         Role::Server,
     )?);
-    let Bound {
-        mut listeners,
-        arch,
-        ..
-    } = bound;
-    // For an upgrade (`SIGUSR2`) to pass on: the very sockets the loops accept from.
-    control.keep_listeners(
-        listeners
-            .iter()
-            .map(OwnedFd::try_clone)
-            .collect::<io::Result<_>>()?,
-    );
+    let Bound { mut sets, arch } = bound;
+    // For an upgrade (`SIGUSR2`) to pass on: the very sockets the loops accept from, in
+    // `listen` order (see `listener::tls_of_passed`).
+    let mut kept = Vec::new();
+    for index in 0..sets[0].len() {
+        for set in &sets {
+            kept.push(set[index].fd.try_clone()?);
+        }
+    }
+    control.keep_listeners(kept);
     signals::spawn(control.clone())?;
     let served = match arch {
-        Arch::Sped | Arch::Amped | Arch::Reactor => run_loops(arch, &control, listeners),
-        Arch::Uring => uring::run(&control, listeners),
-        Arch::Mt => mt::run(&control, listeners.remove(0)),
-        Arch::Tpc => tpc::run(&control, listeners.remove(0)),
+        Arch::Sped | Arch::Amped | Arch::Reactor => run_loops(arch, &control, sets),
+        Arch::Uring => uring::run(&control, sets),
+        Arch::Mt => mt::run(&control, sets.remove(0)),
+        Arch::Tpc => tpc::run(&control, sets.remove(0)),
         Arch::Mp => unreachable!("mp returned above"),
     };
     // Every loop has handed its buffer over; wait for the log thread to write it all.
@@ -315,26 +370,26 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
 fn announce_cache_sizes(config: &Config, bound: &Bound) {
     let (sets, unit) = match bound.arch {
         Arch::Sped | Arch::Amped => (1, "loop"),
-        Arch::Reactor => (bound.listeners.len(), "loop"),
-        Arch::Uring => (bound.listeners.len(), "ring"),
+        Arch::Reactor => (bound.sets.len(), "loop"),
+        Arch::Uring => (bound.sets.len(), "ring"),
         Arch::Mt | Arch::Tpc => (1, "set shared by the threads"),
         Arch::Mp => (config.thread_count(), "process"),
     };
     CacheBudget::of(config, 1, sets).announce(sets, unit);
 }
 
-/// `sped`, `amped`, `reactor`: one epoll loop per listener, the last on the main thread.
-fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io::Result<()> {
+/// `sped`, `amped`, `reactor`: one epoll loop per listener set, the last on the main thread.
+fn run_loops(arch: Arch, control: &Arc<Control>, sets: Vec<Vec<Listener>>) -> io::Result<()> {
     let disk = match arch {
         Arch::Sped => DiskAccess::Inline,
         _ => DiskAccess::Helpers,
     };
     let helpers = PoolSize::of(&control.current().config);
     let pages_in_flight = Arc::new(PagesInFlight::default());
-    let loops = listeners.len();
+    let loops = sets.len();
     let cache_budget = CacheBudget::of(&control.current().config, loops, loops);
     let mut loops = Vec::new();
-    for (index, listener) in listeners.into_iter().enumerate() {
+    for (index, listeners) in sets.into_iter().enumerate() {
         let settings = LoopSettings {
             name: format!("{}-{index}", arch.name()),
             control: control.clone(),
@@ -343,7 +398,7 @@ fn run_loops(arch: Arch, control: &Arc<Control>, listeners: Vec<OwnedFd>) -> io:
             pages_in_flight: pages_in_flight.clone(),
             cache_budget: cache_budget.clone(),
         };
-        loops.push(EventLoop::new(listener, settings)?);
+        loops.push(EventLoop::new(listeners, settings)?);
     }
     let mut handles = Vec::new();
     let mut last = loops.pop().expect("at least one loop");

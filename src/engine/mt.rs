@@ -9,8 +9,8 @@
 //! Must not touch: serving a connection (that is `blocking.rs`).
 //! Sources: Flash §3.2 (MT), JAWS §3.2 (thread pool).
 
+use super::listener::Listener;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use super::blocking::{self, SharedCaches, Worker};
@@ -23,7 +23,8 @@ use crate::ops::Control;
 ///
 /// # Errors
 /// The waiting room or a thread cannot be set up.
-pub fn run(control: &Arc<Control>, listener: OwnedFd) -> io::Result<()> {
+pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<()> {
+    let listener = listeners.remove(0);
     let config = control.current().config.clone();
     let threads = config.thread_count();
     let shards = blocking::shards_for(threads);

@@ -11,8 +11,8 @@
 //! Must not touch: serving a connection (that is `blocking.rs`).
 //! Sources: JAWS §3.2 (thread-per-connection), Apache httpd MaxRequestWorkers.
 
+use super::listener::Listener;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -77,7 +77,8 @@ struct Acceptor {
 ///
 /// # Errors
 /// Polling the listener fails.
-pub fn run(control: &Arc<Control>, listener: OwnedFd) -> io::Result<()> {
+pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<()> {
+    let listener = listeners.remove(0);
     let config = control.current().config.clone();
     let caches = Arc::new(SharedCaches::new(
         Caches::new(&config.caches, SHARDS, &CacheBudget::of(&config, 1, 1)),
@@ -105,7 +106,7 @@ pub fn run(control: &Arc<Control>, listener: OwnedFd) -> io::Result<()> {
                     if !acceptor.active.wait_below(acceptor.cap, TICK) {
                         continue;
                     }
-                    match front.accept(listener.as_fd()) {
+                    match front.accept(&listener) {
                         Accepted::Connection(connection) => acceptor.start(connection),
                         Accepted::Skipped => {}
                         Accepted::Empty | Accepted::Exhausted => break,
@@ -119,7 +120,7 @@ pub fn run(control: &Arc<Control>, listener: OwnedFd) -> io::Result<()> {
         if !acceptor.active.wait_below(acceptor.cap, TICK) {
             continue;
         }
-        match front.accept(listener.as_fd()) {
+        match front.accept(&listener) {
             Accepted::Connection(connection) => acceptor.start(connection),
             Accepted::Empty => {
                 let mut fds = [

@@ -12,9 +12,10 @@
 //! Must not touch: serving (see `blocking.rs`).
 //! Sources: JAWS §3.2 (thread pool), Apache httpd event MPM (idle connections off the workers).
 
+use super::listener::Listener;
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -76,7 +77,7 @@ pub struct WaitingRoom {
     /// Closed (`None`) once a drain has taken the backlog, so the port refuses new connections
     /// (a balancer retries elsewhere) instead of queueing them where nobody accepts. Workers
     /// accept under the read lock, so it is never closed under an `accept`.
-    listener: RwLock<Option<OwnedFd>>,
+    listener: RwLock<Option<Listener>>,
     wake: ListenerWake,
     parked: Sharded<HashMap<u64, Parked>>,
     next_token: AtomicU64,
@@ -100,7 +101,7 @@ impl WaitingRoom {
     /// # Errors
     /// epoll cannot be created, or the listener cannot be registered.
     pub fn new(
-        listener: OwnedFd,
+        listener: Listener,
         wake: ListenerWake,
         shards: usize,
         stopping: BorrowedFd<'_>,
@@ -216,7 +217,7 @@ impl WaitingRoom {
             Accepted::Exhausted => {
                 *lock(&self.accept_paused_until) = Some(Instant::now() + ACCEPT_PAUSE);
                 if self.wake == ListenerWake::Exclusive {
-                    self.with_listener(|listener| self.epoll.delete(listener));
+                    self.with_listener(|listener| self.epoll.delete(listener.as_fd()));
                 }
                 return Ready::Nothing;
             }
@@ -227,16 +228,16 @@ impl WaitingRoom {
         if self.wake == ListenerWake::OneShot {
             self.with_listener(|listener| {
                 self.epoll
-                    .modify(listener, LISTENER, listener_interest(self.wake))
+                    .modify(listener.as_fd(), LISTENER, listener_interest(self.wake))
             });
         }
         ready
     }
 
     /// Run `with` on the listener, unless the drain has closed it.
-    fn with_listener<R>(&self, with: impl FnOnce(BorrowedFd<'_>) -> R) -> Option<R> {
+    fn with_listener<R>(&self, with: impl FnOnce(&Listener) -> R) -> Option<R> {
         let listener = self.listener.read().unwrap_or_else(PoisonError::into_inner);
-        listener.as_ref().map(|listener| with(listener.as_fd()))
+        listener.as_ref().map(with)
     }
 
     /// Stop watching the listener and close it (the drain has taken the backlog, or, under
@@ -407,8 +408,8 @@ impl WaitingRoom {
             *paused = None;
             let interest = listener_interest(self.wake);
             self.with_listener(|listener| match self.wake {
-                ListenerWake::OneShot => self.epoll.modify(listener, LISTENER, interest),
-                ListenerWake::Exclusive => self.epoll.add(listener, LISTENER, interest),
+                ListenerWake::OneShot => self.epoll.modify(listener.as_fd(), LISTENER, interest),
+                ListenerWake::Exclusive => self.epoll.add(listener.as_fd(), LISTENER, interest),
             });
         }
     }

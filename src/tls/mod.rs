@@ -67,3 +67,11 @@ pub struct ClientCertificate {
     /// The certificate, PEM (`SSL_CLIENT_CERT`).
     pub pem: String,
 }
+
+/// The client's certificate as `Conn` shows it.
+fn client_certificate_of(
+    _der: &rustls::pki_types::CertificateDer<'_>,
+) -> Option<ClientCertificate> {
+    // tlsconn: `client_certificate::describe`, wired at merge.
+    None
+}

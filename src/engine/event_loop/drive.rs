@@ -6,7 +6,7 @@
 //! lifecycle and timeouts (`lifecycle.rs`).
 
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use ampd_sys::epoll::{Epoll, Interest};
 use ampd_sys::{io as sysio, socket};
@@ -16,6 +16,7 @@ use crate::conn::{Context, Ending, Need, Phase};
 use crate::content::job::Job;
 use crate::content::serve::{self, DiskAccess};
 use crate::engine::upstream;
+use crate::tls::session::{Received, SEAL_BATCH};
 
 impl EventLoop {
     /// Run one connection's read → decide → write cycle as far as it goes without blocking,
@@ -85,8 +86,26 @@ impl EventLoop {
             let Some(slot) = self.slots.get(index) else {
                 return;
             };
+            let tls_waits = slot
+                .client
+                .tls
+                .as_ref()
+                .is_some_and(|tls| tls.wants_write());
+            if slot
+                .client
+                .tls
+                .as_ref()
+                .is_some_and(|tls| tls.ending().is_some())
+            {
+                // An alert, the plain-HTTP answer or the end of an ACME validation: out, then
+                // the connection ends.
+                if !tls_waits {
+                    return self.begin_close(index);
+                }
+                return;
+            }
             if let Need::Close(ending) = need {
-                if slot.client.conn.output.is_empty() {
+                if slot.client.conn.output.is_empty() && !tls_waits {
                     return self.end(index, ending);
                 }
             }
@@ -128,6 +147,13 @@ impl EventLoop {
     /// the FIN on the response's last segment instead of sending it alone, one packet less per
     /// connection-per-request exchange, docs/benchmarks.md row b).
     fn flush(&mut self, index: usize, closes_after: bool) -> io::Result<bool> {
+        if self
+            .slots
+            .get(index)
+            .is_some_and(|slot| slot.client.tls.is_some())
+        {
+            return self.flush_tls(index);
+        }
         let token = self.token(index);
         let send_chunk = self.generation.config.send.send_chunk as u64;
         let mut budget = send_chunk;
@@ -146,28 +172,21 @@ impl EventLoop {
             if let Some(range) = slot.client.conn.output.front_file() {
                 let len = (range.end - range.offset).min(budget);
                 if disk == DiskAccess::Helpers {
-                    let key = range.file.key;
-                    let trusted = slot
-                        .paged_in
-                        .is_some_and(|(paged, end)| paged == key && range.offset < end);
-                    let page_in = (!trusted && self.settings.pages_in_flight.reading(&key))
-                        || !serve::range_resident(range.file, range.offset, len);
-                    if page_in {
-                        // The helper sends what it reads (`job::send_or_touch`); a duplicate
-                        // of the socket, so that a close here (a timeout) while the job is out
-                        // cannot hand its number to another connection.
-                        let send_to = slot.client.fd.try_clone().ok();
-                        let job = Job::PageIn {
-                            file: range.file.clone(),
-                            offset: range.offset,
-                            len,
-                            send_to,
-                        };
-                        self.settings.pages_in_flight.started(key);
+                    // The helper sends what it reads (`job::send_or_touch`); a duplicate of the
+                    // socket, so that a close here (a timeout) while the job is out cannot
+                    // hand its number to another connection.
+                    let send_to = slot.client.fd.try_clone().ok();
+                    if let Some(job) = self.page_in_job(index, len, send_to) {
                         self.submit(index, job);
                         return Ok(wrote);
                     }
                 }
+                let Some(slot) = self.slots.get_mut(index) else {
+                    return Ok(wrote);
+                };
+                let Some(range) = slot.client.conn.output.front_file() else {
+                    continue;
+                };
                 let mut offset = range.offset;
                 let count = usize::try_from(len).unwrap_or(usize::MAX);
                 match sysio::sendfile(
@@ -217,6 +236,93 @@ impl EventLoop {
         }
     }
 
+    /// Under AMPED, the page-in a file range at the front of the output needs first (Flash
+    /// §5.4: the loop never waits on the disk), or `None` when its next `len` bytes (at most
+    /// what is left of the range: pages past the end are never resident) are resident
+    /// (or this connection's own last page-in made them so, even while another connection's
+    /// read of the file is still in flight: else two connections of one file could hand it to
+    /// helpers in turn forever).
+    fn page_in_job(&mut self, index: usize, len: u64, send_to: Option<OwnedFd>) -> Option<Job> {
+        let slot = self.slots.get_mut(index)?;
+        let range = slot.client.conn.output.front_file()?;
+        let len = len.min(range.end - range.offset);
+        let key = range.file.key;
+        let trusted = slot
+            .paged_in
+            .is_some_and(|(paged, end)| paged == key && range.offset < end);
+        let page_in = (!trusted && self.settings.pages_in_flight.reading(&key))
+            || !serve::range_resident(range.file, range.offset, len);
+        if !page_in {
+            return None;
+        }
+        self.settings.pages_in_flight.started(key);
+        Some(Job::PageIn {
+            file: range.file.clone(),
+            offset: range.offset,
+            len,
+            send_to,
+        })
+    }
+
+    /// `flush` over TLS: seal the output into records (a file range paged in first under
+    /// AMPED; the helper only touches it, a TLS socket takes records only from here) and
+    /// write them, until the socket is full, the output is empty or the turn's budget is
+    /// spent.
+    fn flush_tls(&mut self, index: usize) -> io::Result<bool> {
+        let token = self.token(index);
+        let mut budget = self.generation.config.send.send_chunk as u64;
+        let mut wrote = false;
+        loop {
+            let Some(slot) = self.slots.get_mut(index) else {
+                return Ok(wrote);
+            };
+            if !slot.can_write {
+                return Ok(wrote);
+            }
+            let Some(tls) = slot.client.tls.as_mut() else {
+                return Ok(wrote);
+            };
+            if tls.wants_write() {
+                match tls.write_to(slot.client.fd.as_fd()) {
+                    Ok(sent) => {
+                        slot.client.clock.sent(sent as u64);
+                        wrote = true;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        watch_writes(&self.epoll, slot, token)?;
+                    }
+                    Err(error) => return Err(error),
+                }
+                continue;
+            }
+            if slot.client.conn.output.is_empty() {
+                return Ok(wrote);
+            }
+            if budget == 0 {
+                self.ready.push_back(index);
+                return Ok(wrote);
+            }
+            if self.settings.disk == DiskAccess::Helpers {
+                if let Some(job) = self.page_in_job(index, SEAL_BATCH, None) {
+                    self.submit(index, job);
+                    return Ok(wrote);
+                }
+            }
+            let Some(slot) = self.slots.get_mut(index) else {
+                return Ok(wrote);
+            };
+            let Some(tls) = slot.client.tls.as_mut() else {
+                return Ok(wrote);
+            };
+            let sealed = tls.seal(&mut slot.client.conn.output, &mut self.scratch)?;
+            if sealed == 0 {
+                // Still handshaking: the output waits for it.
+                return Ok(wrote);
+            }
+            budget = budget.saturating_sub(sealed);
+        }
+    }
+
     /// The last response is out. A client that has sent nothing more gets a plain close (its
     /// FIN follows the response); otherwise the close lingers.
     fn end(&mut self, index: usize, ending: Ending) {
@@ -238,6 +344,12 @@ impl EventLoop {
         };
         // The exchange is over or abandoned: an upstream socket still attached is closed.
         slot.client.upstream = None;
+        if let Some(tls) = slot.client.tls.as_mut() {
+            // close_notify after the last response (best effort: a client that stopped reading
+            // does not get it).
+            tls.close();
+            let _ = tls.write_to(slot.client.fd.as_fd());
+        }
         if socket::shutdown_write(slot.client.fd.as_fd()).is_err() {
             return self.close(index);
         }
@@ -301,7 +413,17 @@ fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
                 return Ok(true);
             }
             Ok(count) => {
-                slot.client.conn.receive(&scratch[..count]);
+                match slot.client.tls.as_mut() {
+                    Some(tls) => {
+                        if let Received::Ending(_) =
+                            tls.receive(&scratch[..count], &mut slot.client.conn)
+                        {
+                            slot.can_read = false;
+                            return Ok(true);
+                        }
+                    }
+                    None => slot.client.conn.receive(&scratch[..count]),
+                }
                 total += count;
                 changed = true;
                 if count < scratch.len() && !slot.hung_up {

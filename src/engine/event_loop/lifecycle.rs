@@ -38,14 +38,15 @@ impl EventLoop {
         self.draining = true;
         // Bounded: under a flood the backlog refills as fast as it is taken.
         for _ in 0..DRAIN_ACCEPT_BATCHES {
-            if self.listener.is_none() || !self.accept_more_now() {
+            if self.listeners.is_empty() || !self.accept_more_now() {
                 break;
             }
         }
         self.accept_more = false;
-        if let Some(listener) = self.listener.take() {
+        for listener in self.listeners.drain(..) {
             let _ = self.epoll.delete(listener.as_fd());
         }
+        self.backlogged.clear();
         for index in 0..self.slots.bound() {
             let idle = self.slots.get(index).is_some_and(|slot| {
                 slot.client.clock.phase() == Phase::Idle
@@ -72,6 +73,7 @@ impl EventLoop {
     /// One accept batch during the drain; whether the backlog may hold more.
     fn accept_more_now(&mut self) -> bool {
         self.accept_paused_until = None;
+        self.backlogged.fill(true);
         self.accept_batch();
         self.accept_more && self.accept_paused_until.is_none()
     }

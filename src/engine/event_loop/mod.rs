@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use ampd_sys::epoll::{Epoll, Events, Interest};
 
 use super::client::{Accepted, Client, Door};
 use super::helpers::{Helpers, PoolSize, Token};
+use super::listener::Listener;
 use super::slab::{Kind, Slab};
 use super::upstream::IdlePool;
 use crate::config::Level;
@@ -33,10 +34,12 @@ use crate::log::error;
 use crate::ops::{self, Control, LoopLink, RunState};
 use crate::site::Generation;
 
-const LISTENER: u64 = u64::MAX;
 const HELPERS: u64 = u64::MAX - 1;
 const INOTIFY: u64 = u64::MAX - 2;
 const WAKER: u64 = u64::MAX - 3;
+/// The first listener's token; the next ones count down from it (a slab's tokens stay far
+/// below).
+const LISTENER: u64 = u64::MAX - 4;
 
 /// Connections accepted per wake-up before others get a turn.
 const ACCEPT_BATCH: usize = 64;
@@ -127,8 +130,10 @@ enum Watched {
 pub struct EventLoop {
     settings: LoopSettings,
     epoll: Epoll,
-    /// `None` once a graceful stop began: no more accepting.
-    listener: Option<OwnedFd>,
+    /// One per `listen` entry; none once a graceful stop began: no more accepting.
+    listeners: Vec<Listener>,
+    /// Per listener: epoll said it is readable and the backlog has not been seen empty since.
+    backlogged: Vec<bool>,
     /// The configuration generation new requests are served under, and the reload epoch seen.
     generation: Arc<Generation>,
     epoch: u64,
@@ -159,9 +164,15 @@ pub struct EventLoop {
 impl EventLoop {
     /// # Errors
     /// epoll, helper threads or inotify cannot be set up.
-    pub fn new(listener: OwnedFd, settings: LoopSettings) -> io::Result<EventLoop> {
+    pub fn new(listeners: Vec<Listener>, settings: LoopSettings) -> io::Result<EventLoop> {
         let epoll = Epoll::new()?;
-        epoll.add(listener.as_fd(), LISTENER, Interest::READABLE.edge())?;
+        for (index, listener) in listeners.iter().enumerate() {
+            epoll.add(
+                listener.as_fd(),
+                LISTENER - index as u64,
+                Interest::READABLE.edge(),
+            )?;
+        }
         let link = settings.control.join_loop()?;
         epoll.add(link.waker.as_fd(), WAKER, Interest::READABLE.edge())?;
         let generation = settings.control.current();
@@ -183,7 +194,8 @@ impl EventLoop {
         Ok(EventLoop {
             settings,
             epoll,
-            listener: Some(listener),
+            backlogged: vec![false; listeners.len()],
+            listeners,
             generation,
             epoch: 0,
             link,
@@ -248,11 +260,16 @@ impl EventLoop {
             }
             for event in events.iter() {
                 match event.token {
-                    LISTENER => self.accept_more = self.listener.is_some(),
                     HELPERS => self.take_completions(),
                     INOTIFY => {}
                     WAKER => {
                         self.link.waker.drain();
+                    }
+                    token
+                        if token <= LISTENER && LISTENER - token < self.listeners.len() as u64 =>
+                    {
+                        self.backlogged[(LISTENER - token) as usize] = true;
+                        self.accept_more = true;
                     }
                     token => {
                         let Some((index, kind)) = self.slots.resolve(token) else {
@@ -308,34 +325,37 @@ impl EventLoop {
         self.slots.token(index, Kind::Connection)
     }
 
+    /// Accept from each listener with a backlog, up to a batch each.
     fn accept_batch(&mut self) {
-        for _ in 0..ACCEPT_BATCH {
-            let Some(listener) = self.listener.as_ref() else {
-                self.accept_more = false;
-                return;
-            };
-            let door = Door {
-                control: &self.settings.control,
-                generation: &self.generation,
-                stats: &self.link.stats,
-                caches: &self.caches,
-            };
-            match door.accept(listener.as_fd()) {
-                Accepted::Client(client) => self.admit(*client),
-                Accepted::Skipped => {}
-                Accepted::Empty => {
-                    self.accept_more = false;
-                    return;
-                }
-                // The listener stays registered and the backlog keeps the clients.
-                Accepted::Exhausted => {
-                    self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
-                    return;
+        for which in 0..self.listeners.len() {
+            if !self.backlogged[which] {
+                continue;
+            }
+            for _ in 0..ACCEPT_BATCH {
+                let door = Door {
+                    control: &self.settings.control,
+                    generation: &self.generation,
+                    stats: &self.link.stats,
+                    caches: &self.caches,
+                };
+                match door.accept(&self.listeners[which]) {
+                    Accepted::Client(client) => self.admit(*client),
+                    Accepted::Skipped => {}
+                    Accepted::Empty => {
+                        self.backlogged[which] = false;
+                        break;
+                    }
+                    // The listener stays registered and the backlog keeps the clients.
+                    Accepted::Exhausted => {
+                        self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                        return;
+                    }
                 }
             }
         }
-        // A full batch: more may be waiting; the flag brings us back after others had a turn.
-        self.accept_more = true;
+        // After a full batch more may be waiting: the flag brings us back after others had a
+        // turn.
+        self.accept_more = self.backlogged.iter().any(|&backlogged| backlogged);
     }
 
     /// Take a new connection into the slab and serve it right after this accept batch: with

@@ -31,6 +31,7 @@
 
 mod worker;
 
+use super::listener::Listener;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -81,7 +82,7 @@ struct Master {
     log_file: LogFile,
     /// Given up (`None`) once the stop begins: workers close theirs as their drain takes the
     /// backlog, and the port refuses from then on instead of queueing for nobody.
-    listener: Option<OwnedFd>,
+    listener: Option<Listener>,
     workers: HashMap<Pid, WorkerProcess>,
     /// Worker indexes (scoreboard slots, admission tables) without a process, to be started.
     owed: Vec<usize>,
@@ -95,7 +96,7 @@ struct Master {
 ///
 /// # Errors
 /// The process runs threads already (fork refuses), or the first workers cannot be forked.
-pub fn run(start: Start, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
+pub fn run(start: Start, mut listeners: Vec<Listener>) -> io::Result<()> {
     // SIGCHLD joins the handled signals (all blocked since main), so the loop below takes it.
     let mut watched = HANDLED.to_vec();
     watched.push(SIGCHLD);
@@ -312,7 +313,7 @@ impl Master {
             Level::Info,
             format_args!("SIGUSR2: starting a new process with the listening sockets"),
         );
-        let listeners: Vec<_> = self.listener.iter().map(AsFd::as_fd).collect();
+        let listeners: Vec<_> = self.listener.iter().map(Listener::as_fd).collect();
         match upgrade::start_successor(&listeners) {
             Ok(pid) => {
                 error::log(

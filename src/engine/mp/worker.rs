@@ -6,6 +6,7 @@
 //! Owns: the worker's start-up and exit status. Must not touch: serving (`blocking.rs`,
 //! `waiting_room.rs`), the master (`mod.rs`).
 
+use crate::engine::listener::Listener;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ pub(super) fn main(
     master: &Master,
     index: usize,
     commands: OwnedFd,
-    listener: Option<OwnedFd>,
+    listener: Option<Listener>,
 ) -> i32 {
     let parent = child::parent_pid();
     // Die with the master even if it is killed with SIGKILL and cannot stop us (the handled
@@ -51,7 +52,7 @@ pub(super) fn main(
     }
 }
 
-fn serve(master: &Master, index: usize, commands: OwnedFd, listener: OwnedFd) -> io::Result<()> {
+fn serve(master: &Master, index: usize, commands: OwnedFd, listener: Listener) -> io::Result<()> {
     let shared = Shared {
         stats: master.shared.stats.clone(),
         admission: Arc::new(master.shared.admission.for_process(index)),

@@ -12,8 +12,8 @@
 
 mod proactor;
 
+use super::listener::Listener;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use ampd_sys::errno;
@@ -77,7 +77,7 @@ fn explain(error: &io::Error) -> String {
 ///
 /// # Errors
 /// A ring cannot be set up (after the probe succeeded: out of memory or locked memory).
-pub fn run(control: &Arc<Control>, mut listeners: Vec<OwnedFd>) -> io::Result<()> {
+pub fn run(control: &Arc<Control>, mut listeners: Vec<Vec<Listener>>) -> io::Result<()> {
     let rings = listeners.len();
     let budget = CacheBudget::of(&control.current().config, rings, rings);
     let last = listeners.pop().expect("at least one listener");

@@ -6,6 +6,7 @@
 //! Lifecycle, timeouts and counters are in `proactor/lifecycle.rs`, sending in `proactor/send.rs`.
 //! Must not touch: HTTP (`conn`), ring memory (`ampd_sys::uring`).
 
+use crate::engine::listener::Listener;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -117,7 +118,7 @@ struct Proactor {
     announcing: bool,
     ring: Ring,
     /// `None` once a graceful stop began.
-    listener: Option<OwnedFd>,
+    listener: Option<Listener>,
     accept_op: Option<OpId>,
     accept_paused_until: Option<Instant>,
     slots: Slab<Slot>,
@@ -146,10 +147,11 @@ struct Proactor {
 pub fn run(
     name: String,
     control: Arc<Control>,
-    listener: OwnedFd,
+    mut listeners: Vec<Listener>,
     cache_budget: &CacheBudget,
 ) -> io::Result<()> {
     // Only the ring does I/O on it: blocking, so the kernel arms a poll rather than fail EAGAIN.
+    let listener = listeners.remove(0);
     socket::set_nonblocking(listener.as_fd(), false)?;
     let ring = Ring::new(RING_ENTRIES, BUFFER_COUNT, BUFFER_SIZE)?;
     let generation = control.current();
@@ -318,9 +320,9 @@ impl Proactor {
         let accepted = match completion.accepted {
             // TCP_NODELAY comes from the listener (see `engine::bind`). Admission needs the
             // peer's address, which a multishot accept does not report.
-            Some(fd) => match socket::peer_addr(fd.as_fd()) {
-                Ok(peer) => door.admit(fd, peer),
-                Err(_) => Accepted::Skipped,
+            Some(fd) => match (socket::peer_addr(fd.as_fd()), self.listener.as_ref()) {
+                (Ok(peer), Some(listener)) => door.admit(fd, peer, listener),
+                _ => Accepted::Skipped,
             },
             None => door.accept_failed(&io::Error::from_raw_os_error(-completion.result)),
         };
