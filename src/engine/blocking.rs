@@ -37,6 +37,8 @@ use crate::ops::admission::Ticket;
 use crate::ops::{self, Control, RunState, ThreadLink};
 use crate::site::Generation;
 use crate::sync::lock;
+use crate::tls::session::Received;
+use crate::tls::TlsSession;
 
 mod upstream_wait;
 
@@ -65,6 +67,10 @@ pub struct Connection {
     /// The slot its scoreboard state is counted in (the accepting thread's).
     stats: LoopStats,
     _ticket: Ticket,
+    /// Its TLS, on a TLS listener (`tls::session`).
+    tls: Option<Box<TlsSession>>,
+    /// When an unfinished handshake is cut (`[tls] handshake_timeout`).
+    handshake_deadline: Option<Instant>,
 }
 
 impl Connection {
@@ -74,10 +80,20 @@ impl Connection {
         self.clock.phase()
     }
 
-    /// When the limit of its phase runs out.
+    /// When the limit of its phase runs out, or its unfinished handshake's.
     #[must_use]
     pub fn deadline(&self, limits: &Limits) -> Option<Instant> {
-        self.clock.deadline(limits, false)
+        self.clock
+            .deadline(limits, false)
+            .into_iter()
+            .chain(self.handshake_deadline())
+            .min()
+    }
+
+    /// When its handshake is cut, while one is under way.
+    fn handshake_deadline(&self) -> Option<Instant> {
+        self.handshake_deadline
+            .filter(|_| self.tls.as_ref().is_some_and(|tls| tls.is_handshaking()))
     }
 }
 
@@ -308,6 +324,8 @@ impl Worker {
                     conn,
                     clock,
                     ticket,
+                    tls,
+                    handshake_deadline,
                     ..
                 } = *admitted;
                 Accepted::Connection(Box::new(Connection {
@@ -319,6 +337,8 @@ impl Worker {
                     upstream: None,
                     stats,
                     _ticket: ticket,
+                    tls,
+                    handshake_deadline,
                 }))
             }
             client::Accepted::Empty => Accepted::Empty,
@@ -357,6 +377,16 @@ impl Worker {
                 self.drain_began_while_busy();
             }
             let (read_any, drained) = self.read_input(connection)?;
+            if connection
+                .tls
+                .as_ref()
+                .is_some_and(|tls| tls.ending().is_some())
+            {
+                // An alert, the plain-HTTP answer or the end of an ACME validation: out, then
+                // the connection ends.
+                self.flush(connection)?;
+                return Ok(self.linger_close(connection, on_wait));
+            }
             if read_any {
                 // A request that arrived after a change on disk must see it (docs/architecture.md).
                 self.caches.caches.on_change();
@@ -405,8 +435,15 @@ impl Worker {
                 return Ok(self.linger_close(connection, on_wait));
             }
             let limits = &self.generation.config.limits;
-            if let Some(why) = connection.clock.check(Instant::now(), limits, false) {
+            let now = Instant::now();
+            if let Some(why) = connection.clock.check(now, limits, false) {
                 return self.expired(connection, why, on_wait);
+            }
+            if connection
+                .handshake_deadline()
+                .is_some_and(|deadline| now >= deadline)
+            {
+                return Ok(Step::Closed);
             }
             if on_wait == OnWait::Return {
                 return Ok(Step::Waiting);
@@ -496,7 +533,16 @@ impl Worker {
                     return Ok((true, true));
                 }
                 Ok(count) => {
-                    connection.conn.receive(&self.scratch[..count]);
+                    match connection.tls.as_mut() {
+                        Some(tls) => {
+                            if let Received::Ending(_) =
+                                tls.receive(&self.scratch[..count], &mut connection.conn)
+                            {
+                                return Ok((true, true));
+                            }
+                        }
+                        None => connection.conn.receive(&self.scratch[..count]),
+                    }
                     total += count;
                     changed = true;
                     if count < self.scratch.len() {
@@ -515,6 +561,9 @@ impl Worker {
     /// Write everything queued, waiting for the socket as needed, under the send timeout and
     /// the minimum send rate. Returns whether any byte went out.
     fn flush(&mut self, connection: &mut Connection) -> Result<bool, Reset> {
+        if connection.tls.is_some() {
+            return self.flush_tls(connection);
+        }
         let mut wrote = false;
         while !connection.conn.output.is_empty() {
             let fd = connection.fd.as_fd();
@@ -562,6 +611,45 @@ impl Worker {
         Ok(wrote)
     }
 
+    /// `flush` over TLS: seal the output into records (files read with `pread`, no
+    /// `sendfile` over userspace TLS) and write them, waiting for the socket as needed.
+    fn flush_tls(&mut self, connection: &mut Connection) -> Result<bool, Reset> {
+        let mut wrote = false;
+        loop {
+            let Some(tls) = connection.tls.as_mut() else {
+                return Ok(wrote);
+            };
+            if tls.wants_write() {
+                match tls.write_to(connection.fd.as_fd()) {
+                    Ok(sent) => {
+                        connection.clock.sent(sent as u64);
+                        connection
+                            .clock
+                            .note(Phase::Sending, true, &connection.stats);
+                        wrote = true;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        match self.wait(connection, true)? {
+                            Waited::Ready | Waited::DrainBegan => {}
+                            Waited::Expired(_) => return Err(Reset),
+                        }
+                    }
+                    Err(_) => return Err(Reset),
+                }
+                continue;
+            }
+            if connection.conn.output.is_empty() {
+                return Ok(wrote);
+            }
+            match tls.seal(&mut connection.conn.output, &mut self.scratch) {
+                // Still handshaking: the output waits for it.
+                Ok(0) => return Ok(wrote),
+                Ok(_) => {}
+                Err(_) => return Err(Reset),
+            }
+        }
+    }
+
     /// Wait until the connection can be read (or, `write`, written), its phase's limit runs
     /// out, or a graceful stop begins.
     fn wait(&mut self, connection: &mut Connection, write: bool) -> Result<Waited, Reset> {
@@ -577,9 +665,14 @@ impl Worker {
             if let Some(why) = connection.clock.check(now, limits, false) {
                 return Ok(Waited::Expired(why));
             }
+            if connection
+                .handshake_deadline()
+                .is_some_and(|deadline| now >= deadline)
+            {
+                return Ok(Waited::Expired(Expired::Quietly));
+            }
             let mut left = connection
-                .clock
-                .deadline(limits, false)
+                .deadline(limits)
                 .map_or(TICK, |deadline| deadline.saturating_duration_since(now));
             if draining || write {
                 left = left.min(TICK);
@@ -603,6 +696,15 @@ impl Worker {
         let (mut context, pool) = self.context(draining);
         connection.conn.timed_out(&mut context);
         settle_upstream(connection, pool);
+        if let Some(tls) = connection.tls.as_mut() {
+            // Sealed and written once, without waiting: a client this slow gets what fits.
+            let _ = tls.seal(&mut connection.conn.output, &mut self.scratch);
+            let _ = tls.write_to(connection.fd.as_fd());
+            if tls.wants_write() {
+                return Step::Closed;
+            }
+            return self.linger_close(connection, on_wait);
+        }
         let slices = connection.conn.output.memory_slices();
         let pending: usize = slices.iter().map(|slice| slice.len()).sum();
         match sysio::writev(connection.fd.as_fd(), &slices) {
@@ -631,6 +733,12 @@ impl Worker {
     fn linger_close(&mut self, connection: &mut Connection, on_wait: OnWait) -> Step {
         // The exchange is over or abandoned: an upstream socket still attached is closed.
         connection.upstream = None;
+        if let Some(tls) = connection.tls.as_mut() {
+            // close_notify after the last response (best effort: a client that stopped reading
+            // does not get it).
+            tls.close();
+            let _ = tls.write_to(connection.fd.as_fd());
+        }
         if socket::shutdown_write(connection.fd.as_fd()).is_err() {
             return Step::Closed;
         }

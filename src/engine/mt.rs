@@ -23,8 +23,7 @@ use crate::ops::Control;
 ///
 /// # Errors
 /// The waiting room or a thread cannot be set up.
-pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<()> {
-    let listener = listeners.remove(0);
+pub fn run(control: &Arc<Control>, listeners: Vec<Listener>) -> io::Result<()> {
     let config = control.current().config.clone();
     let threads = config.thread_count();
     let shards = blocking::shards_for(threads);
@@ -34,7 +33,7 @@ pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<(
         control.stats.add_loop(),
     ));
     let room = Arc::new(WaitingRoom::new(
-        listener,
+        listeners,
         ListenerWake::OneShot,
         shards,
         control.stopping_fd(),

@@ -77,8 +77,7 @@ struct Acceptor {
 ///
 /// # Errors
 /// Polling the listener fails.
-pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<()> {
-    let listener = listeners.remove(0);
+pub fn run(control: &Arc<Control>, listeners: Vec<Listener>) -> io::Result<()> {
     let config = control.current().config.clone();
     let caches = Arc::new(SharedCaches::new(
         Caches::new(&config.caches, SHARDS, &CacheBudget::of(&config, 1, 1)),
@@ -102,14 +101,16 @@ pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<(
             Ok(false) => {}
             // Take what waits in the backlog (it was sent before the stop), then stop.
             Ok(true) => {
-                while front.lifecycle().is_ok() {
-                    if !acceptor.active.wait_below(acceptor.cap, TICK) {
-                        continue;
-                    }
-                    match front.accept(&listener) {
-                        Accepted::Connection(connection) => acceptor.start(connection),
-                        Accepted::Skipped => {}
-                        Accepted::Empty | Accepted::Exhausted => break,
+                for listener in &listeners {
+                    while front.lifecycle().is_ok() {
+                        if !acceptor.active.wait_below(acceptor.cap, TICK) {
+                            continue;
+                        }
+                        match front.accept(listener) {
+                            Accepted::Connection(connection) => acceptor.start(connection),
+                            Accepted::Skipped => {}
+                            Accepted::Empty | Accepted::Exhausted => break,
+                        }
                     }
                 }
                 break;
@@ -120,20 +121,26 @@ pub fn run(control: &Arc<Control>, mut listeners: Vec<Listener>) -> io::Result<(
         if !acceptor.active.wait_below(acceptor.cap, TICK) {
             continue;
         }
-        match front.accept(&listener) {
-            Accepted::Connection(connection) => acceptor.start(connection),
-            Accepted::Empty => {
-                let mut fds = [
-                    PollFd::new(listener.as_fd(), true, false),
-                    PollFd::new(control.stopping_fd(), true, false),
-                ];
-                poll::poll(&mut fds, Some(TICK))?;
+        // Each listener in turn, one connection at a time; all of them empty: wait for any.
+        let mut empty = 0;
+        for listener in &listeners {
+            match front.accept(listener) {
+                Accepted::Connection(connection) => acceptor.start(connection),
+                Accepted::Empty => empty += 1,
+                Accepted::Exhausted => std::thread::sleep(ACCEPT_PAUSE),
+                Accepted::Skipped => {}
             }
-            Accepted::Exhausted => std::thread::sleep(ACCEPT_PAUSE),
-            Accepted::Skipped => {}
+        }
+        if empty == listeners.len() {
+            let mut fds: Vec<PollFd<'_>> = listeners
+                .iter()
+                .map(|listener| PollFd::new(listener.as_fd(), true, false))
+                .collect();
+            fds.push(PollFd::new(control.stopping_fd(), true, false));
+            poll::poll(&mut fds, Some(TICK))?;
         }
     }
-    drop(listener);
+    drop(listeners);
     acceptor.wait_for_threads();
     blocking::finish(&mut front);
     Ok(())

@@ -29,8 +29,10 @@ use crate::conn::Phase;
 use crate::content::sharded::Sharded;
 use crate::sync::lock;
 
-const LISTENER: u64 = 0;
 const STOPPING: u64 = 1;
+/// The first listener's token; the next ones count down from it (parked connections' tokens
+/// count up from `STOPPING`).
+const LISTENER: u64 = u64::MAX;
 /// How long accepting pauses when descriptors run out (`EMFILE`); clients wait in the backlog.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// A process holding an idle connection that sees new work for its waiting room gives idle
@@ -77,7 +79,7 @@ pub struct WaitingRoom {
     /// Closed (`None`) once a drain has taken the backlog, so the port refuses new connections
     /// (a balancer retries elsewhere) instead of queueing them where nobody accepts. Workers
     /// accept under the read lock, so it is never closed under an `accept`.
-    listener: RwLock<Option<Listener>>,
+    listeners: RwLock<Vec<Listener>>,
     wake: ListenerWake,
     parked: Sharded<HashMap<u64, Parked>>,
     next_token: AtomicU64,
@@ -99,19 +101,21 @@ impl WaitingRoom {
     /// `stopping`: `Control::stopping_fd`, watched so a graceful stop wakes waiting workers.
     ///
     /// # Errors
-    /// epoll cannot be created, or the listener cannot be registered.
+    /// epoll cannot be created, or a listener cannot be registered.
     pub fn new(
-        listener: Listener,
+        listeners: Vec<Listener>,
         wake: ListenerWake,
         shards: usize,
         stopping: BorrowedFd<'_>,
     ) -> io::Result<WaitingRoom> {
         let epoll = Epoll::new()?;
-        epoll.add(listener.as_fd(), LISTENER, listener_interest(wake))?;
+        for (which, listener) in listeners.iter().enumerate() {
+            epoll.add(listener.as_fd(), token_of(which), listener_interest(wake))?;
+        }
         epoll.add(stopping, STOPPING, Interest::READABLE)?;
         Ok(WaitingRoom {
             epoll,
-            listener: RwLock::new(Some(listener)),
+            listeners: RwLock::new(listeners),
             wake,
             parked: Sharded::new(shards, HashMap::new),
             next_token: AtomicU64::new(STOPPING + 1),
@@ -145,7 +149,9 @@ impl WaitingRoom {
             return Ok(Ready::Nothing);
         };
         match event.token {
-            LISTENER => Ok(self.accept(worker)),
+            token if self.listener_of(token).is_some() => {
+                Ok(self.accept(worker, self.listener_of(token).unwrap_or(0)))
+            }
             // The worker's lifecycle check sees the stop and calls `begin_drain`.
             STOPPING => Ok(Ready::Nothing),
             token => {
@@ -172,16 +178,22 @@ impl WaitingRoom {
     /// still arriving.
     fn next_draining(&self, worker: &mut Worker) -> Option<Ready> {
         if self.accepting.load(Ordering::Acquire) {
-            match self.with_listener(|listener| worker.accept(listener)) {
-                Some(Accepted::Connection(connection)) => {
-                    return Some(Ready::Connection(connection))
-                }
-                Some(Accepted::Skipped) => return Some(Ready::Nothing),
-                Some(Accepted::Empty | Accepted::Exhausted) | None => {
-                    if self.accepting.swap(false, Ordering::AcqRel) {
-                        self.close_listener();
+            let count = self
+                .listeners
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            for which in 0..count {
+                match self.with_listener(which, |listener| worker.accept(listener)) {
+                    Some(Accepted::Connection(connection)) => {
+                        return Some(Ready::Connection(connection))
                     }
+                    Some(Accepted::Skipped) => return Some(Ready::Nothing),
+                    Some(Accepted::Empty | Accepted::Exhausted) | None => {}
                 }
+            }
+            if self.accepting.swap(false, Ordering::AcqRel) {
+                self.close_listener();
             }
         }
         let mut idle = None;
@@ -205,8 +217,19 @@ impl WaitingRoom {
         None
     }
 
-    fn accept(&self, worker: &mut Worker) -> Ready {
-        let Some(accepted) = self.with_listener(|listener| worker.accept(listener)) else {
+    /// Which listener `token` stands for, if it is a listener's.
+    fn listener_of(&self, token: u64) -> Option<usize> {
+        let which = usize::try_from(LISTENER - token).ok()?;
+        let count = self
+            .listeners
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        (which < count).then_some(which)
+    }
+
+    fn accept(&self, worker: &mut Worker, which: usize) -> Ready {
+        let Some(accepted) = self.with_listener(which, |listener| worker.accept(listener)) else {
             // Closed by the drain since this wake-up.
             return Ready::Nothing;
         };
@@ -217,7 +240,14 @@ impl WaitingRoom {
             Accepted::Exhausted => {
                 *lock(&self.accept_paused_until) = Some(Instant::now() + ACCEPT_PAUSE);
                 if self.wake == ListenerWake::Exclusive {
-                    self.with_listener(|listener| self.epoll.delete(listener.as_fd()));
+                    for listener in self
+                        .listeners
+                        .read()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .iter()
+                    {
+                        let _ = self.epoll.delete(listener.as_fd());
+                    }
                 }
                 return Ready::Nothing;
             }
@@ -226,28 +256,34 @@ impl WaitingRoom {
             Accepted::Empty | Accepted::Skipped => Ready::Nothing,
         };
         if self.wake == ListenerWake::OneShot {
-            self.with_listener(|listener| {
-                self.epoll
-                    .modify(listener.as_fd(), LISTENER, listener_interest(self.wake))
+            self.with_listener(which, |listener| {
+                self.epoll.modify(
+                    listener.as_fd(),
+                    token_of(which),
+                    listener_interest(self.wake),
+                )
             });
         }
         ready
     }
 
-    /// Run `with` on the listener, unless the drain has closed it.
-    fn with_listener<R>(&self, with: impl FnOnce(&Listener) -> R) -> Option<R> {
-        let listener = self.listener.read().unwrap_or_else(PoisonError::into_inner);
-        listener.as_ref().map(with)
+    /// Run `with` on listener `which`, unless the drain has closed the listeners.
+    fn with_listener<R>(&self, which: usize, with: impl FnOnce(&Listener) -> R) -> Option<R> {
+        let listeners = self
+            .listeners
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        listeners.get(which).map(with)
     }
 
-    /// Stop watching the listener and close it (the drain has taken the backlog, or, under
+    /// Stop watching the listeners and close them (the drain has taken the backlog, or, under
     /// `mp`, this process's only worker is busy and other processes take it).
     pub fn close_listener(&self) {
-        let mut listener = self
-            .listener
+        let mut listeners = self
+            .listeners
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(listener) = listener.take() {
+        for listener in listeners.drain(..) {
             let _ = self.epoll.delete(listener.as_fd());
         }
     }
@@ -337,7 +373,7 @@ impl WaitingRoom {
                 // A stop began: this idle connection is served once more, to be closed.
                 Some(STOPPING) => return Some(connection),
                 // A parked connection of this process woke: only this process can serve it.
-                Some(token) if token != LISTENER => {
+                Some(token) if self.listener_of(token).is_none() => {
                     let woken = self.parked.lock(&token).remove(&token);
                     self.park(connection);
                     return woken.map(|parked| parked.connection);
@@ -345,13 +381,14 @@ impl WaitingRoom {
                 // New clients: idle processes (waiting in epoll_wait) get them first. Take one
                 // only once they have waited a head start, so a busy process does not grab a
                 // client (which may need the slow disk) while its own idle clients wait on it.
-                Some(_) => {
+                Some(token) => {
+                    let which = self.listener_of(token).unwrap_or(0);
                     let since = *lock(&self.clients_waiting_since).get_or_insert(now);
                     let waited = now.saturating_duration_since(since);
                     if waited >= HEAD_START {
                         *lock(&self.clients_waiting_since) = None;
                         self.park(connection);
-                        return match self.accept(worker) {
+                        return match self.accept(worker, which) {
                             Ready::Connection(accepted) => Some(accepted),
                             Ready::Nothing | Ready::Drained => None,
                         };
@@ -407,12 +444,28 @@ impl WaitingRoom {
         if paused.is_some_and(|until| now >= until) && self.accepting.load(Ordering::Acquire) {
             *paused = None;
             let interest = listener_interest(self.wake);
-            self.with_listener(|listener| match self.wake {
-                ListenerWake::OneShot => self.epoll.modify(listener.as_fd(), LISTENER, interest),
-                ListenerWake::Exclusive => self.epoll.add(listener.as_fd(), LISTENER, interest),
-            });
+            let listeners = self
+                .listeners
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            for (which, listener) in listeners.iter().enumerate() {
+                let _ = match self.wake {
+                    ListenerWake::OneShot => {
+                        self.epoll
+                            .modify(listener.as_fd(), token_of(which), interest)
+                    }
+                    ListenerWake::Exclusive => {
+                        self.epoll.add(listener.as_fd(), token_of(which), interest)
+                    }
+                };
+            }
         }
     }
+}
+
+/// The epoll token of listener `which`.
+fn token_of(which: usize) -> u64 {
+    LISTENER - which as u64
 }
 
 fn listener_interest(wake: ListenerWake) -> Interest {

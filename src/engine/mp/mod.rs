@@ -82,7 +82,8 @@ struct Master {
     log_file: LogFile,
     /// Given up (`None`) once the stop begins: workers close theirs as their drain takes the
     /// backlog, and the port refuses from then on instead of queueing for nobody.
-    listener: Option<Listener>,
+    /// Empty once a stop began (the workers' copies are theirs).
+    listeners: Vec<Listener>,
     workers: HashMap<Pid, WorkerProcess>,
     /// Worker indexes (scoreboard slots, admission tables) without a process, to be started.
     owed: Vec<usize>,
@@ -96,7 +97,7 @@ struct Master {
 ///
 /// # Errors
 /// The process runs threads already (fork refuses), or the first workers cannot be forked.
-pub fn run(start: Start, mut listeners: Vec<Listener>) -> io::Result<()> {
+pub fn run(start: Start, listeners: Vec<Listener>) -> io::Result<()> {
     // SIGCHLD joins the handled signals (all blocked since main), so the loop below takes it.
     let mut watched = HANDLED.to_vec();
     watched.push(SIGCHLD);
@@ -111,7 +112,7 @@ pub fn run(start: Start, mut listeners: Vec<Listener>) -> io::Result<()> {
         config_path: start.config_path,
         shared: start.shared,
         log_file: start.log_file,
-        listener: Some(listeners.remove(0)),
+        listeners,
         workers: HashMap::new(),
         owed: (0..processes).rev().collect(),
         next_start: Instant::now(),
@@ -147,7 +148,7 @@ impl Master {
                         self.state = RunState::Draining {
                             deadline: until + self.generation.config.process.grace_period,
                         };
-                        self.listener = None;
+                        self.listeners.clear();
                     }
                 }
                 RunState::Draining { deadline } => {
@@ -190,8 +191,8 @@ impl Master {
                 // processes are left alone).
                 drop(std::mem::take(&mut self.applications));
                 // The worker's own copy goes to its waiting room, which closes it when drained.
-                let listener = self.listener.take();
-                let code = worker::main(self, index, commands_in, listener);
+                let listeners = std::mem::take(&mut self.listeners);
+                let code = worker::main(self, index, commands_in, listeners);
                 crate::programs::cgi::stop_process_scripts(crate::programs::cgi::STOP_WAIT);
                 // Never return into the master's code.
                 std::process::exit(code)
@@ -266,7 +267,7 @@ impl Master {
                 let process = &self.generation.config.process;
                 let now = Instant::now();
                 self.state = if process.drain_delay.is_zero() {
-                    self.listener = None;
+                    self.listeners.clear();
                     RunState::Draining {
                         deadline: now + process.grace_period,
                     }
@@ -286,7 +287,7 @@ impl Master {
                     format_args!("second stop signal: stopping now"),
                 );
                 self.state = RunState::Stopped;
-                self.listener = None;
+                self.listeners.clear();
                 self.tell_workers(command);
             }
             Command::Quit => {
@@ -313,7 +314,7 @@ impl Master {
             Level::Info,
             format_args!("SIGUSR2: starting a new process with the listening sockets"),
         );
-        let listeners: Vec<_> = self.listener.iter().map(Listener::as_fd).collect();
+        let listeners: Vec<_> = self.listeners.iter().map(Listener::as_fd).collect();
         match upgrade::start_successor(&listeners) {
             Ok(pid) => {
                 error::log(
@@ -323,7 +324,7 @@ impl Master {
                 self.state = RunState::Draining {
                     deadline: Instant::now() + self.generation.config.process.grace_period,
                 };
-                self.listener = None;
+                self.listeners.clear();
                 self.tell_workers(Command::Upgrade);
             }
             Err(failure) => error::log(

@@ -29,7 +29,7 @@ pub(super) fn main(
     master: &Master,
     index: usize,
     commands: OwnedFd,
-    listener: Option<Listener>,
+    listeners: Vec<Listener>,
 ) -> i32 {
     let parent = child::parent_pid();
     // Die with the master even if it is killed with SIGKILL and cannot stop us (the handled
@@ -37,10 +37,10 @@ pub(super) fn main(
     if child::set_parent_death_signal(SIGKILL).is_err() || child::parent_pid() != parent {
         return 1;
     }
-    let Some(listener) = listener else {
+    if listeners.is_empty() {
         return 1;
-    };
-    match serve(master, index, commands, listener) {
+    }
+    match serve(master, index, commands, listeners) {
         Ok(()) => 0,
         Err(failure) => {
             error::log(
@@ -52,7 +52,12 @@ pub(super) fn main(
     }
 }
 
-fn serve(master: &Master, index: usize, commands: OwnedFd, listener: Listener) -> io::Result<()> {
+fn serve(
+    master: &Master,
+    index: usize,
+    commands: OwnedFd,
+    listeners: Vec<Listener>,
+) -> io::Result<()> {
     let shared = Shared {
         stats: master.shared.stats.clone(),
         admission: Arc::new(master.shared.admission.for_process(index)),
@@ -69,7 +74,7 @@ fn serve(master: &Master, index: usize, commands: OwnedFd, listener: Listener) -
     signals::spawn_commands(control.clone(), commands)?;
     let config = &master.generation.config;
     let room = Arc::new(WaitingRoom::new(
-        listener,
+        listeners,
         ListenerWake::Exclusive,
         1,
         control.stopping_fd(),
