@@ -274,3 +274,82 @@ fn client_refuses_wildcards_and_names_the_problem() {
         "{error}"
     );
 }
+
+/// Wait (bounded) until `done` holds.
+fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+/// The manager (`start`, `update`) in this process: obtains at start, renews when a reload
+/// finds the certificate within `renew_before` of its end (the new one is what `certificate`
+/// gives from then on), and when the CA is down keeps the stored certificate and logs why. The
+/// only test here that starts the process-wide manager and configures the error log.
+#[test]
+fn client_manager_obtains_renews_and_survives_the_ca_going_down() {
+    let work = TempRoot::new();
+    let state = work.outside_dir().join("state");
+    let error_log = work.outside_dir().join("error.log");
+    ampd::log::error::configure(&ampd::config::LogOptions {
+        access: None,
+        format: ampd::config::LogFormat::Common,
+        error: Some(error_log.clone()),
+        level: ampd::config::Level::Info,
+    })
+    .unwrap();
+    let logged = || std::fs::read_to_string(&error_log).unwrap_or_default();
+    let http = http01_server(AcmeSettings {
+        state_dir: state.clone(),
+        ..AcmeSettings::default()
+    });
+    let mut pebble = Pebble::start(&work.outside_dir().join("pebble"), http.port, 1);
+    let mut config = ampd::config::Config::new(work.path().to_path_buf());
+    config.sites[0].names = vec![HostName::Exact("m.test".to_owned())];
+    config.sites[0].tls.certificate = Some(CertificateSource::Acme);
+    config.tls.acme = settings(&pebble, &state, AcmeChallenge::Http01);
+    // Longer than pebble's certificates live (5 years): each look renews.
+    config.tls.acme.renew_before = Duration::from_secs(20 * 365 * 86_400);
+    let site = config.sites[0].clone();
+    let served = || acme::certificate(&site, &config.tls.acme).map(|key| key.cert[0].clone());
+
+    acme::start(&config);
+    assert!(
+        wait_until(Duration::from_secs(60), || served().is_some()),
+        "no certificate obtained; log: {}\npebble: {}",
+        logged(),
+        pebble.log_text()
+    );
+    let first = served().unwrap();
+    assert!(logged().contains("acme: obtaining a certificate for m.test (none is stored)"));
+
+    acme::update(&config);
+    assert!(
+        wait_until(Duration::from_secs(60), || served()
+            .is_some_and(|now| now != first)),
+        "not renewed; log: {}",
+        logged()
+    );
+    let second = served().unwrap();
+    assert!(logged().contains("acme: obtaining a certificate for m.test (it expires in"));
+
+    pebble.stop();
+    acme::update(&config);
+    assert!(
+        wait_until(Duration::from_secs(30), || logged()
+            .contains("acme: m.test: directory: https://127.0.0.1:")),
+        "no error logged: {}",
+        logged()
+    );
+    assert!(logged().contains("the stored certificate (if any) keeps serving; retrying in 60 s"));
+    assert_eq!(
+        served(),
+        Some(second),
+        "the stored certificate still serves"
+    );
+}
