@@ -82,9 +82,9 @@ impl Store {
                 .create(&sub)
                 .map_err(|error| state_error(&sub, &error))?;
         }
-        // An existing directory keeps its mode unless it is tightened here: keys live in it.
-        fs::set_permissions(&store.dir, fs::Permissions::from_mode(0o700))
-            .map_err(|error| state_error(&store.dir, &error))?;
+        // An existing directory is tightened too when it is ours to change (one made by root
+        // for the server's user may not be); the keys in it are 0600 either way.
+        let _ = fs::set_permissions(&store.dir, fs::Permissions::from_mode(0o700));
         Ok(store)
     }
 
