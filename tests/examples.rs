@@ -3,11 +3,13 @@
 //! lists `/downloads/` and serves `/private/` to its example user and to no one else;
 //! `examples/proxy.toml` passes `/api/` to its application servers (the backup once the primary
 //! is gone) and serves the rest itself; every shipped `examples/*.toml` (`php-fpm.toml` and
-//! `cgi.toml` too) passes `ampd check` as it is.
+//! `cgi.toml` too) passes `ampd check` as it is (`tls.toml` once the certificates its comment
+//! has the reader make exist).
 
 mod support;
 
 use std::path::{Path, PathBuf};
+use support::certificates::{write_ca, write_self_signed};
 use support::pyupstream::PyUpstream;
 use support::*;
 
@@ -26,6 +28,14 @@ fn every_shipped_example_passes_ampd_check() {
         if path.extension().is_none_or(|extension| extension != "toml") {
             continue;
         }
+        // The TLS example names certificates its reader makes first: checked as a copy beside
+        // certificates made for it.
+        let dir = TempRoot::new();
+        let path = if path.ends_with("tls.toml") {
+            tls_example_copy(&dir)
+        } else {
+            path
+        };
         let (code, stdout, stderr) = run_to_exit(&["check", &path.display().to_string()]);
         assert_eq!(code, Some(0), "{}: {stderr}", path.display());
         assert!(stdout.contains("configuration OK"), "{stdout}");
@@ -34,9 +44,48 @@ fn every_shipped_example_passes_ampd_check() {
     checked.sort();
     assert_eq!(
         checked,
-        ["ampd.toml", "cgi.toml", "php-fpm.toml", "proxy.toml"],
+        [
+            "ampd.toml",
+            "cgi.toml",
+            "php-fpm.toml",
+            "proxy.toml",
+            "tls.toml"
+        ],
         "every example is checked: a new one belongs in this list"
     );
+}
+
+/// `examples/tls.toml` as shipped, its `www` paths made absolute, in `dir` beside the
+/// certificates its opening comment tells the reader to make (`certs/`).
+fn tls_example_copy(dir: &TempRoot) -> PathBuf {
+    let text = std::fs::read_to_string(examples().join("tls.toml")).unwrap();
+    let www = examples().join("www").display().to_string();
+    let text = text.replace("= \"www", &format!("= \"{www}"));
+    let certs = dir.outside_dir().join("certs");
+    write_self_signed(&certs, "localhost", &["localhost", "admin.localhost"]);
+    write_ca(&certs, "clients-ca");
+    let file = dir.outside_dir().join("tls.toml");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn the_tls_example_has_two_sites_by_name_with_their_certificates() {
+    let dir = TempRoot::new();
+    let file = tls_example_copy(&dir);
+    let config = ampd::config::load_file(&file).unwrap();
+    assert!(config.listen.iter().any(|listen| listen.tls));
+    assert!(config.listen.iter().any(|listen| !listen.tls));
+    let [main, admin] = &config.sites[..] else {
+        panic!("two sites")
+    };
+    assert!(main.tls.redirect_https && main.tls.hsts.is_some());
+    assert!(matches!(
+        admin.tls.client_certificates,
+        ampd::config::ClientCertificates::Required { .. }
+    ));
+    let context = ampd::tls::TlsContext::build(&config).unwrap();
+    assert!(context.is_some(), "the certificates it names are usable");
 }
 
 #[test]

@@ -16,10 +16,10 @@ use super::merge::{self, Partial, Unfinished};
 use super::raw::{RawAuth, RawBlock};
 use super::targets::FASTCGI_PASS_FORMS;
 use super::text::{is_token_byte, plain, position};
-use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site, SiteTls};
+use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site};
 
 impl Loader<'_> {
-    pub(super) fn sites(&self, raw: Vec<RawBlock>) -> Loaded<Vec<Site>> {
+    pub(super) fn sites(&self, raw: &[RawBlock]) -> Loaded<Vec<Site>> {
         if raw.is_empty() {
             return Err(self.hinted(
                 0..0,
@@ -32,7 +32,7 @@ impl Loader<'_> {
         let mut seen_names: Vec<(HostName, Range<usize>)> = Vec::new();
         let mut default_span: Option<Range<usize>> = None;
         for block in raw {
-            self.only_in_location(&block, "site")?;
+            self.only_in_location(block, "site")?;
             let mut names = Vec::new();
             if let Some(list) = &block.server_names {
                 for name in list.get_ref() {
@@ -71,8 +71,9 @@ impl Loader<'_> {
                     "give it server_names, or default = true",
                 ));
             }
-            let site_settings = self.settings(&block, "site")?;
-            self.handler_has_a_target(&block, "site", &site_settings, None)?;
+            let site_settings = self.settings(block, "site")?;
+            self.handler_has_a_target(block, "site", &site_settings, None)?;
+            let tls = self.site_tls(block)?;
             let mut locations = Vec::new();
             let mut seen_paths: Vec<SeenPath<'_>> = Vec::new();
             for location in block.location.as_deref().unwrap_or_default() {
@@ -85,7 +86,7 @@ impl Loader<'_> {
                     && location.settings.script.extension.is_none()
             }) {
                 let settings = merge::finish(Partial::default(), &site_settings)
-                    .map_err(|unfinished| self.unfinished(&block, &unfinished))?;
+                    .map_err(|unfinished| self.unfinished(block, &unfinished))?;
                 locations.push(Location {
                     path: "/".to_owned(),
                     exact: false,
@@ -96,12 +97,12 @@ impl Loader<'_> {
                 .iter()
                 .map(|location| location.settings.handler)
                 .collect();
-            self.keys_without_their_handler(&block, "site", &handlers)?;
+            self.keys_without_their_handler(block, "site", &handlers)?;
             sites.push(Site {
                 names,
                 default,
                 locations,
-                tls: SiteTls::default(),
+                tls,
             });
         }
         if default_span.is_none() {
@@ -130,6 +131,7 @@ impl Loader<'_> {
         if block.location.is_some() {
             return Err(self.error(0..0, "site.location.location", "locations do not nest"));
         }
+        self.site_tls_key_in_location(block)?;
         // An extension location matches below "/" unless it says otherwise.
         let path = match (&block.path, &block.extension) {
             (Some(path), _) => {

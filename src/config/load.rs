@@ -282,7 +282,10 @@ impl Loader<'_> {
         self.upstreams(raw.upstream)?;
         config.cgi = self.cgi_limits(raw.cgi)?;
         config.applications = self.applications(raw.application)?;
-        config.sites = self.sites(raw.site.unwrap_or_default())?;
+        config.tls = self.tls_server(raw.tls)?;
+        let sites = raw.site.unwrap_or_default();
+        config.sites = self.sites(&sites)?;
+        self.tls_fits_the_listeners(raw.listen.as_ref(), &sites, &config)?;
         config.upstreams = self.finish_pools()?;
         Ok(config)
     }
@@ -586,7 +589,12 @@ impl Loader<'_> {
             }
         };
         if duration.is_zero() && !zero_ok {
-            return Err(self.error(value.span(), key, "must be more than zero"));
+            return Err(self.hinted(
+                value.span(),
+                key,
+                "must be more than zero",
+                "a duration like \"500ms\", \"30s\", \"5m\" or \"12h\"",
+            ));
         }
         Ok(duration)
     }

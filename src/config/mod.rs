@@ -21,6 +21,7 @@ mod raw;
 mod targets;
 mod text;
 pub mod tls;
+mod tls_keys;
 pub mod upstream;
 
 use std::net::{IpAddr, SocketAddr};

@@ -86,6 +86,61 @@ pub(super) struct RawFile {
     /// `[application.NAME]` tables; the names' spans give the file order back.
     pub(super) application: Option<BTreeMap<Spanned<String>, Spanned<RawApplication>>>,
     pub(super) site: Option<Vec<RawBlock>>,
+    pub(super) tls: Option<RawTls>,
+}
+
+/// `min_version`: `"1.2"` or `1.2` (TOML would otherwise refuse the number people write).
+#[derive(Clone, Debug)]
+pub(super) enum RawVersion {
+    Number(f64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for RawVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct VersionVisitor;
+        impl Visitor<'_> for VersionVisitor {
+            type Value = RawVersion;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a TLS version: \"1.2\" or \"1.3\"")
+            }
+            fn visit_f64<E: de::Error>(self, value: f64) -> Result<RawVersion, E> {
+                Ok(RawVersion::Number(value))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<RawVersion, E> {
+                Ok(RawVersion::Text(value.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(VersionVisitor)
+    }
+}
+
+/// `[tls]`: the server-wide TLS settings (`config::TlsServer`, read in `tls_keys.rs`).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTls {
+    pub(super) min_version: Field<RawVersion>,
+    pub(super) ciphers: Field<Vec<String>>,
+    pub(super) session_tickets: Field<bool>,
+    pub(super) ticket_rotation: Field<Quantity>,
+    pub(super) session_cache: Field<i64>,
+    pub(super) handshake_timeout: Field<Quantity>,
+    pub(super) certificate: Field<String>,
+    pub(super) certificate_key: Field<String>,
+    pub(super) ocsp_response: Field<String>,
+    pub(super) acme: Option<RawAcme>,
+}
+
+/// `[tls.acme]` (`config::AcmeSettings`).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAcme {
+    pub(super) directory: Field<String>,
+    pub(super) ca_root: Field<String>,
+    pub(super) email: Field<String>,
+    pub(super) challenge: Field<String>,
+    pub(super) state_dir: Field<String>,
+    pub(super) renew_before: Field<Quantity>,
 }
 
 /// `[cgi]`: the server-wide limits of CGI scripts (`config::CgiLimits`).
@@ -256,6 +311,16 @@ pub(super) struct RawBlock {
     pub(super) server_names: Field<Vec<String>>,
     pub(super) default: Field<bool>,
     pub(super) location: Option<Vec<RawBlock>>,
+    // Site only, TLS (`tls_keys.rs`).
+    pub(super) certificate: Field<String>,
+    pub(super) certificate_key: Field<String>,
+    pub(super) ocsp_response: Field<String>,
+    pub(super) client_certificates: Field<String>,
+    pub(super) client_ca: Field<String>,
+    pub(super) hsts: Field<Quantity>,
+    pub(super) hsts_include_subdomains: Field<bool>,
+    pub(super) hsts_preload: Field<bool>,
+    pub(super) redirect_https: Field<bool>,
     // Location only.
     pub(super) path: Field<String>,
     pub(super) exact: Field<bool>,

@@ -14,7 +14,6 @@
 //! Must not touch: HTTP (that is `conn`'s), which connection runs next (the engine's).
 //! Sources: Flash §3.1–3.2 (MP, MT), JAWS §3.2 (concurrency strategies).
 
-use super::listener::Listener;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +23,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::{io as sysio, poll, socket};
 
 use super::client::{self, Client, Door};
+use super::listener::Listener;
 use super::phase_clock::{Expired, PhaseClock};
 use super::upstream::{self, IdlePool, Upstream};
 use crate::config::Limits;

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use ampd_sys::{errno, socket};
 
-use super::listener::Listener;
+use super::listener::{Endpoint, Listener};
 use super::phase_clock::{Expired, PhaseClock};
 use super::upstream::Upstream;
 use crate::config::{Level, Limits};
@@ -127,14 +127,14 @@ impl Door<'_> {
     /// Accept one connection from `listener` and admit it.
     pub fn accept(&self, listener: &Listener) -> Accepted {
         match socket::accept(listener.as_fd()) {
-            Ok((fd, peer)) => self.admit(fd, peer, listener),
+            Ok((fd, peer)) => self.admit(fd, peer, listener.endpoint()),
             Err(error) => self.accept_failed(&error),
         }
     }
 
     /// Admission control for a socket from `peer` accepted on `listener` (`admit`): a
     /// `Client` (with its TLS session on a TLS listener), or `Skipped` (closed at once).
-    pub fn admit(&self, fd: OwnedFd, peer: SocketAddr, listener: &Listener) -> Accepted {
+    pub fn admit(&self, fd: OwnedFd, peer: SocketAddr, listener: Endpoint) -> Accepted {
         let tls = match (listener.tls, &self.generation.tls) {
             (false, _) => None,
             (true, Some(context)) => Some(Box::new(TlsSession::new(context.clone()))),

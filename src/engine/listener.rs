@@ -12,6 +12,13 @@ use ampd_sys::socket;
 
 use crate::config::Listen;
 
+/// What a connection learns of the listener that accepted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub local: SocketAddr,
+    pub tls: bool,
+}
+
 #[derive(Debug)]
 pub struct Listener {
     pub fd: OwnedFd,
@@ -40,6 +47,14 @@ impl Listener {
             local: self.local,
             tls: self.tls,
         })
+    }
+
+    #[must_use]
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            local: self.local,
+            tls: self.tls,
+        }
     }
 
     #[must_use]

@@ -9,11 +9,11 @@
 //! Must not touch: serving a connection (that is `blocking.rs`).
 //! Sources: Flash §3.2 (MT), JAWS §3.2 (thread pool).
 
-use super::listener::Listener;
 use std::io;
 use std::sync::Arc;
 
 use super::blocking::{self, SharedCaches, Worker};
+use super::listener::Listener;
 use super::waiting_room::{self, Between, ListenerWake, WaitingRoom};
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;

@@ -11,7 +11,6 @@
 //! Must not touch: serving a connection (that is `blocking.rs`).
 //! Sources: JAWS §3.2 (thread-per-connection), Apache httpd MaxRequestWorkers.
 
-use super::listener::Listener;
 use std::io;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -19,6 +18,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::poll::{self, PollFd};
 
 use super::blocking::{self, Accepted, Connection, OnWait, SharedCaches, Worker, TICK};
+use super::listener::Listener;
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::log::stats::LoopStats;

@@ -12,7 +12,6 @@
 //! Must not touch: serving (see `blocking.rs`).
 //! Sources: JAWS §3.2 (thread pool), Apache httpd event MPM (idle connections off the workers).
 
-use super::listener::Listener;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -24,6 +23,7 @@ use ampd_sys::epoll::{Epoll, Events, Interest};
 use ampd_sys::poll::{self, PollFd};
 
 use super::blocking::{self, Accepted, Connection, OnWait, Served, Worker, TICK};
+use super::listener::Listener;
 use crate::config::Limits;
 use crate::conn::Phase;
 use crate::content::sharded::Sharded;

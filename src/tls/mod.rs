@@ -16,6 +16,7 @@
 pub mod acme;
 pub mod context;
 pub mod session;
+pub mod tickets;
 
 pub use context::{TlsContext, TlsError};
 pub use session::TlsSession;

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod bulk;
+pub mod certificates;
 pub mod flup;
 pub mod gateway;
 pub mod http;

@@ -65,6 +65,8 @@ pub fn writev(fd: BorrowedFd<'_>, slices: &[IoSlice<'_>]) -> io::Result<usize> {
 pub const MSG_NOSIGNAL: i32 = libc::MSG_NOSIGNAL;
 /// `MSG_MORE`: more data follows (as `TCP_CORK` for one call).
 pub const MSG_MORE: i32 = libc::MSG_MORE;
+/// `MSG_DONTWAIT`: this send does not block, even on a blocking socket.
+pub const MSG_DONTWAIT: i32 = libc::MSG_DONTWAIT;
 
 /// Sends on a socket with `flags` (`MSG_NOSIGNAL`, `MSG_MORE`…).
 ///

@@ -31,7 +31,6 @@
 
 mod worker;
 
-use super::listener::Listener;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -42,6 +41,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::child::{self, Exit, Forked, Pid};
 use ampd_sys::signal::{self, SignalFd, SignalSet, SIGCHLD, SIGKILL};
 
+use super::listener::Listener;
 use super::Start;
 use crate::config::Level;
 use crate::log::access::LogFile;

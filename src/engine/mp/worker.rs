@@ -6,7 +6,6 @@
 //! Owns: the worker's start-up and exit status. Must not touch: serving (`blocking.rs`,
 //! `waiting_room.rs`), the master (`mod.rs`).
 
-use crate::engine::listener::Listener;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -20,6 +19,7 @@ use crate::config::Level;
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::engine::blocking::{SharedCaches, Worker};
+use crate::engine::listener::Listener;
 use crate::engine::waiting_room::{self, Between, ListenerWake, WaitingRoom};
 use crate::log::error;
 use crate::ops::{signals, Control, Role, Shared};

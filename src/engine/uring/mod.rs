@@ -12,13 +12,13 @@
 
 mod proactor;
 
-use super::listener::Listener;
 use std::io;
 use std::sync::Arc;
 
 use ampd_sys::errno;
 use ampd_sys::uring::Ring;
 
+use super::listener::Listener;
 use crate::content::budget::CacheBudget;
 use crate::ops::Control;
 
@@ -72,24 +72,24 @@ fn explain(error: &io::Error) -> String {
     }
 }
 
-/// One ring per listener, each on a thread of its own (the last on the main thread), each
+/// One ring per listener set, each on a thread of its own (the last on the main thread), each
 /// joining `control` as an event loop does.
 ///
 /// # Errors
 /// A ring cannot be set up (after the probe succeeded: out of memory or locked memory).
-pub fn run(control: &Arc<Control>, mut listeners: Vec<Vec<Listener>>) -> io::Result<()> {
-    let rings = listeners.len();
+pub fn run(control: &Arc<Control>, mut sets: Vec<Vec<Listener>>) -> io::Result<()> {
+    let rings = sets.len();
     let budget = CacheBudget::of(&control.current().config, rings, rings);
-    let last = listeners.pop().expect("at least one listener");
+    let last = sets.pop().expect("at least one listener set");
     let mut handles = Vec::new();
-    for (index, listener) in listeners.into_iter().enumerate() {
+    for (index, listeners) in sets.into_iter().enumerate() {
         let control = control.clone();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("uring-{index}"))
                 .spawn({
                     let budget = budget.clone();
-                    move || proactor::run(format!("uring-{index}"), control, listener, &budget)
+                    move || proactor::run(format!("uring-{index}"), control, listeners, &budget)
                 })?,
         );
     }

@@ -6,7 +6,6 @@
 //! Lifecycle, timeouts and counters are in `proactor/lifecycle.rs`, sending in `proactor/send.rs`.
 //! Must not touch: HTTP (`conn`), ring memory (`ampd_sys::uring`).
 
-use crate::engine::listener::Listener;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -14,16 +13,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ampd_sys::uring::{Completion, OpId, Ring};
-use ampd_sys::{errno, socket};
+use ampd_sys::{errno, io as sysio, socket};
 
 use crate::config::Level;
 use crate::conn::{Context, Ending, Need, Phase};
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
+use crate::content::file::FileKey;
 use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
 use crate::engine::client::{Accepted, Client, Door};
 use crate::engine::helpers::{Helpers, PoolSize, Token};
+use crate::engine::listener::{Endpoint, Listener};
 use crate::engine::slab::{Kind, Slab};
 use crate::engine::upstream::{IdlePool, Wants};
 use crate::log::clock::Clock;
@@ -39,10 +40,12 @@ pub const BUFFER_SIZE: usize = 16 << 10;
 
 /// Tags of the ring-wide operations; a connection's operations are tagged with its slab token
 /// (`engine::slab`), whose kind says which operation completed.
-const ACCEPT: u64 = u64::MAX;
 const HELPERS: u64 = u64::MAX - 1;
 const INOTIFY: u64 = u64::MAX - 2;
 const WAKER: u64 = u64::MAX - 3;
+/// The first listener's accept; the next ones count down from it (a slab's tokens stay far
+/// below).
+const ACCEPT: u64 = u64::MAX - 4;
 
 /// Most bytes one send or splice moves, so one fast client of a large file cannot starve the rest.
 const SEND_CHUNK: usize = 256 << 10;
@@ -63,6 +66,8 @@ enum Sending {
     Splice {
         in_pipe: usize,
     },
+    /// TLS records (the output was sealed into them already).
+    Records,
 }
 
 pub(crate) struct Slot {
@@ -79,6 +84,9 @@ pub(crate) struct Slot {
     upstream_poll: Option<OpId>,
     /// What `upstream_poll` waits for.
     upstream_watching: Wants,
+    /// Over TLS: the range this connection's last page-in made resident (see the event loop's
+    /// `page_in_job`).
+    paged_in: Option<(FileKey, u64)>,
 }
 
 /// A `Context` for a connection, from the proactor's fields (a macro, so the borrows of the
@@ -117,9 +125,13 @@ struct Proactor {
     /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
     announcing: bool,
     ring: Ring,
-    /// `None` once a graceful stop began.
-    listener: Option<Listener>,
-    accept_op: Option<OpId>,
+    /// One per `listen` entry; none once a graceful stop began.
+    listeners: Vec<Listener>,
+    /// What the listeners were, by accept tag: an accept cancelled by the drain still
+    /// completes with connections, which are served.
+    endpoints: Vec<Endpoint>,
+    /// Each listener's multishot accept, while armed.
+    accept_ops: Vec<Option<OpId>>,
     accept_paused_until: Option<Instant>,
     slots: Slab<Slot>,
     helpers: Helpers,
@@ -147,12 +159,13 @@ struct Proactor {
 pub fn run(
     name: String,
     control: Arc<Control>,
-    mut listeners: Vec<Listener>,
+    listeners: Vec<Listener>,
     cache_budget: &CacheBudget,
 ) -> io::Result<()> {
     // Only the ring does I/O on it: blocking, so the kernel arms a poll rather than fail EAGAIN.
-    let listener = listeners.remove(0);
-    socket::set_nonblocking(listener.as_fd(), false)?;
+    for listener in &listeners {
+        socket::set_nonblocking(listener.as_fd(), false)?;
+    }
     let ring = Ring::new(RING_ENTRIES, BUFFER_COUNT, BUFFER_SIZE)?;
     let generation = control.current();
     let config = &generation.config;
@@ -166,8 +179,9 @@ pub fn run(
         draining: false,
         announcing: false,
         ring,
-        listener: Some(listener),
-        accept_op: None,
+        endpoints: listeners.iter().map(Listener::endpoint).collect(),
+        accept_ops: vec![None; listeners.len()],
+        listeners,
         accept_paused_until: None,
         slots: Slab::default(),
         helpers,
@@ -229,8 +243,11 @@ impl Proactor {
                 }
             }
             let now = Instant::now();
-            if self.listener.is_some()
-                && self.accept_op.is_none()
+            if self
+                .accept_ops
+                .iter()
+                .zip(&self.listeners)
+                .any(|(op, _)| op.is_none())
                 && self.accept_paused_until.is_none_or(|until| now >= until)
             {
                 self.accept_paused_until = None;
@@ -245,18 +262,24 @@ impl Proactor {
         Ok(())
     }
 
+    /// Arm a multishot accept on every listener that has none.
     fn arm_accept(&mut self) {
-        let Some(listener) = self.listener.as_ref() else {
-            return;
-        };
-        match self.ring.accept_multishot(listener.as_fd(), ACCEPT) {
-            Ok(op) => self.accept_op = Some(op),
-            Err(error) => {
-                static UNARMED: Throttle = Throttle::new();
-                UNARMED.log(
-                    Level::Error,
-                    format_args!("{}: cannot accept: {error}", self.name),
-                );
+        for (which, listener) in self.listeners.iter().enumerate() {
+            if self.accept_ops[which].is_some() {
+                continue;
+            }
+            match self
+                .ring
+                .accept_multishot(listener.as_fd(), ACCEPT - which as u64)
+            {
+                Ok(op) => self.accept_ops[which] = Some(op),
+                Err(error) => {
+                    static UNARMED: Throttle = Throttle::new();
+                    UNARMED.log(
+                        Level::Error,
+                        format_args!("{}: cannot accept: {error}", self.name),
+                    );
+                }
             }
         }
     }
@@ -267,7 +290,9 @@ impl Proactor {
 
     fn complete(&mut self, completion: Completion) {
         match completion.tag {
-            ACCEPT => self.accepted(completion),
+            tag if tag <= ACCEPT && ACCEPT - tag < self.endpoints.len() as u64 => {
+                self.accepted((ACCEPT - tag) as usize, completion);
+            }
             HELPERS => {
                 self.take_job_completions();
                 if !completion.more {
@@ -310,7 +335,7 @@ impl Proactor {
         }
     }
 
-    fn accepted(&mut self, completion: Completion) {
+    fn accepted(&mut self, which: usize, completion: Completion) {
         let door = Door {
             control: &self.control,
             generation: &self.generation,
@@ -320,9 +345,9 @@ impl Proactor {
         let accepted = match completion.accepted {
             // TCP_NODELAY comes from the listener (see `engine::bind`). Admission needs the
             // peer's address, which a multishot accept does not report.
-            Some(fd) => match (socket::peer_addr(fd.as_fd()), self.listener.as_ref()) {
-                (Ok(peer), Some(listener)) => door.admit(fd, peer, listener),
-                _ => Accepted::Skipped,
+            Some(fd) => match socket::peer_addr(fd.as_fd()) {
+                Ok(peer) => door.admit(fd, peer, self.endpoints[which]),
+                Err(_) => Accepted::Skipped,
             },
             None => door.accept_failed(&io::Error::from_raw_os_error(-completion.result)),
         };
@@ -335,7 +360,7 @@ impl Proactor {
             Accepted::Empty | Accepted::Skipped => {}
         }
         if !completion.more {
-            self.accept_op = None;
+            self.accept_ops[which] = None;
         }
     }
 
@@ -350,6 +375,7 @@ impl Proactor {
             eof: false,
             upstream_poll: None,
             upstream_watching: Wants::default(),
+            paged_in: None,
         };
         // A full slab (2^29 connections) cannot happen before descriptors run out.
         if let Some(index) = self.slots.insert(slot) {
@@ -380,10 +406,17 @@ impl Proactor {
         }
         if let Some(received) = completion.received {
             let lingering = slot.client.lingering;
-            let conn = &mut slot.client.conn;
+            let Client { conn, tls, .. } = &mut slot.client;
             self.ring.take_received(received, |bytes| {
-                if !lingering {
-                    conn.receive(bytes);
+                if lingering {
+                    return;
+                }
+                match tls.as_mut() {
+                    // An ending (alert, plain-HTTP answer) is seen by `drive`.
+                    Some(tls) => {
+                        tls.receive(bytes, conn);
+                    }
+                    None => conn.receive(bytes),
                 }
             });
         }
@@ -417,6 +450,15 @@ impl Proactor {
             let Some((index, _)) = self.slots.resolve(token) else {
                 continue;
             };
+            if let JobDone::PagedIn { key, end, .. } = done {
+                // A TLS connection's file range, touched (`start_send_tls`): seal it now.
+                if let Some(slot) = self.slots.get_mut(index) {
+                    slot.client.job_out = false;
+                    slot.paged_in = Some((key, end));
+                }
+                self.ready.push_back(index);
+                continue;
+            }
             let next = {
                 let slot = self.slots.get_mut(index).expect("slot_of checked it");
                 slot.client.job_out = false;
@@ -483,8 +525,26 @@ impl Proactor {
             return;
         };
         let sending = !matches!(slot.sending, Sending::Nothing);
+        let tls_waits = slot
+            .client
+            .tls
+            .as_ref()
+            .is_some_and(|tls| tls.wants_write());
+        if slot
+            .client
+            .tls
+            .as_ref()
+            .is_some_and(|tls| tls.ending().is_some())
+        {
+            // An alert, the plain-HTTP answer or the end of an ACME validation: out, then the
+            // connection ends.
+            if !sending && !tls_waits {
+                self.begin_close(index);
+            }
+            return;
+        }
         match need {
-            Need::Close(ending) if !sending && slot.client.conn.output.is_empty() => {
+            Need::Close(ending) if !sending && !tls_waits && slot.client.conn.output.is_empty() => {
                 // Nothing more from the client: a plain close, its FIN follows the response.
                 if ending == Ending::Close && slot.client.conn.buffered_input() == 0 {
                     return self.close(index);
@@ -524,6 +584,18 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
+        if let Some(tls) = slot.client.tls.as_mut() {
+            // close_notify after the last response, without waiting (a client that stopped
+            // reading does not get it).
+            tls.close();
+            let mut notify = Vec::new();
+            tls.take_ciphertext(&mut notify, 1 << 10);
+            let _ = sysio::send(
+                slot.client.fd.as_fd(),
+                &notify,
+                sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT,
+            );
+        }
         if slot.eof {
             // The client already closed its side (end of stream seen): nothing to drain.
             let _ = socket::shutdown_write(slot.client.fd.as_fd());

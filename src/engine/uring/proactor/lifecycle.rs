@@ -41,7 +41,8 @@ impl Proactor {
                 // Until the cancelled accept's last completion is in: a connection the kernel
                 // accepted for it meanwhile is served, not dropped with a reset (an upgrade's
                 // successor accepts on the same socket, so connections arrive to the end).
-                Instant::now() < deadline && (!self.slots.is_empty() || self.accept_op.is_some())
+                Instant::now() < deadline
+                    && (!self.slots.is_empty() || self.accept_ops.iter().any(Option::is_some))
             }
             RunState::Stopped => false,
         }
@@ -52,12 +53,14 @@ impl Proactor {
     fn begin_drain(&mut self) {
         self.draining = true;
         // The op stays recorded until its final completion (`accepted`).
-        if let Some(op) = self.accept_op {
-            if self.ring.cancel(op).is_err() {
-                self.accept_op = None;
+        for armed in &mut self.accept_ops {
+            if let Some(op) = *armed {
+                if self.ring.cancel(op).is_err() {
+                    *armed = None;
+                }
             }
         }
-        self.listener = None;
+        self.listeners.clear();
         sweep::close_drained(self);
     }
 

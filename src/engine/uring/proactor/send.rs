@@ -10,11 +10,21 @@ use ampd_sys::io as sysio;
 use ampd_sys::uring::{Completion, SendPart};
 
 use super::{Proactor, Sending, PIPE_SIZE, SEND_CHUNK};
+use crate::content::job::Job;
+use crate::content::serve;
 use crate::engine::phase_clock::SEND_RATE_WINDOW;
 use crate::engine::slab::Kind;
+use crate::tls::session::SEAL_BATCH;
 
 impl Proactor {
     pub(super) fn sent(&mut self, index: usize, completion: Completion) {
+        if self
+            .slots
+            .get(index)
+            .is_some_and(|slot| matches!(slot.sending, Sending::Records))
+        {
+            return self.sent_records(index, completion);
+        }
         for part in completion.parts {
             if let SendPart::Owned(mut buffer) = part {
                 buffer.clear();
@@ -106,6 +116,106 @@ impl Proactor {
             Err(_) => self.close(index),
         }
     }
+    /// A send of TLS records completed: what the socket did not take goes again from the same
+    /// buffer (records cannot be made again, unlike the output's plain bytes).
+    fn sent_records(&mut self, index: usize, completion: Completion) {
+        let send_tag = self.tag(index, Kind::Send);
+        let mut buffer = completion
+            .parts
+            .into_iter()
+            .find_map(|part| match part {
+                SendPart::Owned(buffer) => Some(buffer),
+                SendPart::Shared { .. } => None,
+            })
+            .unwrap_or_default();
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        let Ok(sent) = usize::try_from(completion.result) else {
+            return self.close(index);
+        };
+        slot.client.clock.sent(sent as u64);
+        buffer.drain(..sent.min(buffer.len()));
+        if buffer.is_empty() || sent == 0 {
+            buffer.clear();
+            self.spare.push(buffer);
+            slot.sending = Sending::Nothing;
+            slot.send_op = None;
+            if sent == 0 {
+                return self.close(index);
+            }
+            self.note_phase(index, true);
+            self.ready.push_back(index);
+            return;
+        }
+        match self.ring.send(
+            slot.client.fd.as_fd(),
+            vec![SendPart::Owned(buffer)],
+            send_tag,
+        ) {
+            Ok(op) => slot.send_op = Some(op),
+            Err(_) => self.close(index),
+        }
+    }
+
+    /// `start_send` over TLS: seal the output into records (a file range paged in by a helper
+    /// first when it is not resident: the ring thread never waits on the disk) and send them.
+    fn start_send_tls(&mut self, index: usize) -> bool {
+        let send_tag = self.tag(index, Kind::Send);
+        let Some(slot) = self.slots.get_mut(index) else {
+            return false;
+        };
+        let Some(tls) = slot.client.tls.as_mut() else {
+            return true;
+        };
+        if !tls.wants_write() && !slot.client.conn.output.is_empty() {
+            if let Some(range) = slot.client.conn.output.front_file() {
+                let len = (range.end - range.offset).min(SEAL_BATCH);
+                let key = range.file.key;
+                let trusted = slot
+                    .paged_in
+                    .is_some_and(|(paged, end)| paged == key && range.offset + len <= end);
+                if !trusted && !serve::range_resident(range.file, range.offset, len) {
+                    let job = Job::PageIn {
+                        file: range.file.clone(),
+                        offset: range.offset,
+                        len,
+                        send_to: None,
+                    };
+                    self.submit(index, job);
+                    return true;
+                }
+            }
+            if tls
+                .seal(&mut slot.client.conn.output, &mut self.scratch)
+                .is_err()
+            {
+                self.close(index);
+                return false;
+            }
+        }
+        if !tls.wants_write() {
+            return true;
+        }
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        tls.take_ciphertext(&mut buffer, SEND_CHUNK);
+        slot.sending = Sending::Records;
+        match self.ring.send(
+            slot.client.fd.as_fd(),
+            vec![SendPart::Owned(buffer)],
+            send_tag,
+        ) {
+            Ok(op) => {
+                slot.send_op = Some(op);
+                true
+            }
+            Err(_) => {
+                self.close(index);
+                false
+            }
+        }
+    }
+
     /// Start sending the front of the output if nothing is in flight. Returns false if the
     /// connection had to be closed.
     pub(super) fn start_send(&mut self, index: usize) -> bool {
@@ -114,6 +224,12 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return false;
         };
+        if slot.client.tls.is_some() {
+            if !matches!(slot.sending, Sending::Nothing) || slot.client.job_out {
+                return true;
+            }
+            return self.start_send_tls(index);
+        }
         if !matches!(slot.sending, Sending::Nothing) || slot.client.conn.output.is_empty() {
             return true;
         }
