@@ -353,3 +353,169 @@ fn client_manager_obtains_renews_and_survives_the_ca_going_down() {
         "the stored certificate still serves"
     );
 }
+
+// ---- The whole server: `ampd run` with `[tls.acme]`, pebble validating against its listeners.
+
+/// The certificate ampd presents for `name` on `port`, verified against `root` (PEM); and
+/// whether a request over it was answered.
+fn served_leaf(port: u16, name: &str, root: &str) -> Result<Vec<u8>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(root.as_bytes()).map_err(|error| error.to_string())?)
+        .map_err(|error| error.to_string())?;
+    let config = rustls::ClientConfig::builder_with_provider(ampd::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let server_name = rustls::pki_types::ServerName::try_from(name.to_owned()).unwrap();
+    let mut connection = rustls::ClientConnection::new(Arc::new(config), server_name)
+        .map_err(|error| error.to_string())?;
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).map_err(|error| error.to_string())?;
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut stream = rustls::Stream::new(&mut connection, &mut socket);
+    stream
+        .write_all(
+            format!("GET / HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .map_err(|error| error.to_string())?;
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    if !response.starts_with(b"HTTP/1.1 200") {
+        return Err(format!(
+            "no 200 over TLS: {}",
+            String::from_utf8_lossy(&response)
+        ));
+    }
+    let leaf = connection
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .ok_or("no certificate")?;
+    Ok(leaf.as_ref().to_vec())
+}
+
+/// ampd serving `names` from `certificate = "acme"` on two pre-chosen ports (pebble must know
+/// them before it starts), and the pebble validating against them.
+struct AcmeServer {
+    _work: TempRoot,
+    pebble: Pebble,
+    server: support::Server,
+    tls_port: u16,
+    root: String,
+}
+
+fn acme_server(arch: &str, challenge: &str, renew_before: &str) -> AcmeServer {
+    let work = TempRoot::new();
+    work.file("index.html", "hello over acme\n");
+    let http_port = pebble::free_port();
+    let tls_port = pebble::free_port();
+    let pebble = Pebble::start(&work.outside_dir().join("pebble"), http_port, tls_port);
+    let head = support::config_head(arch).replace(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = [\"127.0.0.1:{http_port}\", \"127.0.0.1:{tls_port} tls\"]"),
+    );
+    let body = format!(
+        r#"{head}
+[tls.acme]
+directory = "{directory}"
+ca_root = "{ca_root}"
+email = "admin@example.test"
+challenge = "{challenge}"
+state_dir = "{state}"
+renew_before = "{renew_before}"
+
+[[site]]
+default = true
+server_names = ["a.test", "www.a.test"]
+root = "www"
+certificate = "acme"
+"#,
+        directory = pebble.directory,
+        ca_root = pebble.ca_root.display(),
+        state = work.outside_dir().join("state").display(),
+    );
+    let path = work.outside_file("ampd.toml", body);
+    let server = support::Server::start(support::Options::config_file(&path));
+    let root = pebble.issuing_root();
+    AcmeServer {
+        _work: work,
+        pebble,
+        server,
+        tls_port,
+        root,
+    }
+}
+
+impl AcmeServer {
+    /// Wait (bounded) until a handshake for `name` is answered with a certificate other than
+    /// `not`.
+    fn wait_served(&self, name: &str, not: Option<&[u8]>) -> Vec<u8> {
+        let mut last = String::new();
+        let found = wait_until(Duration::from_secs(60), || {
+            match served_leaf(self.tls_port, name, &self.root) {
+                Ok(leaf) if Some(leaf.as_slice()) != not => return true,
+                Ok(_) => last = "the same certificate".to_owned(),
+                Err(error) => last = error,
+            }
+            false
+        });
+        assert!(
+            found,
+            "{name} not served a new certificate: {last}\nampd: {}\npebble: {}",
+            self.server.stderr(),
+            self.pebble.log_text()
+        );
+        served_leaf(self.tls_port, name, &self.root).unwrap()
+    }
+}
+
+for_each_arch!(fn server_obtains_with_http01(arch) {
+    let server = acme_server(arch, "http-01", "30d");
+    let leaf = server.wait_served("a.test", None);
+    assert!(contains(&leaf, b"www.a.test"));
+    // The same certificate for the other name.
+    assert_eq!(server.wait_served("www.a.test", None), leaf);
+});
+
+for_each_arch!(fn server_obtains_with_tls_alpn01(arch) {
+    let server = acme_server(arch, "tls-alpn-01", "30d");
+    let leaf = server.wait_served("a.test", None);
+    assert!(contains(&leaf, b"a.test"));
+});
+
+// `renew_before` longer than pebble's certificates live: a reload finds the certificate due,
+// and the new one is served without a restart.
+for_each_arch!(fn server_renews_without_restart(arch) {
+    let server = acme_server(arch, "http-01", "7300d");
+    let first = server.wait_served("a.test", None);
+    server.server.signal("HUP");
+    let second = server.wait_served("a.test", Some(&first));
+    assert_ne!(first, second);
+});
+
+/// The CA gone: the stored certificate keeps serving and the failure is logged.
+#[test]
+fn server_keeps_serving_when_the_ca_is_down() {
+    let mut server = acme_server("reactor", "http-01", "7300d");
+    let first = server.wait_served("a.test", None);
+    server.pebble.stop();
+    server.server.signal("HUP");
+    assert!(
+        server.server.wait_for_stderr(
+            "acme: a.test, www.a.test: directory: https://127.0.0.1:",
+            Duration::from_secs(30)
+        ),
+        "no error logged: {}",
+        server.server.stderr()
+    );
+    assert!(server
+        .server
+        .stderr()
+        .contains("keeps serving; retrying in 60 s"));
+    assert_eq!(
+        served_leaf(server.tls_port, "a.test", &server.root).unwrap(),
+        first
+    );
+}
