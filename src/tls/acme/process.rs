@@ -128,6 +128,26 @@ impl ManagerProcess {
     }
 }
 
+/// Log where the server logs; when this process may not open that file (the server opened it
+/// before dropping privileges, this process starts after), to the standard error it inherited.
+fn configure_logs(message: &Message) {
+    let logs = message.logs();
+    if let Err(failure) = error::configure(&logs) {
+        let path = logs.error.clone().unwrap_or_default();
+        let _ = error::configure(&LogOptions {
+            error: None,
+            ..logs
+        });
+        error::log(
+            Level::Warn,
+            format_args!(
+                "acme manager: error log {}: {failure}; logging to standard error",
+                path.display()
+            ),
+        );
+    }
+}
+
 /// `ampd acme-manager`: run the manager on the plans read from standard input, until it ends.
 ///
 /// # Errors
@@ -138,7 +158,7 @@ pub fn serve() -> io::Result<()> {
         return Err(io::Error::other("no plan on standard input"));
     }
     let message: Message = serde_json::from_str(&first).map_err(io::Error::other)?;
-    error::configure(&message.logs())?;
+    configure_logs(&message);
     let (plans, received) = mpsc::channel();
     std::thread::Builder::new()
         .name("acme-plans".to_owned())
@@ -147,7 +167,7 @@ pub fn serve() -> io::Result<()> {
                 let Ok(message) = serde_json::from_str::<Message>(&line) else {
                     continue;
                 };
-                let _ = error::configure(&message.logs());
+                configure_logs(&message);
                 if plans.send(message.plan()).is_err() {
                     return;
                 }
