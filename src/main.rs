@@ -93,6 +93,8 @@ fn start(request: Request, activated: Vec<OwnedFd>) -> Result<(), Stop> {
         Request::Check(file) => check(&file)?,
         Request::Helper => engine::helper_process::serve_parent()
             .map_err(|error| Failure(format!("helper process: {}", plain(&error))))?,
+        Request::AcmeManager => ampd::tls::acme::process::serve()
+            .map_err(|error| Failure(format!("acme manager: {}", plain(&error))))?,
     }
     Ok(())
 }
@@ -203,6 +205,8 @@ fn launch(
     // As the server's user, before the first request can be routed to them.
     ops::applications::start(&config.applications)
         .map_err(|failure| Failure(failure.to_string()))?;
+    // Writes its state directory as the server's user; never on a serving thread.
+    ampd::tls::acme::start(&config);
 
     let mut stdout = std::io::stdout();
     let _ = writeln!(

@@ -33,6 +33,8 @@ pub enum Request {
     Help,
     /// How the server starts its own helper processes (`--helpers-mode process`).
     Helper,
+    /// How an `mp` master starts its ACME certificate manager (`tls::acme::process`).
+    AcmeManager,
 }
 
 #[derive(Parser, Debug)]
@@ -84,6 +86,8 @@ enum Command {
     Check(ConfigFile),
     #[command(name = helper_process::SUBCOMMAND, hide = true)]
     Helper,
+    #[command(name = ampd::tls::acme::process::SUBCOMMAND, hide = true)]
+    AcmeManager,
 }
 
 /// The configuration file of `run` and `check`, given either way.
@@ -123,6 +127,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Request, clap::
         (Some(Command::Run(file)), _) => Request::Run(file.path()),
         (Some(Command::Check(file)), _) => Request::Check(file.path()),
         (Some(Command::Helper), _) => Request::Helper,
+        (Some(Command::AcmeManager), _) => Request::AcmeManager,
         (None, Some(file)) if cli.test => Request::Check(file),
         (None, Some(file)) => Request::Run(file),
         (None, None) => Request::Help,
@@ -240,6 +245,11 @@ mod tests {
             Ok(Request::Helper)
         ));
         assert!(!help().contains(helper_process::SUBCOMMAND));
+        assert!(matches!(
+            request(&[ampd::tls::acme::process::SUBCOMMAND]),
+            Ok(Request::AcmeManager)
+        ));
+        assert!(!help().contains(ampd::tls::acme::process::SUBCOMMAND));
     }
 
     #[test]

@@ -140,6 +140,10 @@ impl Conn {
                 context,
             );
         }
+        // Before any site's rules: the CA's HTTP-01 check (RFC 8555 §8.3).
+        if let Some(answer) = handler::acme_challenge::pending(&exchange.head, context.config) {
+            return self.serve_acme_challenge(&exchange, &answer, context);
+        }
         if let Some(answered) = self.refuse_misdirected(&exchange, context) {
             return answered;
         }

@@ -59,6 +59,7 @@ pub fn reload(control: &Control, path: &Path) {
             let format = log_format(&generation);
             if server {
                 applications::reload(&generation.config.applications);
+                crate::tls::acme::update(&generation.config);
             }
             control.install(generation);
             if server {

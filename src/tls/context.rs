@@ -369,21 +369,9 @@ struct AcmeLookups {
 
 impl AcmeLookups {
     const WIRED: AcmeLookups = AcmeLookups {
-        certificate: acme_certificate,
-        challenge: acme_challenge_certificate,
+        certificate: super::acme::certificate,
+        challenge: super::acme::challenge_certificate,
     };
-}
-
-/// The current certificate of an ACME site.
-// acme: wired at merge — `crate::tls::acme::certificate(site, settings)`.
-fn acme_certificate(_site: &Site, _settings: &AcmeSettings) -> Option<Arc<CertifiedKey>> {
-    None
-}
-
-/// A pending TLS-ALPN-01 challenge's certificate for `name`.
-// acme: wired at merge — `crate::tls::acme::challenge_certificate(name, settings)`.
-fn acme_challenge_certificate(_name: &str, _settings: &AcmeSettings) -> Option<Arc<CertifiedKey>> {
-    None
 }
 
 /// TLS-ALPN-01 (RFC 8737 §3): a handshake offering `acme-tls/1` for a name with a pending

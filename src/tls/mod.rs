@@ -13,6 +13,7 @@
 //!
 //! Must not touch: sockets (the engine reads and writes them), HTTP (that is `conn`'s).
 
+pub mod acme;
 pub mod client_certificate;
 pub mod context;
 pub mod session;

@@ -9,6 +9,7 @@ pub mod certificates;
 pub mod flup;
 pub mod gateway;
 pub mod http;
+pub mod pebble;
 pub mod phpfpm;
 pub mod processes;
 pub mod proxy;

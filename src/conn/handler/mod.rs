@@ -8,9 +8,11 @@
 //! `static_files.rs` (the path cache, translation jobs, the static response), `status.rs`
 //! (Prometheus metrics), `health.rs` (load balancers' check), `proxy/` (the exchange with an
 //! upstream: the reverse proxy, FastCGI and CGI), `meta_variables.rs` (what CGI and FastCGI
-//! programs are told of a request).
+//! programs are told of a request), `acme_challenge.rs` (ACME HTTP-01 answers, asked before
+//! routing).
 //! Must not touch: the phases before the handler (rewrite, rate, access, redirect), sockets.
 
+pub(super) mod acme_challenge;
 mod health;
 mod meta_variables;
 pub(super) mod proxy;

@@ -362,6 +362,7 @@ impl Master {
                 }
                 let number = generation.number;
                 self.applications.reload(&generation.config.applications);
+                crate::tls::acme::update(&generation.config);
                 self.generation = Arc::new(generation);
                 self.shared.stats.count_reload(true);
                 self.shared.stats.set_generation(number);
