@@ -167,7 +167,7 @@ fn check(path: &Path) -> Result<(), Failure> {
 
 /// The start-up sequence, then serve until a graceful stop has drained every loop.
 fn launch(
-    config: Config,
+    mut config: Config,
     file: Option<PathBuf>,
     what: &str,
     activated: Vec<OwnedFd>,
@@ -176,10 +176,12 @@ fn launch(
         let path = config.logs.error.as_deref().unwrap_or(Path::new("stderr"));
         Failure(format!("error log {}: {}", path.display(), plain(&failure)))
     })?;
+    let bound = engine::bind(&config, activated).map_err(|failure| Failure(failure.to_string()))?;
+    // The addresses as bound (a port 0 is the kernel's choice): what an HTTPS redirect names.
+    config.listen = bound.listening();
     let generation =
         Generation::build(config, 1).map_err(|failure| Failure(failure.to_string()))?;
     let config = generation.config.clone();
-    let bound = engine::bind(&config, activated).map_err(|failure| Failure(failure.to_string()))?;
     if let Some(pid_file) = &config.process.pid_file {
         ops::process::write_pid_file(pid_file).map_err(|failure| {
             Failure(format!(

@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use ampd_sys::socket;
 
-use crate::config::{Arch, Config, HelperMode};
+use crate::config::{Arch, Config, HelperMode, Listen};
 use crate::content::budget::CacheBudget;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
@@ -173,6 +173,18 @@ impl std::fmt::Display for BindError {
 }
 
 impl Bound {
+    /// The `listen` entries as bound, in order.
+    #[must_use]
+    pub fn listening(&self) -> Vec<Listen> {
+        self.sets[0]
+            .iter()
+            .map(|listener| Listen {
+                address: listener.local,
+                tls: listener.tls,
+            })
+            .collect()
+    }
+
     /// Every listener's URL, in `listen` order (the ready line).
     #[must_use]
     pub fn urls(&self) -> String {

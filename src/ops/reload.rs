@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::notify::{monotonic_usec, notify};
 use super::{applications, log_format, Control, Role};
-use crate::config::{load_file, Config, Level};
+use crate::config::{load_file, Config, Level, Listen};
 use crate::log::error;
 use crate::site::Generation;
 
@@ -103,10 +103,22 @@ pub fn rejected(number: u64, failure: &str) {
 /// the keys that differed.
 fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
     let mut differ = Vec::new();
-    if new.listen != running.listen {
+    // The running entries are the addresses as bound: a file's port 0 is the same entry.
+    let same_entry = |new: &Listen, running: &Listen| {
+        new.tls == running.tls
+            && new.address.ip() == running.address.ip()
+            && (new.address.port() == running.address.port() || new.address.port() == 0)
+    };
+    if new.listen.len() != running.listen.len()
+        || !new
+            .listen
+            .iter()
+            .zip(&running.listen)
+            .all(|(new, running)| same_entry(new, running))
+    {
         differ.push("listen");
-        new.listen.clone_from(&running.listen);
     }
+    new.listen.clone_from(&running.listen);
     if new.arch != running.arch {
         differ.push("arch");
         new.arch = running.arch;

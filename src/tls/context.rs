@@ -220,8 +220,6 @@ const TLS13_ONLY: &[&SupportedProtocolVersion] = &[&rustls::version::TLS13];
 struct Policy {
     provider: Arc<CryptoProvider>,
     versions: &'static [&'static SupportedProtocolVersion],
-    /// `ciphers` is an order of preference, so the server's order wins over the client's.
-    server_order: bool,
     ticketer: Option<Arc<dyn rustls::server::ProducesTickets>>,
     session_storage: Arc<dyn rustls::server::StoresServerSessions>,
 }
@@ -248,7 +246,6 @@ impl Policy {
         Ok(Policy {
             provider,
             versions,
-            server_order: !config.tls.ciphers.is_empty(),
             ticketer: tickets::ticketer(&config.tls),
             session_storage: tickets::session_storage(&config.tls),
         })
@@ -285,7 +282,10 @@ impl Policy {
         };
         let mut server = builder.with_cert_resolver(Arc::new(certificate));
         server.alpn_protocols = vec![super::ALPN_HTTP1.to_vec()];
-        server.ignore_client_order = self.server_order;
+        // The server's order of suites wins (the provider's, or `ciphers`): a client that
+        // prefers a weaker suite it also offers does not get it (testssl rates a server
+        // without an order of its own HIGH).
+        server.ignore_client_order = true;
         server.session_storage = self.session_storage.clone();
         if let Some(ticketer) = &self.ticketer {
             server.ticketer = ticketer.clone();

@@ -45,7 +45,7 @@ impl Conn {
     ) -> Option<Job> {
         let mark = self.output.mark();
         {
-            let response = response_context(context, exchange.persistence, None);
+            let response = response_context(context, exchange.persistence, None, self.secure);
             let out = self.output.bytes();
             write_status_line(out, 200);
             common_headers(out, &response.head);
