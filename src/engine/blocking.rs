@@ -590,25 +590,38 @@ impl Worker {
                     sysio::send_vectored(fd, &slices, sysio::MSG_NOSIGNAL | more)
                 }
             };
-            match result {
-                Ok(sent) => {
-                    connection.conn.output.advance(sent as u64);
-                    connection.clock.sent(sent as u64);
-                    connection
-                        .clock
-                        .note(Phase::Sending, true, &connection.stats);
-                    wrote = true;
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    match self.wait(connection, true)? {
-                        Waited::Ready | Waited::DrainBegan => {}
-                        Waited::Expired(_) => return Err(Reset),
-                    }
-                }
-                Err(_) => return Err(Reset),
+            if let Some(sent) = self.sent_or_wait(connection, result)? {
+                connection.conn.output.advance(sent as u64);
+                wrote = true;
             }
         }
         Ok(wrote)
+    }
+
+    /// What one write to the client came to: `Some(bytes)` counted against the send timeout
+    /// and rate, or `None` after waiting for the full socket to take more (under the send
+    /// timeout).
+    fn sent_or_wait(
+        &mut self,
+        connection: &mut Connection,
+        result: io::Result<usize>,
+    ) -> Result<Option<usize>, Reset> {
+        match result {
+            Ok(sent) => {
+                connection.clock.sent(sent as u64);
+                connection
+                    .clock
+                    .note(Phase::Sending, true, &connection.stats);
+                Ok(Some(sent))
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                match self.wait(connection, true)? {
+                    Waited::Ready | Waited::DrainBegan => Ok(None),
+                    Waited::Expired(_) => Err(Reset),
+                }
+            }
+            Err(_) => Err(Reset),
+        }
     }
 
     /// `flush` over TLS: seal the output into records (files read with `pread`, no
@@ -620,21 +633,9 @@ impl Worker {
                 return Ok(wrote);
             };
             if tls.wants_write() {
-                match tls.write_to(connection.fd.as_fd()) {
-                    Ok(sent) => {
-                        connection.clock.sent(sent as u64);
-                        connection
-                            .clock
-                            .note(Phase::Sending, true, &connection.stats);
-                        wrote = true;
-                    }
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                        match self.wait(connection, true)? {
-                            Waited::Ready | Waited::DrainBegan => {}
-                            Waited::Expired(_) => return Err(Reset),
-                        }
-                    }
-                    Err(_) => return Err(Reset),
+                let result = tls.write_to(connection.fd.as_fd());
+                if self.sent_or_wait(connection, result)?.is_some() {
+                    wrote = true;
                 }
                 continue;
             }

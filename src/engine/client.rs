@@ -88,6 +88,19 @@ impl Client {
         })
     }
 
+    /// TLS bytes (records, an alert, the plain-HTTP answer) wait to be written.
+    #[must_use]
+    pub fn tls_waits(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| tls.wants_write())
+    }
+
+    /// The TLS session is ending (an alert, the plain-HTTP answer, the end of an ACME
+    /// validation): nothing more is served; once `tls_waits` is false the connection closes.
+    #[must_use]
+    pub fn tls_ending(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| tls.ending().is_some())
+    }
+
     /// Whether a graceful drain may close the connection now: idle between requests with
     /// nothing in flight (`busy`: the engine still moves bytes for it), or quiet since it was
     /// accepted for `FIRST_REQUEST_GRACE` (`PhaseClock::drain_may_close`).

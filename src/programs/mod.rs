@@ -12,4 +12,4 @@ pub mod applications;
 pub mod cgi;
 mod lines;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;

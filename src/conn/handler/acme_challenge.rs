@@ -68,7 +68,7 @@ mod tests {
 
     use crate::config::{CertificateSource, Config, Redirect};
     use crate::conn::harness::Harness;
-    use crate::tls::acme::tests::TempDir;
+    use crate::programs::test_support::TempDir;
 
     const TOKEN: &str = "evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA";
     const ANSWER: &str =

@@ -86,19 +86,8 @@ impl EventLoop {
             let Some(slot) = self.slots.get(index) else {
                 return;
             };
-            let tls_waits = slot
-                .client
-                .tls
-                .as_ref()
-                .is_some_and(|tls| tls.wants_write());
-            if slot
-                .client
-                .tls
-                .as_ref()
-                .is_some_and(|tls| tls.ending().is_some())
-            {
-                // An alert, the plain-HTTP answer or the end of an ACME validation: out, then
-                // the connection ends.
+            let tls_waits = slot.client.tls_waits();
+            if slot.client.tls_ending() {
                 if !tls_waits {
                     return self.begin_close(index);
                 }

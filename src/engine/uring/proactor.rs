@@ -525,19 +525,8 @@ impl Proactor {
             return;
         };
         let sending = !matches!(slot.sending, Sending::Nothing);
-        let tls_waits = slot
-            .client
-            .tls
-            .as_ref()
-            .is_some_and(|tls| tls.wants_write());
-        if slot
-            .client
-            .tls
-            .as_ref()
-            .is_some_and(|tls| tls.ending().is_some())
-        {
-            // An alert, the plain-HTTP answer or the end of an ACME validation: out, then the
-            // connection ends.
+        let tls_waits = slot.client.tls_waits();
+        if slot.client.tls_ending() {
             if !sending && !tls_waits {
                 self.begin_close(index);
             }

@@ -189,9 +189,9 @@ fn certified_key(chain_pem: &[u8], key_pem: &[u8], pairing: Pairing) -> Option<C
 
 #[cfg(test)]
 mod tests {
+    use crate::programs::test_support::TempDir;
     use crate::tls::acme::challenge::alpn_certificate;
     use crate::tls::acme::store::Store;
-    use crate::tls::acme::tests::TempDir;
 
     #[test]
     fn pending_answers_are_read_back() {

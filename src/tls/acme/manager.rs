@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn renewal_decision() {
-        let temporary = crate::tls::acme::tests::TempDir::new("decide");
+        let temporary = crate::programs::test_support::TempDir::new("decide");
         let store = Store::create(temporary.path()).unwrap();
         let names = vec!["a.test".to_owned(), "b.test".to_owned()];
         let not_after = SystemTime::UNIX_EPOCH + Duration::from_secs(2_208_988_800);

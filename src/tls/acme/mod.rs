@@ -124,35 +124,3 @@ pub fn update(config: &Config) {
         ),
     }
 }
-
-#[cfg(test)]
-pub(crate) mod tests {
-    use std::path::{Path, PathBuf};
-
-    /// A directory removed when dropped.
-    pub struct TempDir(PathBuf);
-
-    impl TempDir {
-        pub fn new(name: &str) -> TempDir {
-            use std::sync::atomic::{AtomicUsize, Ordering};
-            static NEXT: AtomicUsize = AtomicUsize::new(0);
-            let path = std::env::temp_dir().join(format!(
-                "ampd-acme-{name}-{}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir_all(&path).unwrap();
-            TempDir(path)
-        }
-
-        pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}

@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn layout_modes_and_round_trip() {
-        let temporary = crate::tls::acme::tests::TempDir::new("store");
+        let temporary = crate::programs::test_support::TempDir::new("store");
         let dir = temporary.path().join("state");
         let store = Store::create(&dir).unwrap();
         assert_eq!(mode(&dir), 0o700);
