@@ -506,6 +506,12 @@ for_each_arch!(fn sighup_swaps_the_certificate(arch) {
         seen = served_names(&mut py, port, &ca, "new");
         seen == new_names
     }), "a new connection still gets {seen}\n{}", server.stderr());
+    // Every thread and loop takes it up, not only the first to accept after the signal
+    // (under mt, a thread asleep in the waiting room accepts next).
+    for attempt in 0..8 {
+        let names = served_names(&mut py, port, &ca, &format!("new-{attempt}"));
+        assert_eq!(names, new_names, "a later new connection after the reload");
+    }
     let again = py.get("kept", "/hello.txt");
     assert_eq!(again["status"], 200, "the kept-alive connection after the reload: {again}");
     assert_eq!(again["body"], "hello over tls\n");

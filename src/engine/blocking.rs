@@ -263,10 +263,7 @@ impl Worker {
     /// # Errors
     /// The server stops, or the drain deadline passed.
     pub fn lifecycle(&mut self) -> Result<bool, Reset> {
-        if self.control.refresh(&mut self.epoch, &mut self.generation) {
-            self.link.log.set_format(ops::log_format(&self.generation));
-            self.caches.forget_translations(self.epoch);
-        }
+        self.take_up_reload();
         match self.control.run_state() {
             RunState::Running => Ok(false),
             // Still accepting: idle connections stay, responses say the stop is coming.
@@ -276,6 +273,14 @@ impl Worker {
             }
             RunState::Draining { deadline } if Instant::now() < deadline => Ok(true),
             _ => Err(Reset),
+        }
+    }
+
+    /// Serve under the newest generation from here on.
+    fn take_up_reload(&mut self) {
+        if self.control.refresh(&mut self.epoch, &mut self.generation) {
+            self.link.log.set_format(ops::log_format(&self.generation));
+            self.caches.forget_translations(self.epoch);
         }
     }
 
@@ -310,6 +315,9 @@ impl Worker {
 
     /// Accept one connection from `listener` and admit it (`client::Door`).
     pub fn accept(&mut self, listener: &Listener) -> Accepted {
+        // A worker may have slept in the waiting room across a reload: the connection it
+        // accepts is admitted, and its TLS handshake answered, under the new generation.
+        self.take_up_reload();
         let stats = self.link.stats;
         let door = Door {
             control: &self.control,
