@@ -177,7 +177,8 @@ impl Loader<'_> {
     }
 
     /// `listen`: one entry or a list, each an address `parse_listen` takes, with ` tls` after
-    /// it for a TLS listener; no address twice.
+    /// it for a TLS listener or ` h2c` for cleartext HTTP/2 with prior knowledge; no address
+    /// twice.
     fn listen(&self, listen: &Spanned<RawListen>) -> Loaded<Vec<Listen>> {
         let entries = listen.get_ref().entries();
         if entries.is_empty() {
@@ -185,18 +186,23 @@ impl Loader<'_> {
         }
         let mut parsed: Vec<Listen> = Vec::new();
         for entry in entries {
-            let (address, tls) = match entry.trim().split_once(char::is_whitespace) {
-                Some((address, "tls")) => (address, true),
-                Some((_, other)) => {
-                    return Err(self.hinted(
-                        listen.span(),
-                        "listen",
-                        format!("'{entry}': unknown option '{}'", other.trim()),
-                        "the one option is `tls`: \"0.0.0.0:443 tls\"".to_owned(),
-                    ))
-                }
-                None => (entry.trim(), false),
-            };
+            let (address, tls, h2c) =
+                match entry.trim().split_once(char::is_whitespace) {
+                    Some((address, option)) => match option.trim() {
+                        "tls" => (address, true, false),
+                        "h2c" => (address, false, true),
+                        other => return Err(self.hinted(
+                            listen.span(),
+                            "listen",
+                            format!("'{entry}': unknown option '{other}'"),
+                            "the options are `tls` (\"0.0.0.0:443 tls\", HTTP/2 offered by ALPN) \
+                             and `h2c` (\"127.0.0.1:8080 h2c\", cleartext HTTP/2 with prior \
+                             knowledge beside HTTP/1.1)"
+                                .to_owned(),
+                        )),
+                    },
+                    None => (entry.trim(), false, false),
+                };
             let address = parse_listen(address).map_err(|reason| {
                 self.hinted(
                     listen.span(),
@@ -212,7 +218,7 @@ impl Loader<'_> {
                     format!("{address} is listed twice"),
                 ));
             }
-            parsed.push(Listen { address, tls });
+            parsed.push(Listen { address, tls, h2c });
         }
         Ok(parsed)
     }

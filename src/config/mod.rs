@@ -12,6 +12,7 @@ mod applications;
 mod blocks;
 pub mod gateway;
 mod gateway_keys;
+pub mod http2;
 pub mod load;
 mod merge;
 mod pools;
@@ -492,6 +493,8 @@ pub struct Config {
     pub listen: Vec<Listen>,
     /// The server-wide `[tls]` table.
     pub tls: TlsServer,
+    /// The `[http2]` table.
+    pub http2: http2::Http2,
     pub arch: Arch,
     /// Units of concurrency of the architecture: event loops (`reactor`, `uring`), pool threads
     /// (`mt`), the cap on connection threads (`tpc`), worker processes (`mp`). `None`: the
@@ -587,6 +590,7 @@ impl Config {
         Config {
             listen: vec![Listen::plain(SocketAddr::from(([127, 0, 0, 1], 8080)))],
             tls: TlsServer::default(),
+            http2: http2::Http2::default(),
             arch: Arch::Reactor,
             threads: None,
             helpers: 4,

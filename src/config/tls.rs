@@ -14,6 +14,9 @@ use std::time::Duration;
 pub struct Listen {
     pub address: SocketAddr,
     pub tls: bool,
+    /// `"ADDR h2c"`: a cleartext listener that also takes HTTP/2 with prior knowledge (RFC
+    /// 9113 §3.3), told from HTTP/1 by the client preface.
+    pub h2c: bool,
 }
 
 impl Listen {
@@ -22,6 +25,7 @@ impl Listen {
         Listen {
             address,
             tls: false,
+            h2c: false,
         }
     }
 }

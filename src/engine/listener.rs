@@ -17,6 +17,25 @@ use crate::config::Listen;
 pub struct Endpoint {
     pub local: SocketAddr,
     pub tls: bool,
+    /// Cleartext HTTP/2 with prior knowledge is taken beside HTTP/1.1 (`"ADDR h2c"`).
+    pub h2c: bool,
+}
+
+/// What a listener speaks besides HTTP/1.1, as its `listen` entry says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Speaks {
+    pub tls: bool,
+    pub h2c: bool,
+}
+
+impl Speaks {
+    #[must_use]
+    pub fn of(entry: &Listen) -> Speaks {
+        Speaks {
+            tls: entry.tls,
+            h2c: entry.h2c,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -25,6 +44,8 @@ pub struct Listener {
     /// As bound (a configured port 0 is the kernel's choice here).
     pub local: SocketAddr,
     pub tls: bool,
+    /// See `Endpoint::h2c`.
+    pub h2c: bool,
 }
 
 impl Listener {
@@ -32,9 +53,14 @@ impl Listener {
     ///
     /// # Errors
     /// `getsockname` fails.
-    pub fn new(fd: OwnedFd, tls: bool) -> io::Result<Listener> {
+    pub fn new(fd: OwnedFd, speaks: Speaks) -> io::Result<Listener> {
         let local = socket::local_addr(fd.as_fd())?;
-        Ok(Listener { fd, local, tls })
+        Ok(Listener {
+            fd,
+            local,
+            tls: speaks.tls,
+            h2c: speaks.h2c,
+        })
     }
 
     /// Another descriptor for the same socket.
@@ -46,6 +72,7 @@ impl Listener {
             fd: self.fd.try_clone()?,
             local: self.local,
             tls: self.tls,
+            h2c: self.h2c,
         })
     }
 
@@ -54,6 +81,7 @@ impl Listener {
         Endpoint {
             local: self.local,
             tls: self.tls,
+            h2c: self.h2c,
         }
     }
 
@@ -70,30 +98,30 @@ impl Listener {
     }
 }
 
-/// Which passed sockets (in the order they came) are TLS ones: a socket bound to an address a
+/// What each passed socket (in the order they came) speaks: a socket bound to an address a
 /// `listen` entry names is that entry's; the others take the entries no socket matched, in
 /// order (a predecessor passes its sockets in `listen` order, and `listen` may say port 0).
 #[must_use]
-pub fn tls_of_passed(locals: &[SocketAddr], listen: &[Listen]) -> Vec<bool> {
+pub fn speaks_of_passed(locals: &[SocketAddr], listen: &[Listen]) -> Vec<Speaks> {
     let mut unmatched: Vec<&Listen> = listen
         .iter()
         .filter(|entry| !locals.contains(&entry.address))
         .collect();
     unmatched.reverse();
-    let mut seen: Vec<(SocketAddr, bool)> = Vec::new();
+    let mut seen: Vec<(SocketAddr, Speaks)> = Vec::new();
     locals
         .iter()
         .map(|local| {
             if let Some(entry) = listen.iter().find(|entry| entry.address == *local) {
-                return entry.tls;
+                return Speaks::of(entry);
             }
             // Several descriptors of one socket (one per loop) share its entry.
-            if let Some((_, tls)) = seen.iter().find(|(address, _)| address == local) {
-                return *tls;
+            if let Some((_, speaks)) = seen.iter().find(|(address, _)| address == local) {
+                return *speaks;
             }
-            let tls = unmatched.pop().is_some_and(|entry| entry.tls);
-            seen.push((*local, tls));
-            tls
+            let speaks = unmatched.pop().map(Speaks::of).unwrap_or_default();
+            seen.push((*local, speaks));
+            speaks
         })
         .collect()
 }
@@ -106,6 +134,7 @@ mod tests {
         Listen {
             address: text.parse().unwrap(),
             tls,
+            h2c: !tls,
         }
     }
 
@@ -125,6 +154,10 @@ mod tests {
         .iter()
         .map(|text| text.parse().unwrap())
         .collect();
-        assert_eq!(tls_of_passed(&locals, &entries), [false, false, true, true]);
+        let tls: Vec<bool> = speaks_of_passed(&locals, &entries)
+            .iter()
+            .map(|speaks| speaks.tls)
+            .collect();
+        assert_eq!(tls, [false, false, true, true]);
     }
 }

@@ -50,7 +50,7 @@ use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
 use event_loop::{EventLoop, LoopSettings, PagesInFlight};
 use helpers::PoolSize;
-use listener::Listener;
+use listener::{Listener, Speaks};
 
 /// Listen backlog: enough for bursts of thousands of connections (Abyss measured 2,500/s).
 const BACKLOG: i32 = 4096;
@@ -121,21 +121,21 @@ pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> Result<Bound, BindError
             .map(|fd| socket::local_addr(fd.as_fd()))
             .collect::<io::Result<Vec<_>>>()
             .map_err(passed)?;
-        let tls = listener::tls_of_passed(&locals, &config.listen);
+        let speaks = listener::speaks_of_passed(&locals, &config.listen);
         // One group per socket (a predecessor passes a descriptor per loop of each).
-        let mut groups: Vec<(std::net::SocketAddr, bool, Vec<OwnedFd>)> = Vec::new();
-        for ((fd, local), tls) in activated.into_iter().zip(locals).zip(tls) {
+        let mut groups: Vec<(std::net::SocketAddr, Speaks, Vec<OwnedFd>)> = Vec::new();
+        for ((fd, local), speaks) in activated.into_iter().zip(locals).zip(speaks) {
             match groups.iter_mut().find(|(address, ..)| *address == local) {
                 Some((.., fds)) => fds.push(fd),
-                None => groups.push((local, tls, vec![fd])),
+                None => groups.push((local, speaks, vec![fd])),
             }
         }
-        for (_, tls, fds) in groups {
+        for (_, speaks, fds) in groups {
             for (set, fd) in sets
                 .iter_mut()
                 .zip(take_passed(fds, count).map_err(passed)?)
             {
-                set.push(Listener::new(fd, tls).map_err(passed)?);
+                set.push(Listener::new(fd, speaks).map_err(passed)?);
             }
         }
         return Ok(Bound { sets, arch });
@@ -148,7 +148,7 @@ pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> Result<Bound, BindError
         };
         let fds = bind_fresh(entry.address, count, reuse_port).map_err(failed)?;
         for (set, fd) in sets.iter_mut().zip(fds) {
-            set.push(Listener::new(fd, entry.tls).map_err(failed)?);
+            set.push(Listener::new(fd, Speaks::of(entry)).map_err(failed)?);
         }
     }
     Ok(Bound { sets, arch })
@@ -181,6 +181,7 @@ impl Bound {
             .map(|listener| Listen {
                 address: listener.local,
                 tls: listener.tls,
+                h2c: listener.h2c,
             })
             .collect()
     }
@@ -357,7 +358,7 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
     )?);
     let Bound { mut sets, arch } = bound;
     // For an upgrade (`SIGUSR2`) to pass on: the very sockets the loops accept from, in
-    // `listen` order (see `listener::tls_of_passed`).
+    // `listen` order (see `listener::speaks_of_passed`).
     let mut kept = Vec::new();
     for index in 0..sets[0].len() {
         for set in &sets {

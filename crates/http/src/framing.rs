@@ -114,7 +114,8 @@ pub(crate) fn finish(
     };
     let keep_alive = !connection_close
         && match version {
-            Version::Http11 => true,
+            // HTTP/1 heads never say 2.0 (the parser refuses it); an HTTP/2 connection persists.
+            Version::Http11 | Version::Http2 => true,
             Version::Http10 => connection_keep_alive,
         };
 

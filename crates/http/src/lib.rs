@@ -1,4 +1,4 @@
-//! `ampd-http`: ampd's sans-I/O HTTP/1.x core (RFC 9110, RFC 9112).
+//! `ampd-http`: ampd's sans-I/O HTTP core: HTTP/1.x (RFC 9110, RFC 9112) and HTTP/2 (RFC 9113).
 //!
 //! Everything here takes bytes (and, where time matters, unix seconds passed by the caller)
 //! and returns values. No module makes a system call, reads a clock or uses `unsafe`, so every
@@ -22,6 +22,8 @@
 //!   first.
 //! * [`upstream`]: the reverse proxy's side of HTTP/1.1: the upstream's response head
 //!   ([`upstream::ResponseParser`]), its body framing, and the request head written for it.
+//! * [`h2`]: HTTP/2 (RFC 9113) and HPACK (RFC 7541): frames, header compression, one
+//!   connection's streams and flow control, and the fields ↔ HTTP/1 head mapping.
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
 #![forbid(unsafe_code)]
 
@@ -35,6 +37,7 @@ pub mod error;
 pub mod fastcgi;
 mod framing;
 pub mod fuzz;
+pub mod h2;
 pub mod multipart;
 pub mod proxy_protocol;
 pub mod range;

@@ -91,15 +91,19 @@ impl fmt::Display for Method {
 pub enum Version {
     Http10,
     Http11,
+    /// A request that came over HTTP/2 (`h2::fields`): no chunked coding and no
+    /// connection-level fields in its response; the stream's end ends a body.
+    Http2,
 }
 
 impl Version {
-    /// `"HTTP/1.0"` or `"HTTP/1.1"`.
+    /// `"HTTP/1.0"`, `"HTTP/1.1"` or `"HTTP/2.0"` (as logs and `SERVER_PROTOCOL` name it).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Http10 => "HTTP/1.0",
             Self::Http11 => "HTTP/1.1",
+            Self::Http2 => "HTTP/2.0",
         }
     }
 }

@@ -74,7 +74,8 @@ pub(crate) fn keep_alive(version: Version, headers: &[Header]) -> bool {
     }
     !close
         && match version {
-            Version::Http11 => true,
+            // HTTP/1 heads never say 2.0 (the parser refuses it); an HTTP/2 connection persists.
+            Version::Http11 | Version::Http2 => true,
             Version::Http10 => keep_alive,
         }
 }
