@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suite_generic  # noqa: E402
 import suite_hpack  # noqa: E402
 import suite_http2  # noqa: E402
-from h2conn import Config  # noqa: E402
+from h2conn import Config, Conn, Failure  # noqa: E402
 from spec import Case, selected  # noqa: E402
 
 SUITES = [suite_generic.SUITE, suite_http2.SUITE, suite_hpack.SUITE]
@@ -169,6 +169,18 @@ def write_junit(path, results, seconds):
     ElementTree.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def preflight(config):
+    """One connection before the run: a wrong port or a server without h2 is one clear error,
+    not 146 failures. Returns the reason, or None."""
+    try:
+        Conn(config).close()
+    except Failure as failure:
+        return "%s (expected %s)" % (failure.actual, failure.expected[0])
+    except OSError as error:
+        return str(error)
+    return None
+
+
 def main(argv):
     args = parse_args(argv)
     cases = chosen_cases(args)
@@ -178,6 +190,10 @@ def main(argv):
         print("%d tests" % len(cases))
         return 0
     config = Config(args.host, args.port, args.tls, args.insecure, args.timeout, args.path, args.max_header_length, args.strict)
+    unreachable = preflight(config)
+    if unreachable:
+        sys.stderr.write("h2spec.py: cannot test %s:%d: %s\n" % (args.host, args.port, unreachable))
+        return 2
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda case: case.execute(config), cases))
