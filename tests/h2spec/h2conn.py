@@ -102,6 +102,33 @@ def describe(frame):
     return head + ")"
 
 
+def describe_bytes(data):
+    """What the client sends, frame by frame, for the trace (the preface and raw text as such)."""
+    lines = []
+    if data.startswith(PREFACE):
+        lines.append("connection preface")
+        data = data[len(PREFACE) :]
+    while len(data) >= 9:
+        length = int.from_bytes(data[:3], "big")
+        kind, flags = data[3], data[4]
+        stream = int.from_bytes(data[5:9], "big")
+        name = TYPE_NAMES[kind] if kind < len(TYPE_NAMES) else "UNKNOWN(0x%x)" % kind
+        payload = data[9 : 9 + length]
+        extra = ""
+        if kind in (RST_STREAM, GOAWAY) and len(payload) >= 4:
+            extra = ", error_code:%s" % code_name(int.from_bytes(payload[-4:] if kind == RST_STREAM else payload[4:8], "big"))
+        if kind == WINDOW_UPDATE and len(payload) == 4:
+            extra = ", window_size_increment:%d" % int.from_bytes(payload, "big")
+        if kind == SETTINGS and len(payload) % 6 == 0:
+            pairs = [struct.unpack(">HI", payload[i : i + 6]) for i in range(0, len(payload), 6)]
+            extra = "".join(", 0x%x=%d" % pair for pair in pairs)
+        lines.append("%s Frame (length:%d, flags:0x%02x, stream_id:%d%s)" % (name, length, flags, stream, extra))
+        data = data[9 + length :]
+    if data:
+        lines.append("raw %r" % data[:40])
+    return lines
+
+
 class Received:
     """A server frame: hyperframe's parse plus the raw header fields the verdicts need."""
 
@@ -164,6 +191,7 @@ class Conn:
         self.close_detail = ""
         self.server_settings = {}
         self.receive_windows = {0: DEFAULT_WINDOW}
+        self.trace = []  # what was sent and received, for the failure report (-v)
         self.sock = socket.create_connection((config.host, config.port), timeout=config.timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if config.tls:
@@ -186,6 +214,7 @@ class Conn:
 
     def send(self, data):
         """Sends bytes; a server that already closed is not an error here (the verdict reads it)."""
+        self.trace.extend("[send] " + line for line in describe_bytes(data))
         try:
             self.sock.sendall(data)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError) as error:
@@ -291,6 +320,11 @@ class Conn:
 
     def next_event(self, timeout=None):
         """The next thing the server does, within `timeout` (the case's timeout by default)."""
+        event = self._next_event(timeout)
+        self.trace.append("[recv] %s" % event)
+        return event
+
+    def _next_event(self, timeout):
         if self.closed and not self.buffer:
             return Event("closed", detail=self.close_detail)
         deadline = time.monotonic() + (self.config.timeout if timeout is None else timeout)

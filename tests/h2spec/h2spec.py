@@ -46,6 +46,7 @@ def parse_args(argv):
     parser.add_argument("-S", "--strict", action="store_true", help="also run the cases h2spec runs only in strict mode")
     parser.add_argument("-j", "--jobs", type=int, default=4, help="cases run at once, each on its own connection (default 4)")
     parser.add_argument("--max-header-length", type=int, default=4000, help="length of the padding header values (default 4000)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print the frames sent and received of each failed case")
     parser.add_argument("--json", metavar="FILE", help="write a JSON summary to FILE")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report to FILE")
     parser.add_argument("--dryrun", action="store_true", help="list the cases without connecting")
@@ -71,6 +72,9 @@ def chosen_cases(args):
     ]
 
 
+VERBOSE = False
+
+
 def print_result(result, out, indent):
     case = result.case
     pad = "  " * indent
@@ -85,6 +89,9 @@ def print_result(result, out, indent):
             label = "Expected: " if index == 0 else "          "
             out.write("%s     %s%s\n" % (pad, label, expected))
         out.write("%s       Actual: %s\n" % (pad, result.actual))
+        if VERBOSE:
+            for line in result.trace:
+                out.write("%s         %s\n" % (pad, line))
 
 
 def print_tree(results, out, only_failed=False):
@@ -133,7 +140,11 @@ def write_json(path, args, results, seconds):
                 "description": r.case.description,
                 "status": r.status,
                 "seconds": round(r.seconds, 3),
-                **({"requirement": r.case.requirement, "expected": r.expected, "actual": r.actual} if r.status == "failed" else {}),
+                **(
+                    {"requirement": r.case.requirement, "expected": r.expected, "actual": r.actual, "trace": r.trace}
+                    if r.status == "failed"
+                    else {}
+                ),
                 **({"reason": r.reason} if r.status == "skipped" else {}),
             }
             for r in results
@@ -182,7 +193,9 @@ def preflight(config):
 
 
 def main(argv):
+    global VERBOSE
     args = parse_args(argv)
+    VERBOSE = args.verbose
     cases = chosen_cases(args)
     if args.dryrun:
         for case in cases:

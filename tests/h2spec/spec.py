@@ -11,8 +11,9 @@ from h2conn import Conn, Failure, Skipped
 
 
 class Result:
-    def __init__(self, case, status, seconds, expected=None, actual=None, reason=""):
+    def __init__(self, case, status, seconds, expected=None, actual=None, reason="", trace=None):
         self.case = case
+        self.trace = trace or []
         self.status = status  # "passed", "failed", "skipped"
         self.seconds = seconds
         self.expected = expected or []
@@ -43,7 +44,8 @@ class Case:
         except Skipped as skip:
             return Result(self, "skipped", time.monotonic() - started, reason=str(skip))
         except Failure as failure:
-            return Result(self, "failed", time.monotonic() - started, failure.expected, failure.actual)
+            trace = conn.trace if conn is not None else []
+            return Result(self, "failed", time.monotonic() - started, failure.expected, failure.actual, trace=trace)
         except OSError as error:
             return Result(self, "failed", time.monotonic() - started, ["a working connection"], "Error: %s" % error)
         except Exception as error:  # a runner bug must show as this case's failure, not end the run
