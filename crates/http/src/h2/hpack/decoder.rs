@@ -185,13 +185,11 @@ impl Decoder {
     }
 
     /// The dynamic table's size as §4.1 counts it.
-    #[cfg(test)]
     pub(crate) fn table_size(&self) -> usize {
         self.table.size()
     }
 
     /// The dynamic table's entries, newest (index 62) first.
-    #[cfg(test)]
     pub(crate) fn table_entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.table.iter()
     }

@@ -57,7 +57,6 @@ impl DynamicTable {
     }
 
     /// The entries' size as §4.1 counts it.
-    #[cfg(test)]
     pub(super) fn size(&self) -> usize {
         self.size
     }
