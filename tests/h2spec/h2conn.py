@@ -105,6 +105,8 @@ def describe(frame):
 def describe_bytes(data):
     """What the client sends, frame by frame, for the trace (the preface and raw text as such)."""
     lines = []
+    if data[:1].isalpha() and not data.startswith(PREFACE):
+        return ["raw %r" % data[:60]]  # text, not frames (http2/3.5/2)
     if data.startswith(PREFACE):
         lines.append("connection preface")
         data = data[len(PREFACE) :]
