@@ -355,7 +355,8 @@ _register_representations()
 @hpack_group.case(14, "Sends a dynamic table size update", "The endpoint MUST accept dynamic table size update")
 def generic_5_14(conn):
     conn.handshake()
-    conn.write_headers(1, wire.table_size_update(4096) + wire.request_block(conn.config))
+    limit = conn.server_settings.get(h.HEADER_TABLE_SIZE, 4096)  # the most the server allows
+    conn.write_headers(1, wire.table_size_update(limit) + wire.request_block(conn.config))
     h.verify_headers_frame(conn, 1)
 
 
@@ -363,6 +364,7 @@ def generic_5_14(conn):
 def generic_5_15(conn):
     # RFC 7541 §4.2: a smaller size then the final one, both at the start of the block.
     conn.handshake()
-    block = wire.table_size_update(0) + wire.table_size_update(4096) + wire.request_block(conn.config)
+    limit = conn.server_settings.get(h.HEADER_TABLE_SIZE, 4096)
+    block = wire.table_size_update(0) + wire.table_size_update(limit) + wire.request_block(conn.config)
     conn.write_headers(1, block)
     h.verify_headers_frame(conn, 1)
