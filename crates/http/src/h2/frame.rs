@@ -246,7 +246,7 @@ pub fn rst_stream(payload: &[u8]) -> PayloadResult<super::ErrorCode> {
 /// # Errors
 /// `FrameSizeError` when the length is not a multiple of 6.
 pub fn settings(payload: &[u8]) -> PayloadResult<impl Iterator<Item = (u16, u32)> + '_> {
-    if payload.len() % 6 != 0 {
+    if !payload.len().is_multiple_of(6) {
         return Err(super::ErrorCode::FrameSizeError);
     }
     Ok(payload.chunks_exact(6).map(|entry| {
