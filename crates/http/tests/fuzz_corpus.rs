@@ -1,7 +1,8 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
-//! `fuzz/corpus/fastcgi_name_value` and `fuzz/corpus/cgi_head` through the same function the
-//! libFuzzer target calls, so fuzz coverage is part of stable `cargo test`.
+//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head` and `fuzz/corpus/h2_connection`
+//! through the same function the libFuzzer target calls, so fuzz coverage is part of stable
+//! `cargo test`.
 
 use std::fs;
 use std::path::Path;
@@ -62,4 +63,9 @@ fn fastcgi_name_value_corpus_replays_cleanly() {
 #[test]
 fn cgi_head_corpus_replays_cleanly() {
     replay("cgi_head", 20, ampd_http::fuzz::cgi_head);
+}
+
+#[test]
+fn h2_connection_corpus_replays_cleanly() {
+    replay("h2_connection", 20, ampd_http::fuzz::h2_connection);
 }

@@ -413,8 +413,13 @@ impl Connection {
             if open.recv == RecvState::Open {
                 open.recv_owed = open.recv_owed.saturating_add(len);
                 if open.recv_owed >= half {
-                    let owed = open.recv_owed;
+                    // Never past 2^31-1, even if the caller releases more than it was given.
+                    let room = i64::from(MAX_WINDOW) - open.recv_window;
+                    let owed = open.recv_owed.min(u32::try_from(room.max(0)).unwrap_or(0));
                     open.recv_owed = 0;
+                    if owed == 0 {
+                        return;
+                    }
                     open.recv_window += i64::from(owed);
                     frame::write_window_update(&mut self.control, stream, owed);
                 }
@@ -884,8 +889,7 @@ impl Connection {
             if !payload.is_empty() {
                 return Err(ErrorCode::FrameSizeError);
             }
-            self.our_settings_acknowledged();
-            return Ok(());
+            return self.our_settings_acknowledged(now);
         }
         if !self.budgets.settings.spend(now) {
             return Err(ErrorCode::EnhanceYourCalm);
@@ -905,11 +909,12 @@ impl Connection {
                     // Every open stream's window moves by the difference (§6.9.2), and may
                     // not pass 2^31-1.
                     let delta = i64::from(value) - i64::from(self.peer_initial_window);
+                    let max = i64::from(MAX_WINDOW);
+                    if self.streams.iter().any(|s| s.send_window + delta > max) {
+                        return Err(ErrorCode::FlowControlError);
+                    }
                     for stream in self.streams.iter_mut() {
                         stream.send_window += delta;
-                        if stream.send_window > i64::from(MAX_WINDOW) {
-                            return Err(ErrorCode::FlowControlError);
-                        }
                     }
                     self.peer_initial_window = value;
                     opened |= delta > 0;
@@ -936,9 +941,10 @@ impl Connection {
 
     /// The client applied our SETTINGS: from now on its streams start with our
     /// INITIAL_WINDOW_SIZE; streams opened before it see the difference (§6.9.2).
-    fn our_settings_acknowledged(&mut self) {
+    fn our_settings_acknowledged(&mut self, now: Instant) -> Result<(), ErrorCode> {
         if self.settings_acked {
-            return;
+            // We sent one SETTINGS: more ACKs are noise, counted as such.
+            return self.spend_empty(now);
         }
         self.settings_acked = true;
         let ours = self.limits.initial_window_size;
@@ -947,6 +953,7 @@ impl Connection {
             stream.recv_window += delta;
         }
         self.recv_initial = ours;
+        Ok(())
     }
 
     fn on_ping(
@@ -997,10 +1004,10 @@ impl Connection {
             if increment == 0 {
                 return Err(ErrorCode::ProtocolError);
             }
-            self.send_window += i64::from(increment);
-            if self.send_window > i64::from(MAX_WINDOW) {
+            if self.send_window + i64::from(increment) > i64::from(MAX_WINDOW) {
                 return Err(ErrorCode::FlowControlError);
             }
+            self.send_window += i64::from(increment);
             window_opened(events);
             return Ok(());
         }
@@ -1014,10 +1021,10 @@ impl Connection {
             // In flight when the stream closed (§5.1): ignored, but counted.
             return self.spend_empty(now);
         };
-        stream.send_window += i64::from(increment);
-        if stream.send_window > i64::from(MAX_WINDOW) {
+        if stream.send_window + i64::from(increment) > i64::from(MAX_WINDOW) {
             return self.stream_error(id, ErrorCode::FlowControlError, now, events);
         }
+        stream.send_window += i64::from(increment);
         window_opened(events);
         Ok(())
     }
@@ -1096,8 +1103,12 @@ impl Connection {
     fn credit_connection(&mut self, len: u32) {
         self.recv_owed = self.recv_owed.saturating_add(len);
         if self.recv_owed >= self.recv_target / 2 {
-            let owed = self.recv_owed;
+            let room = i64::from(self.recv_target) - self.recv_window;
+            let owed = self.recv_owed.min(u32::try_from(room.max(0)).unwrap_or(0));
             self.recv_owed = 0;
+            if owed == 0 {
+                return;
+            }
             self.recv_window += i64::from(owed);
             frame::write_window_update(&mut self.control, 0, owed);
         }
@@ -1122,6 +1133,39 @@ impl Connection {
         self.going_away = true;
         self.phase = Phase::Closing;
         self.pending = None;
+    }
+}
+
+/// The invariants the fuzz target checks after every call (`crate::fuzz::h2_connection`).
+impl Connection {
+    /// # Panics
+    /// When a window passed 2^31-1 or more streams are open than we allow.
+    pub(crate) fn assert_invariants(&self) {
+        let max = i64::from(MAX_WINDOW);
+        assert!(self.send_window <= max, "send window {}", self.send_window);
+        assert!(
+            self.recv_window <= max,
+            "receive window {}",
+            self.recv_window
+        );
+        assert!(
+            self.streams.len() <= self.limits.max_concurrent_streams as usize,
+            "{} streams open",
+            self.streams.len()
+        );
+        for stream in self.streams.iter() {
+            assert!(
+                stream.send_window <= max,
+                "stream send window {}",
+                stream.send_window
+            );
+            assert!(
+                stream.recv_window <= max,
+                "stream receive window {}",
+                stream.recv_window
+            );
+            assert!(stream.id % 2 == 1 && stream.id <= self.highest);
+        }
     }
 }
 

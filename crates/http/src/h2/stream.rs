@@ -108,6 +108,10 @@ impl Streams {
         Some(self.open.swap_remove(at))
     }
 
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Stream> {
+        self.open.iter()
+    }
+
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Stream> {
         self.open.iter_mut()
     }
