@@ -392,6 +392,7 @@ impl Connection {
     ) -> [u8; super::frame::HEADER_LEN] {
         debug_assert!(len <= self.send_capacity(stream) && len <= self.peer_max_frame);
         self.send_window -= i64::from(len);
+        self.budgets.window_updates.data_sent();
         if let Some(open) = self.streams.get_mut(stream) {
             open.send_window -= i64::from(len);
         }
@@ -789,6 +790,11 @@ impl Connection {
             }
         };
         if let Some(status) = refused {
+            // Refused streams count with the resets: a stream of HPACK bombs (each block
+            // decoding past the list limit) ends like a rapid reset.
+            if !self.budgets.resets.spend(now) {
+                return Err(ErrorCode::EnhanceYourCalm);
+            }
             stream.body = BodyUse::Discarded;
             self.streams.insert(stream);
             events.push(Event::Refused { stream: id, status });
@@ -1000,6 +1006,9 @@ impl Connection {
     ) -> Result<(), ErrorCode> {
         let id = header.stream;
         let increment = frame::window_update(payload)?;
+        if !self.budgets.window_updates.received() {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
         if id == 0 {
             if increment == 0 {
                 return Err(ErrorCode::ProtocolError);

@@ -40,7 +40,32 @@ impl Budget {
     }
 }
 
-/// The four budgets a connection keeps (see `Limits`).
+/// WINDOW_UPDATE frames received against DATA frames sent (the window-update flood: each
+/// update wakes the streams blocked on flow control). A client has reason to send about one
+/// per DATA frame it receives for each scope (the stream and the connection); a margin of
+/// ten per frame and a hundred to start with (Envoy's rule) never troubles a real client.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WindowUpdates {
+    received: u64,
+    data_sent: u64,
+}
+
+impl WindowUpdates {
+    const BASE: u64 = 100;
+    const PER_DATA_FRAME: u64 = 10;
+
+    pub(crate) fn data_sent(&mut self) {
+        self.data_sent += 1;
+    }
+
+    /// Count one WINDOW_UPDATE received; false once past the allowance.
+    pub(crate) fn received(&mut self) -> bool {
+        self.received += 1;
+        self.received <= Self::BASE + Self::PER_DATA_FRAME * self.data_sent
+    }
+}
+
+/// The budgets a connection keeps (see `Limits`).
 #[derive(Debug, Clone)]
 pub(crate) struct Budgets {
     /// RST_STREAM received plus streams refused (rapid reset, CVE-2023-44487).
@@ -52,6 +77,8 @@ pub(crate) struct Budgets {
     /// Frames that carry nothing (empty DATA, empty CONTINUATION, PRIORITY, unknown types,
     /// WINDOW_UPDATE on closed streams): cheap to send, never useful in bulk (CVE-2019-9518).
     pub(crate) empty_frames: Budget,
+    /// WINDOW_UPDATEs against the DATA frames we sent.
+    pub(crate) window_updates: WindowUpdates,
 }
 
 impl Budgets {
@@ -62,6 +89,7 @@ impl Budgets {
             settings: Budget::new(limits.max_settings, window),
             pings: Budget::new(limits.max_pings, window),
             empty_frames: Budget::new(limits.max_empty_frames, window),
+            window_updates: WindowUpdates::default(),
         }
     }
 }
@@ -90,6 +118,18 @@ mod tests {
         // 5 per second for a minute: 50 per window.
         for tick in 0..300u64 {
             assert!(budget.spend(start + Duration::from_millis(tick * 200)));
+        }
+    }
+
+    #[test]
+    fn window_updates_are_allowed_in_proportion_to_data_sent() {
+        let mut updates = WindowUpdates::default();
+        assert!((0..100).all(|_| updates.received()));
+        assert!(!updates.received());
+        let mut updates = WindowUpdates::default();
+        for _ in 0..1_000 {
+            updates.data_sent();
+            assert!(updates.received() && updates.received());
         }
     }
 

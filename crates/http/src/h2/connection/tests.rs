@@ -1386,3 +1386,47 @@ fn a_budget_is_per_window() {
         peer.now += Duration::from_secs(10);
     }
 }
+
+#[test]
+fn window_updates_far_beyond_the_data_we_send_are_cut() {
+    let mut peer = Peer::new();
+    peer.send(&headers(1, GET, true));
+    flood(&mut peer, |_| window_update(0, 1));
+    peer.expect_connection_error(ErrorCode::EnhanceYourCalm);
+
+    // A client crediting every DATA frame we send, stream and connection, is never cut.
+    let mut peer = Peer::new();
+    peer.send(&headers(1, GET, true));
+    peer.response(1, false);
+    for _ in 0..5_000 {
+        peer.conn.data_frame(1, 10, false);
+        peer.send(&window_update(1, 10));
+        peer.send(&window_update(0, 10));
+        assert!(!peer.conn.is_closing());
+    }
+}
+
+#[test]
+fn a_stream_of_hpack_bombs_is_cut_like_resets() {
+    let limits = Limits {
+        max_header_list_size: 1_000,
+        ..flood_limits()
+    };
+    let mut peer = Peer::with(&limits);
+    // One 120-byte entry in the dynamic table (literal with incremental indexing)...
+    let mut first = GET.to_vec();
+    first.extend_from_slice(&[0x40, 3]);
+    first.extend_from_slice(b"x-b");
+    first.push(120);
+    first.extend_from_slice(&[b'b'; 120]);
+    assert_eq!(peer.send(&headers(1, &first, true)).len(), 1);
+    peer.response(1, true);
+    // ... then blocks of 1-byte references to it, each decoding past the list limit.
+    let sent = flood(&mut peer, |i| {
+        let mut block = GET.to_vec();
+        block.extend_from_slice(&[0x80 | 62; 50]);
+        headers(2 * i + 3, &block, true)
+    });
+    assert_eq!(sent, 10);
+    peer.expect_connection_error(ErrorCode::EnhanceYourCalm);
+}
