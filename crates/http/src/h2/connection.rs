@@ -392,7 +392,7 @@ impl Connection {
     ) -> [u8; super::frame::HEADER_LEN] {
         debug_assert!(len <= self.send_capacity(stream) && len <= self.peer_max_frame);
         self.send_window -= i64::from(len);
-        self.budgets.window_updates.data_sent();
+        self.budgets.window_updates.earn();
         if let Some(open) = self.streams.get_mut(stream) {
             open.send_window -= i64::from(len);
         }
@@ -778,6 +778,7 @@ impl Connection {
                         stream.content_length = Some(length);
                     }
                     self.streams.insert(stream);
+                    self.budgets.window_updates.earn();
                     events.push(Event::Request {
                         stream: id,
                         head,

@@ -1430,3 +1430,18 @@ fn a_stream_of_hpack_bombs_is_cut_like_resets() {
     assert_eq!(sent, 10);
     peer.expect_connection_error(ErrorCode::EnhanceYourCalm);
 }
+
+#[test]
+fn a_window_update_per_stream_opened_is_not_a_flood() {
+    // A page of 300 resources, each stream credited as it opens, before any DATA goes out.
+    let mut peer = Peer::with(&Limits {
+        max_concurrent_streams: 300,
+        ..Limits::default()
+    });
+    for i in 0..300 {
+        let id = 2 * i + 1;
+        peer.send(&headers(id, GET, true));
+        peer.send(&window_update(id, 1 << 20));
+        assert!(!peer.conn.is_closing(), "cut at stream {id}");
+    }
+}
