@@ -4,11 +4,13 @@
 //! it, WINDOW_UPDATE timing, frames split anywhere by the pipe.
 //!
 //! The server side here is the smallest one that uses the whole Connection API: answer each
-//! GET with 5,000 bytes, each POST with the count of body bytes once the body ended, under the
-//! client's windows (it advertises 1,000 bytes per stream), crediting every body byte read.
+//! GET with a body of `x`s, each POST with the count of body bytes once the body ended, under
+//! the client's windows, crediting every body byte read. The same server on a loopback socket
+//! answers curl and h2load (nghttp2, the library most clients build on).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -29,14 +31,24 @@ struct Answer {
 }
 
 /// The test's server: the answers in the order their requests came.
-#[derive(Default)]
 struct Server {
+    /// Bytes of each GET answer.
+    get_body: usize,
     answers: HashMap<u32, Answer>,
     order: Vec<u32>,
     client_went_away: bool,
 }
 
 impl Server {
+    fn new(get_body: usize) -> Server {
+        Server {
+            get_body,
+            answers: HashMap::new(),
+            order: Vec::new(),
+            client_went_away: false,
+        }
+    }
+
     /// Act on the events; returns the body bytes to release per stream.
     fn on_events(&mut self, events: Vec<Event<'_>>) -> Vec<(u32, usize)> {
         let mut released = Vec::new();
@@ -47,7 +59,7 @@ impl Server {
                     let body = if is_post {
                         Vec::new()
                     } else {
-                        vec![b'x'; 5_000]
+                        vec![b'x'; self.get_body]
                     };
                     let answer = Answer {
                         body,
@@ -116,7 +128,108 @@ impl Server {
         }
         self.answers
             .retain(|_, answer| !answer.ready || answer.sent < answer.body.len());
+        self.order
+            .retain(|stream| self.answers.contains_key(stream));
     }
+}
+
+/// Serve one TCP connection until the client closes it (or goes quiet for 10 s).
+fn serve_tcp(mut socket: TcpStream) {
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut conn = Connection::new(&Limits::default());
+    let mut server = Server::new(1_024);
+    let mut out = Vec::new();
+    let mut input = Vec::new();
+    let mut buf = vec![0; 64 << 10];
+    loop {
+        conn.write_control(&mut out);
+        server.send(&mut conn, &mut out);
+        if socket.write_all(&out).is_err() || conn.is_closing() {
+            return;
+        }
+        out.clear();
+        let n = match socket.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        input.extend_from_slice(&buf[..n]);
+        let mut events = Vec::new();
+        let used = conn.receive(&input, Instant::now(), &mut events);
+        let released = server.on_events(events);
+        input.drain(..used);
+        for (stream, len) in released {
+            conn.release_body(stream, len);
+        }
+    }
+}
+
+/// A loopback listener serving each connection on its own thread; returns its port.
+fn listen() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for socket in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_tcp(socket));
+        }
+    });
+    port
+}
+
+/// Run a client program with a time bound; its stdout, or a panic with its stderr.
+fn run(program: &str, args: &[&str], stdin: &[u8]) -> String {
+    let mut child = Command::new("timeout")
+        .arg("60")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("run {program}: {error}"));
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn curl_gets_and_posts_over_h2c() {
+    let port = listen();
+    let url = format!("http://127.0.0.1:{port}/index.html");
+    let body = run("curl", &["-sS", "--http2-prior-knowledge", &url], b"");
+    assert_eq!(body, "x".repeat(1_024));
+    // A body past every window: 16 x 64 KiB windows' worth.
+    let upload = vec![b'u'; 1 << 20];
+    let answer = run(
+        "curl",
+        &[
+            "-sS",
+            "--http2-prior-knowledge",
+            "--data-binary",
+            "@-",
+            &url,
+        ],
+        &upload,
+    );
+    assert_eq!(answer, format!("got {} bytes", 1 << 20));
+}
+
+#[test]
+fn h2load_completes_every_request_over_h2c() {
+    let port = listen();
+    let url = format!("http://127.0.0.1:{port}/");
+    let report = run("h2load", &["-n", "2000", "-c", "2", "-m", "10", &url], b"");
+    assert!(
+        report.contains("2000 total, 2000 started, 2000 done, 2000 succeeded"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -147,7 +260,7 @@ fn a_python_h2_client_gets_every_answer_through_the_connection() {
         ..Limits::default()
     };
     let mut conn = Connection::new(&limits);
-    let mut server = Server::default();
+    let mut server = Server::new(5_000);
     let mut out = Vec::new();
     conn.write_control(&mut out);
     to_client.write_all(&out).unwrap();
