@@ -346,3 +346,43 @@ fn h2c_with_http2_disabled_is_a_conflict() {
     let error = error_line(&format!("{EVERY_KEY}{SITE}"));
     assert!(error.contains("http2.enabled: false"), "{error}");
 }
+
+/// docs/config.md's `[http2]` table: (key, default) of each row, as written there.
+fn documented_keys() -> Vec<(String, String)> {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config.md"))
+            .unwrap();
+    let section = docs
+        .split("### `[http2]`")
+        .nth(1)
+        .expect("docs/config.md has an [http2] section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter_map(|line| {
+            let mut cells = line.split('|').map(str::trim).skip(1);
+            let key = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
+            let default = cells.next()?.trim_matches('`');
+            Some((key.to_owned(), default.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_documented_keys_and_defaults_are_the_real_ones() {
+    let documented = documented_keys();
+    let keys: Vec<&str> = documented.iter().map(|(key, _)| key.as_str()).collect();
+    let every: Vec<&str> = EVERY_KEY
+        .lines()
+        .skip(2)
+        .map(|line| line.split(" = ").next().unwrap())
+        .collect();
+    assert_eq!(keys, every, "docs/config.md documents every key, in order");
+    for (key, default) in &documented {
+        // Each default, written as docs/config.md writes it, reads back as the default.
+        let http2 = http2_of(&format!(
+            "listen = \"127.0.0.1:0\"\n[http2]\n{key} = {default}\n{SITE}"
+        ));
+        assert_eq!(http2, Http2::default(), "{key} = {default}");
+    }
+}
