@@ -22,7 +22,9 @@ use support::bulk::sha256;
 use support::h2::{field, h2_client, h2_client_ok, PYTHON};
 use support::root::pattern_bytes;
 use support::scripts::install_cgi;
-use support::tls::{curl_https, listeners, tls_addr, write_tls_config, Ca, Issued, KeyKind};
+use support::tls::{
+    curl_https, eventually, listeners, tls_addr, write_tls_config, Ca, Issued, KeyKind,
+};
 use support::*;
 
 const H2C: &str = "\"127.0.0.1:0 h2c\"";
@@ -476,7 +478,9 @@ fn chromium_page(url: &str, profile: &Path) -> Value {
 for_each_arch!(fn chromium_loads_120_resources_over_one_connection(arch) {
     let (root, _big) = build_root();
     write_page(&root);
-    let (_ca, server) = start_tls(&root, arch, "");
+    let log = root.outside_dir().join("access.log");
+    let (_ca, server) = start_tls(&root, arch,
+        &format!("[log]\naccess = \"{}\"\nformat = \"json\"\n", log.display()));
     let port = tls_addr(server.ready_line()).port();
     let profile = root.outside_dir().join("chromium-profile");
     let answer = chromium_page(&format!("https://a.test:{port}/page.html"), &profile);
@@ -495,4 +499,14 @@ for_each_arch!(fn chromium_loads_120_resources_over_one_connection(arch) {
         assert_eq!(response["connection_id"], page["connection_id"],
             "a resource came over another connection than the page: {response}\n{page}");
     }
+    // The server saw each of them as an HTTP/2 request (its access log, written by a thread).
+    let over_h2 = || {
+        std::fs::read_to_string(&log).unwrap_or_default().lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|entry| entry["uri"].as_str().unwrap_or_default().starts_with("/r/")
+                && entry["protocol"] == "HTTP/2.0" && entry["status"] == 200)
+            .count()
+    };
+    assert!(eventually(WAIT, || over_h2() == 120), "{} of 120 in the access log as HTTP/2.0:\n{}",
+        over_h2(), std::fs::read_to_string(&log).unwrap_or_default());
 });
