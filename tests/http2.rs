@@ -5,7 +5,8 @@
 //! where file DATA may go out by sendfile, and over TLS), request bodies to a CGI script with
 //! and without content-length, Range, If-None-Match, a precompressed variant, the status and
 //! health handlers, 404, HEAD, a stream reset mid-download with the connection going on, and a
-//! SIGTERM that lets an open stream finish after GOAWAY; `Upgrade: h2c` answered as HTTP/1.1;
+//! SIGTERM that lets an open stream finish after GOAWAY, an idle connection ended by GOAWAY at
+//! `keepalive_timeout`; `Upgrade: h2c` answered as HTTP/1.1;
 //! headless Chromium loading a page of 120 resources over one connection (the DevTools
 //! protocol names the connection of every response, tests/fixtures/chromium_page.py).
 
@@ -66,7 +67,12 @@ fn small_file(index: usize) -> String {
 
 /// A site serving www on `listen` (plain or h2c), with LOCATIONS.
 fn start_plain(root: &TempRoot, arch: &str, listen: &str) -> Server {
-    let body = format!("\n[[site]]\nroot = \"www\"\n{LOCATIONS}");
+    start_plain_with(root, arch, listen, "")
+}
+
+/// The same with `more` server-wide keys first.
+fn start_plain_with(root: &TempRoot, arch: &str, listen: &str, more: &str) -> Server {
+    let body = format!("{more}\n[[site]]\nroot = \"www\"\n{LOCATIONS}");
     let config = write_tls_config(root, arch, listen, &body);
     Server::start(Options::config_file(&config))
 }
@@ -386,6 +392,21 @@ for_each_arch!(fn sigterm_sends_goaway_and_lets_the_open_stream_finish(arch) {
     assert!(goaway["last_stream_id"].as_u64().unwrap() >= 1, "{answer}");
     assert_eq!(answer["closed"], true, "the connection stays open after its last stream: {answer}");
     assert_eq!(server.wait_exit(WAIT), Some(0), "{}", server.stderr());
+});
+
+for_each_arch!(fn an_idle_connection_gets_goaway_then_close(arch) {
+    let (root, _big) = build_root();
+    let server = start_plain_with(&root, arch, H2C, "[limits]\nkeepalive_timeout = \"1s\"\n");
+    // One answered stream, then nothing: past keepalive_timeout the server says GOAWAY
+    // NO_ERROR (the last stream it took: 1) and closes.
+    let mut command = h2c(server.addr(), json!([{"path": "/hello.txt"}]));
+    command["await_close"] = json!(true);
+    command["timeout"] = json!(15);
+    let answer = h2_client_ok(command);
+    assert_eq!(only(&answer)["body"], "hello over http/2\n");
+    assert_eq!(answer["goaway"]["error_code"], "NO_ERROR", "{answer}");
+    assert_eq!(answer["goaway"]["last_stream_id"], 1, "{answer}");
+    assert_eq!(answer["closed"], true, "{answer}");
 });
 
 /// `Upgrade: h2c` (RFC 7540 §3.2, removed by RFC 9113) is not honoured: the request is
