@@ -300,7 +300,7 @@ for_each_arch!(fn ranges_validators_variants_handlers_and_head(arch) {
         {"path": "/big.bin", "headers": [["range", "bytes=1000000-1000099"]]},
         {"path": "/hello.txt", "headers": [["if-none-match", etag]]},
         {"path": "/style.css", "headers": [["accept-encoding", "gzip"]]},
-        {"path": "/status"},
+        {"path": "/status", "keep_body": true},
         {"path": "/health"},
         {"path": "/no-such-file.txt"},
         {"method": "HEAD", "path": "/big.bin"},

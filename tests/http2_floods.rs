@@ -6,8 +6,9 @@
 //! is not decompressed ends the connection) and be closed, and the normal client must keep at
 //! least 90 % of the rate it had just before, unloaded.
 //!
-//! The machine is shared: one measurement is at the mercy of whatever else runs. So a pair
-//! (unloaded, then loaded) is taken up to three times, each with a new flood, and one pair within
+//! The machine is shared: one measurement is at the mercy of whatever else runs (two seconds of
+//! h2load against an idle ampd vary tenfold on two cores under a load of 14). So a pair
+//! (unloaded, then loaded) is taken up to five times, each with a new flood, and one pair within
 //! 90 % passes; a server that a flood degrades fails every pair, and every flood must be stopped
 //! by GOAWAY. The tests take turns (a lock), so no test's flood lands in another's measurement.
 //! Floods are handled by the protocol core inside `Conn`, the same under every engine: `amped`
@@ -30,7 +31,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const MEASURE_SECONDS: u32 = 2;
 /// How long a flooder keeps going when nobody stops it: past the loaded measurement.
 const FLOOD_SECONDS: u64 = 4;
-const ATTEMPTS: usize = 3;
+const ATTEMPTS: usize = 5;
 /// The normal client: one connection, four streams at a time.
 const CLIENT_STREAMS: u32 = 4;
 
