@@ -479,6 +479,10 @@ impl Worker {
     ) -> Result<Step, Reset> {
         match why {
             Expired::Request => Ok(self.answer_timeout(connection, on_wait)),
+            // An idle HTTP/2 connection says GOAWAY before it closes (RFC 9113 §6.8).
+            Expired::Quietly if connection.conn.speaks_http2() => {
+                Ok(self.answer_timeout(connection, on_wait))
+            }
             Expired::Quietly => Ok(Step::Closed),
             Expired::Sending => Err(Reset),
         }
