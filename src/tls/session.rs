@@ -101,6 +101,46 @@ This port speaks HTTPS: use an https:// address\n";
 /// TLS record type of a handshake message (RFC 8446 §5.1): every ClientHello starts with it.
 const HANDSHAKE_RECORD: u8 = 22;
 
+/// The most plaintext one TLS record carries (RFC 8446 §5.1).
+const RECORD: usize = 16 << 10;
+
+/// Copy the front of `output` into `buffer` until it is full or the queue is empty: memory as
+/// it is, file ranges read with `pread`. Returns the bytes copied (and taken off the queue).
+fn gather(output: &mut Output, buffer: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() && !output.is_empty() {
+        let room = buffer.len() - filled;
+        let copied = if let Some(range) = output.front_file() {
+            let want = usize::try_from(range.end - range.offset)
+                .unwrap_or(usize::MAX)
+                .min(room);
+            let read = sysio::pread(
+                std::os::fd::AsFd::as_fd(&range.file.file),
+                &mut buffer[filled..filled + want],
+                range.offset,
+            )?;
+            if read == 0 {
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+            }
+            read
+        } else {
+            let mut copied = 0;
+            for slice in &output.memory_slices() {
+                let part = slice.len().min(room - copied);
+                buffer[filled + copied..filled + copied + part].copy_from_slice(&slice[..part]);
+                copied += part;
+                if copied == room {
+                    break;
+                }
+            }
+            copied
+        };
+        output.advance(copied as u64);
+        filled += copied;
+    }
+    Ok(filled)
+}
+
 impl TlsSession {
     #[must_use]
     pub fn new(context: Arc<TlsContext>) -> TlsSession {
@@ -281,22 +321,17 @@ impl TlsSession {
         }
         let mut taken = 0u64;
         while taken < SEAL_BATCH && !output.is_empty() {
-            if let Some(range) = output.front_file() {
-                let want = (range.end - range.offset).min(SEAL_BATCH - taken);
-                let want = usize::try_from(want)
-                    .unwrap_or(usize::MAX)
-                    .min(scratch.len());
-                let read = sysio::pread(
-                    std::os::fd::AsFd::as_fd(&range.file.file),
-                    &mut scratch[..want],
-                    range.offset,
-                )?;
-                if read == 0 {
-                    return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
-                }
-                connection.writer().write_all(&scratch[..read])?;
-                output.advance(read as u64);
-                taken += read as u64;
+            if output.file_follows_memory() || output.front_file().is_some() {
+                // File data ahead: each record is filled whole from whatever segments come,
+                // memory copied and file ranges read, so an HTTP/1 head or an HTTP/2 DATA
+                // frame header rides in the record of the bytes after it (h2o fills records
+                // the same way; a record of its own would cost the client a decryption and
+                // 22 bytes per frame).
+                let room = usize::try_from(SEAL_BATCH - taken).unwrap_or(usize::MAX);
+                let record = RECORD.min(room).min(scratch.len());
+                let filled = gather(output, &mut scratch[..record])?;
+                connection.writer().write_all(&scratch[..filled])?;
+                taken += filled as u64;
             } else {
                 // One vectored write: rustls fills each record from several slices, so a head
                 // and its small body leave as one record, not two (one encryption and 22 bytes
@@ -440,5 +475,53 @@ impl Write for Socket<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::os::fd::AsFd as _;
+    use std::sync::Arc;
+
+    use super::{gather, RECORD};
+    use crate::conn::output::Output;
+    use crate::content::file::{FileKey, OpenFile};
+    use crate::content::serve::Sink as _;
+
+    #[test]
+    fn a_frame_header_rides_in_the_record_of_the_file_bytes_after_it() {
+        let path = std::env::temp_dir().join(format!("ampd-gather-{}", std::process::id()));
+        let body: Vec<u8> = (0..40_000u32).map(|at| (at % 253) as u8).collect();
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&body)
+            .unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let key = FileKey::of(&ampd_sys::file::fstat(file.as_fd()).unwrap());
+        let file = Arc::new(OpenFile { file, key });
+        std::fs::remove_file(&path).unwrap();
+        // Two DATA frames as HTTP/2 queues them: a 9-byte header, then file bytes.
+        let mut output = Output::default();
+        output.bytes().extend_from_slice(b"HEADER-01");
+        output.file(file.clone(), 0, 16_384);
+        output.bytes().extend_from_slice(b"HEADER-02");
+        output.file(file, 16_384, 40_000);
+        let mut expected = b"HEADER-01".to_vec();
+        expected.extend_from_slice(&body[..16_384]);
+        expected.extend_from_slice(b"HEADER-02");
+        expected.extend_from_slice(&body[16_384..]);
+
+        let mut buffer = vec![0u8; RECORD];
+        let mut records = Vec::new();
+        let mut sent = Vec::new();
+        while !output.is_empty() {
+            let filled = gather(&mut output, &mut buffer).unwrap();
+            records.push(filled);
+            sent.extend_from_slice(&buffer[..filled]);
+        }
+        // Full records until the last: no record of 9 bytes.
+        assert_eq!(records, [RECORD, RECORD, expected.len() - 2 * RECORD]);
+        assert!(sent == expected, "the bytes keep their order");
     }
 }

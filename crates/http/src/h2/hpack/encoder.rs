@@ -4,8 +4,8 @@
 //! know about frames (the caller splits the block into HEADERS and CONTINUATION).
 //!
 //! The policy: index what repeats on a connection, so a second response sends most of its
-//! head as one octet per field; keep out of the table what differs per response (it would only
-//! evict what repeats); never index credentials and cookies (§7.1.3: an intermediary must not
+//! head as one octet per field; index what differs per response only into free room (evicting
+//! for it would push out what repeats); never index credentials and cookies (§7.1.3: an intermediary must not
 //! index them either, and a table of secrets invites probing, §7.1.1).
 
 use super::static_table::{self, Match};
@@ -85,9 +85,14 @@ impl Encoder {
         }
         let literal = if never_index || is_sensitive(name) {
             Literal::NeverIndexed
-        } else if differs_per_response(name)
-            || name.len() + value.len() + ENTRY_OVERHEAD > self.table.max_size()
+        } else if name.len() + value.len() + ENTRY_OVERHEAD > self.table.max_size()
+            || (differs_per_response(name)
+                && name.len() + value.len() + ENTRY_OVERHEAD
+                    > self.table.max_size() - self.table.size())
         {
+            // A per-resource value goes into the table only while it has room to spare: a
+            // connection that asks for the same resource again then gets it in one octet,
+            // and on one that asks for many it never evicts what repeats.
             Literal::NotIndexed
         } else {
             Literal::Indexed
