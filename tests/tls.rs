@@ -99,30 +99,44 @@ fn one_site_with(arch: &str, tables: &str) -> (TempRoot, Ca, Server, Vec<u8>) {
     (root, ca, server, big)
 }
 
+/// curl over TLS, held to HTTP/1.1 (ALPN would otherwise agree on h2).
+fn curl_https1(
+    ca: &Path,
+    name: &str,
+    addr: SocketAddr,
+    path: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec!["--http1.1"];
+    args.extend_from_slice(extra);
+    curl_https(ca, name, addr, path, &args)
+}
+
 for_each_arch!(fn curl_over_https(arch) {
+    // HTTP/1.1 over TLS here; curl's HTTP/2 over TLS is tests/http2.rs's.
     let (root, ca, server, big) = one_site(arch);
     let addr = tls_addr(server.ready_line());
 
-    let small = curl_https(&ca.cert, "a.test", addr, "/hello.txt", &["-i"]);
+    let small = curl_https1(&ca.cert, "a.test", addr, "/hello.txt", &["-i"]);
     let head = text(&small.stdout);
     assert!(small.status.success(), "{}\n{}", text(&small.stderr), server.stderr());
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.ends_with("\r\n\r\nhello over tls\n"), "{head}");
 
     let saved = root.outside_dir().join("big.download");
-    let download = curl_https(&ca.cert, "a.test", addr, "/big.bin",
+    let download = curl_https1(&ca.cert, "a.test", addr, "/big.bin",
         &["-o", &saved.display().to_string(), "-w", "%{http_code} %{http_version}"]);
     assert_eq!(text(&download.stdout), "200 1.1", "{}", text(&download.stderr));
     let got = std::fs::read(&saved).expect("read the download");
     assert_eq!(got.len(), big.len());
     assert!(got == big, "the downloaded bytes differ from the file");
 
-    let head_only = curl_https(&ca.cert, "a.test", addr, "/big.bin", &["-I"]);
+    let head_only = curl_https1(&ca.cert, "a.test", addr, "/big.bin", &["-I"]);
     let head = text(&head_only.stdout).to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(head.contains(&format!("content-length: {BIG}\r\n")), "{head}");
 
-    let range = curl_https(&ca.cert, "a.test", addr, "/big.bin",
+    let range = curl_https1(&ca.cert, "a.test", addr, "/big.bin",
         &["-r", "1000000-1000099", "-D", "-"]);
     let answer = range.stdout;
     let split = support::http::find(&answer, b"\r\n\r\n").expect("a head") + 4;

@@ -360,6 +360,13 @@ impl Conn {
         self.prior_knowledge = true;
     }
 
+    /// Whether the connection speaks HTTP/2: a timeout, even an idle one, is then answered
+    /// (GOAWAY, `timed_out`) before the close, where an idle HTTP/1 connection just closes.
+    #[must_use]
+    pub fn speaks_http2(&self) -> bool {
+        matches!(self.state, State::Http2Agreed | State::Http2(_))
+    }
+
     /// The listener's address, as bound.
     #[must_use]
     pub fn local_address(&self) -> std::net::SocketAddr {

@@ -84,6 +84,8 @@ impl Client {
         Some(match self.clock.check(now, limits, self.job_out)? {
             Expired::Request => Verdict::AnswerTimeout,
             Expired::Sending => Verdict::Reset,
+            // An idle HTTP/2 connection says GOAWAY before it closes (RFC 9113 §6.8).
+            Expired::Quietly if self.conn.speaks_http2() => Verdict::AnswerTimeout,
             Expired::Quietly => Verdict::Close,
         })
     }

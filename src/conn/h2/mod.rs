@@ -231,10 +231,11 @@ impl Session {
         }
     }
 
-    /// Advance every stream's inner `Conn`; hand the engine one job or one upstream link if a
-    /// stream needs it and none is out.
+    /// Advance every stream's inner `Conn`; then hand the engine one job or one upstream link
+    /// if a stream needs it and none is out. A link let go of in the first pass can be
+    /// handed on in the second: every engine takes the release (`take_upstream_release`)
+    /// before it carries out the next `Need::Connect`.
     fn serve_streams(&mut self, context: &mut Context<'_>) -> Option<Need> {
-        let mut handed = None;
         for stream in &mut self.streams {
             if stream.cancelled || stream.answered {
                 continue;
@@ -247,7 +248,6 @@ impl Session {
                     Need::Read | Need::Flush | Need::Wait => {}
                 }
             }
-            // A finished exchange lets its upstream socket go.
             if self.link_owner == Some(stream.id) {
                 if let Some(release) = stream.conn.release.take() {
                     self.release = Some(release);
@@ -256,26 +256,25 @@ impl Session {
                     self.link_owner = None;
                 }
             }
-            if handed.is_some() {
-                continue;
-            }
-            match std::mem::replace(&mut stream.queued, Queued::Nothing) {
-                Queued::Job(job) if self.job_owner.is_none() => {
-                    self.job_owner = Some(stream.id);
-                    handed = Some(Need::Job(job));
-                }
-                Queued::Connect(connect) if self.link_owner.is_none() && self.release.is_none() => {
-                    self.link_owner = Some(stream.id);
-                    handed = Some(Need::Connect(connect));
-                }
-                other => stream.queued = other,
-            }
             let credit = stream.take_credit();
             if credit > 0 {
                 self.connection.release_body(stream.id, credit);
             }
         }
-        handed
+        for stream in &mut self.streams {
+            match std::mem::replace(&mut stream.queued, Queued::Nothing) {
+                Queued::Job(job) if self.job_owner.is_none() => {
+                    self.job_owner = Some(stream.id);
+                    return Some(Need::Job(job));
+                }
+                Queued::Connect(connect) if self.link_owner.is_none() => {
+                    self.link_owner = Some(stream.id);
+                    return Some(Need::Connect(connect));
+                }
+                other => stream.queued = other,
+            }
+        }
+        None
     }
 
     /// Frame responses round-robin until the queue reaches its high water. Returns whether
