@@ -16,15 +16,18 @@ use crate::token::{is_field_value, is_tchar};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MalformedRequest {
     /// A pseudo-header is missing, repeated, unknown, after a regular field, or a response
-    /// one (`:status`).
+    /// one (`:status`); or its value is malformed (`:method` not a token, `:path` empty or not
+    /// origin form). Holds its name, or `"unknown"`.
     PseudoHeader(&'static str),
     /// A field name with upper case or a character outside tchar, or a value with NUL, CR or
-    /// LF or leading/trailing whitespace (§8.2.1).
+    /// LF (§8.2.1; other controls but HTAB too, as ampd's HTTP/1 parser refuses them) or
+    /// leading/trailing whitespace.
     FieldSyntax,
     /// A connection-specific field (`connection`, `keep-alive`, `proxy-connection`,
     /// `transfer-encoding`, `upgrade`), or `te` other than `trailers` (§8.2.2).
     ConnectionSpecific,
-    /// `content-length` is not a number, or differs between repeats.
+    /// `content-length` is not a number, differs between repeats, or is not 0 on a request
+    /// whose HEADERS ended the stream (§8.1.1).
     ContentLength,
     /// `:authority` or `host` is not `host [":" port]`, or they disagree.
     Authority,
