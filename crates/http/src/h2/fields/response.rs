@@ -29,17 +29,17 @@ impl ResponseFields {
         self.text.clear();
         self.spans.clear();
         let end = memmem::find(head, b"\r\n\r\n")?;
-        let mut lines = head[..end]
-            .split(|&b| b == b'\n')
-            .map(|line| line.strip_suffix(b"\r").unwrap_or(line));
-        let status_line = lines.next()?;
-        let status = parse_status_line(status_line)?;
-        // Fields the Connection field names are hop-by-hop too (RFC 9110 §7.6.1). ampd's own
-        // heads name none but `close` / `keep-alive`; a proxied one may.
-        let names_fields = connection_options(head, end).any(|option| {
-            !option.eq_ignore_ascii_case(b"close") && !option.eq_ignore_ascii_case(b"keep-alive")
-        });
-        for line in lines {
+        let head = &head[..end + 2];
+        let line_end = memchr::memchr(b'\n', head)?;
+        let status = parse_status_line(trim_cr(&head[..line_end]))?;
+        // One pass over the field lines. Fields a `Connection` field names are hop-by-hop too
+        // (RFC 9110 §7.6.1); ampd's own heads name none but `close` / `keep-alive`, so those
+        // are dropped afterwards, only when some head names others (a proxied one may).
+        let mut names_fields = false;
+        let mut rest = &head[line_end + 1..];
+        while let Some(at) = memchr::memchr(b'\n', rest) {
+            let line = trim_cr(&rest[..at]);
+            rest = &rest[at + 1..];
             let colon = memchr::memchr(b':', line)?;
             let (name, value) = (&line[..colon], trim_ows(&line[colon + 1..]));
             if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
@@ -48,16 +48,25 @@ impl ResponseFields {
             let name_start = self.text.len();
             self.text.extend(name.iter().map(u8::to_ascii_lowercase));
             let lower = &self.text[name_start..];
-            let dropped = is_connection_specific(lower)
-                || (names_fields
-                    && connection_options(head, end)
-                        .any(|option| option.eq_ignore_ascii_case(lower)));
-            if dropped {
+            if is_connection_specific(lower) {
+                if lower == b"connection" {
+                    names_fields |= list_elements(value).any(|option| {
+                        !option.eq_ignore_ascii_case(b"close")
+                            && !option.eq_ignore_ascii_case(b"keep-alive")
+                    });
+                }
                 self.text.truncate(name_start);
                 continue;
             }
             self.text.extend_from_slice(value);
             self.push_span(name_start, name.len(), value.len());
+        }
+        if names_fields {
+            let text = &self.text;
+            self.spans.retain(|span| {
+                let name = &text[span[0] as usize..span[1] as usize];
+                !connection_options(head).any(|option| option.eq_ignore_ascii_case(name))
+            });
         }
         self.status = status;
         Some(())
@@ -116,19 +125,22 @@ fn parse_status_line(line: &[u8]) -> Option<u16> {
     )
 }
 
-/// The options of every `Connection` field of `head[..end]`.
-fn connection_options(head: &[u8], end: usize) -> impl Iterator<Item = &[u8]> {
-    head[..end]
-        .split(|&b| b == b'\n')
+/// The options of every `Connection` field of `head` (its field lines).
+fn connection_options(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    head.split(|&b| b == b'\n')
         .skip(1)
         .filter_map(|line| {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let line = trim_cr(line);
             let colon = memchr::memchr(b':', line)?;
             line[..colon]
                 .eq_ignore_ascii_case(b"connection")
                 .then(|| &line[colon + 1..])
         })
         .flat_map(list_elements)
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 #[cfg(test)]
