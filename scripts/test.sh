@@ -34,3 +34,5 @@ cargo build --quiet
 bash tests/scale_out.sh target/debug/ampd
 echo "== TLS scanners: testssl and sslscan against ampd (tests/tls_scan.sh, about 1 min)"
 bash tests/tls_scan.sh target/debug/ampd
+echo "== fuzzing the HTTP/2 targets (scripts/fuzz.sh, about 3 min)"
+bash scripts/fuzz.sh
