@@ -620,7 +620,9 @@ impl Connection {
             return Err(ErrorCode::ProtocolError);
         } else if id <= self.highest {
             match self.closed.get(id) {
-                Some(Closure::ResetByUs) => BlockUse::Discard,
+                // Trailers may be in flight; a second request head never is (§8.1).
+                Some(Closure::ResetByUs) if end_stream => BlockUse::Discard,
+                Some(Closure::ResetByUs) => BlockUse::StreamError(ErrorCode::ProtocolError),
                 Some(Closure::Ended | Closure::ResetByPeer) => return Err(ErrorCode::StreamClosed),
                 // A new stream must have a larger id than every earlier one (§5.1.1).
                 None => return Err(ErrorCode::ProtocolError),
@@ -878,6 +880,10 @@ impl Connection {
         if self.streams.remove(id).is_some() {
             self.closed.push(id, Closure::ResetByPeer);
             events.push(Event::Reset { stream: id, code });
+        } else if self.closed.get(id) == Some(Closure::ResetByUs) {
+            // Our resets crossed: from now on it is the client's reset that closed it, and
+            // what it sends after is STREAM_CLOSED (§5.1).
+            self.closed.push(id, Closure::ResetByPeer);
         }
         Ok(())
     }

@@ -1479,3 +1479,31 @@ fn credit_owed_before_our_settings_took_effect_is_sent_when_they_do() {
     assert_eq!(peer.send(&data(1, &[0; 16_384], false)).len(), 1);
     assert!(peer.resets().is_empty());
 }
+
+#[test]
+fn after_we_reset_a_stream_a_second_request_head_on_it_is_still_a_stream_error() {
+    let mut peer = Peer::new();
+    peer.send(&headers(1, GET, false));
+    // Answered, and the client told to stop sending (§8.1).
+    peer.response(1, true);
+    peer.conn.reset_stream(1, ErrorCode::NoError);
+    assert_eq!(peer.resets(), [(1, ErrorCode::NoError)]);
+    // Trailers in flight are fine; a HEADERS without END_STREAM never is (§8.1).
+    assert_eq!(peer.send(&headers(1, &literal("x-t", "1"), true)), []);
+    assert!(peer.resets().is_empty());
+    assert_eq!(peer.send(&headers(1, GET, false)), []);
+    peer.expect_stream_error(1, ErrorCode::ProtocolError);
+}
+
+#[test]
+fn a_stream_both_sides_reset_is_closed_by_the_clients_reset() {
+    let mut peer = Peer::new();
+    peer.send(&headers(1, GET, false));
+    peer.response(1, true);
+    peer.conn.reset_stream(1, ErrorCode::NoError);
+    let _ = peer.written();
+    // The client's RST_STREAM crossed ours: after it, its DATA is STREAM_CLOSED (§5.1).
+    assert_eq!(peer.send(&rst_stream(1, ErrorCode::Cancel)), []);
+    assert_eq!(peer.send(&data(1, b"x", true)), []);
+    peer.expect_stream_error(1, ErrorCode::StreamClosed);
+}
