@@ -489,7 +489,7 @@ cell() {
   echo "$(uname -sr), $(nproc) CPUs; servers on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
   echo "(h2load -t1 -c$H2_CONNS -m$H2_STREAMS, ${DUR}s per run; nghttp -ans, $PAGE_LOADS page loads per run);"
   echo "medians of $REPS interleaved runs; TLS 1.3 $SUITE, X25519, ECDSA P-256."
-  echo "ampd: $("$AMPD" --version 2>/dev/null | head -n1) at $(cd "$REPO" && git rev-parse --short HEAD) --arch $AMPD_ARCH, 1 loop;"
+  echo "ampd: $("$AMPD" -V 2>/dev/null) at $(cd "$REPO" && git rev-parse --short HEAD) --arch $AMPD_ARCH, 1 loop;"
   echo "nginx: $(nginx -v 2>&1 | sed 's/.*: //'), 1 worker; h2o: $(h2o --version 2>/dev/null | head -n1 | sed 's/h2o version //'), 1 thread; $(openssl version | cut -d' ' -f1-2)."
   echo "h2load rows: requests/s, server µs CPU per request (‡: the client's core was 90 % busy or"
   echo "more). Page: median time to load (handshakes done to the last byte), server CPU per load."
