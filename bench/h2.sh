@@ -68,9 +68,9 @@ WWW=${WWW:-/tmp/bench/www}
 SUITE=TLS_AES_128_GCM_SHA256
 declare -A TLS_PORT=([ampd]=$H2_PORT [nginx]=$((H2_PORT + 1)) [h2o]=$((H2_PORT + 2)))
 declare -A H2C_PORT=([ampd]=$((H2_PORT + 3)) [nginx]=$((H2_PORT + 4)) [h2o]=$((H2_PORT + 5)))
-declare -A ROW_NAME=([1k]="1 KiB, h2load -c10 -m10" [page]="page of 120 resources, nghttp -ans"
-  [100k]="100 KiB, h2load -c10 -m10" [1m]="1 MiB, h2load -c10 -m10"
-  [h2c-1k]="1 KiB, h2c (cleartext), h2load -c10 -m10")
+H2LOAD="h2load -c$H2_CONNS -m$H2_STREAMS"
+declare -A ROW_NAME=([1k]="1 KiB, $H2LOAD" [page]="page of $PAGE_RESOURCES resources, nghttp -ans"
+  [100k]="100 KiB, $H2LOAD" [1m]="1 MiB, $H2LOAD" [h2c-1k]="1 KiB, h2c (cleartext), $H2LOAD")
 declare -A ROW_PATH=([1k]=/f1k.bin [100k]=/f100k.bin [1m]=/f1m.bin [h2c-1k]=/f1k.bin
   [page]=/h2page/index.html)
 declare -A PATH_BYTES=([/f1k.bin]=1024 [/f100k.bin]=102400 [/f1m.bin]=1048576)
@@ -96,7 +96,7 @@ make_page() {
   mkdir -p "$dir.part/css" "$dir.part/js" "$dir.part/img"
   {
     echo '<!DOCTYPE html>'
-    echo '<html lang="en"><head><meta charset="utf-8"><title>bench/h2.sh: a page of 120 resources</title>'
+    echo '<html lang="en"><head><meta charset="utf-8"><title>bench/h2.sh: a page of '"$PAGE_RESOURCES"' resources</title>'
     for ((i = 0; i < PAGE_RESOURCES; i++)); do
       # 1 KiB + (i * 2659 mod 19457) bytes: spread over 1-20 KiB, the same on every machine.
       bytes=$((1024 + i * 2659 % 19457))
