@@ -1,6 +1,7 @@
 //! Fuzzing entry points, shared by the cargo-fuzz targets in `fuzz/` and the corpus replay
 //! test in `tests/fuzz_corpus.rs`, so a crash found by libFuzzer replays under `cargo test`.
-//! The reverse proxy's checks are in `fuzz/upstream.rs`, FastCGI's and CGI's in `fuzz/fastcgi.rs`.
+//! The reverse proxy's checks are in `fuzz/upstream.rs`, FastCGI's and CGI's in `fuzz/fastcgi.rs`,
+//! HPACK's and the HTTP/2 request fields' in `fuzz/hpack.rs`.
 //!
 //! Owns the invariants checked on arbitrary input. Must not be used by the server; every
 //! check panics on violation because a panic is what the fuzzer reports.
@@ -13,9 +14,11 @@ use crate::range::{parse_range, RangeOutcome};
 use crate::request::{BodyFraming, HeadParser, Limits, Parse, RequestHead};
 
 mod fastcgi;
+mod hpack;
 mod upstream;
 
 pub use fastcgi::{cgi_head, fastcgi_name_value, fastcgi_response};
+pub use hpack::hpack_decode;
 pub use upstream::{forward_request, upstream_response};
 
 /// Feeds `data` to the request-head parser whole and in pieces, and checks:

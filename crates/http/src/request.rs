@@ -581,7 +581,7 @@ fn check_version_byte(at: usize, byte: u8) -> Result<(), ParseError> {
 /// A byte a request-target may hold: visible ASCII without `#` (a fragment is never sent,
 /// RFC 9112 §3.2).
 #[inline]
-fn is_target_byte(byte: u8) -> bool {
+pub(crate) fn is_target_byte(byte: u8) -> bool {
     byte > b' ' && byte < 0x7f && byte != b'#'
 }
 

@@ -1,7 +1,8 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
-//! `fuzz/corpus/fastcgi_name_value` and `fuzz/corpus/cgi_head` through the same function the
-//! libFuzzer target calls, so fuzz coverage is part of stable `cargo test`.
+//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head` and `fuzz/corpus/hpack_decode`
+//! through the same function the libFuzzer target calls, so fuzz coverage is part of stable
+//! `cargo test`.
 
 use std::fs;
 use std::path::Path;
@@ -62,4 +63,9 @@ fn fastcgi_name_value_corpus_replays_cleanly() {
 #[test]
 fn cgi_head_corpus_replays_cleanly() {
     replay("cgi_head", 20, ampd_http::fuzz::cgi_head);
+}
+
+#[test]
+fn hpack_decode_corpus_replays_cleanly() {
+    replay("hpack_decode", 12, ampd_http::fuzz::hpack_decode);
 }
