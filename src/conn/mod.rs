@@ -9,6 +9,9 @@
 //! Must not touch: sockets, threads, the disk (a `Job` goes back to the engine), `ops` (the
 //! engine passes what lifecycle and admission decided: `draining`, a refused connection).
 
+mod h2;
+#[cfg(test)]
+mod h2_tests;
 mod handler;
 #[cfg(test)]
 mod harness;
@@ -226,6 +229,11 @@ enum State {
     Proxying(Box<handler::proxy::Proxy>),
     /// No more requests: send what is queued, then end as `Ending` says.
     Closing(Ending),
+    /// ALPN agreed on `h2`, or an `h2c` listener read the HTTP/2 preface: the session starts
+    /// at the next `advance` (it needs the configuration's limits).
+    Http2Agreed,
+    /// The connection speaks HTTP/2 (`h2/`).
+    Http2(Box<h2::Session>),
 }
 
 /// Input and output buffers an event loop lends to each connection it drives, for the turn.
@@ -277,6 +285,8 @@ pub struct Conn {
     open_failure: Option<upstream::Failure>,
     /// An upstream socket to hand back to the engine (`take_upstream_release`).
     release: Option<Release>,
+    /// The listener takes cleartext HTTP/2 with prior knowledge (`"ADDR h2c"`).
+    prior_knowledge: bool,
 }
 
 impl Conn {
@@ -310,6 +320,7 @@ impl Conn {
             link_buffers: upstream::Buffers::default(),
             open_failure: None,
             release: None,
+            prior_knowledge: false,
         }
     }
 
@@ -334,9 +345,19 @@ impl Conn {
         self.secure = secure;
     }
 
-    /// The handshake is done: what it settled, for the log, `HTTPS`/`SSL_*` and HSTS.
+    /// The handshake is done: what it settled, for the log, `HTTPS`/`SSL_*` and HSTS; an
+    /// agreed `h2` makes this an HTTP/2 connection.
     pub fn set_tls(&mut self, info: TlsInfo) {
+        if info.alpn.as_deref() == Some(ampd_http::h2::ALPN_H2) {
+            self.state = State::Http2Agreed;
+        }
         self.tls = Some(Box::new(info));
+    }
+
+    /// The listener takes HTTP/2 with prior knowledge beside HTTP/1.1 (RFC 9113 §3.3): a
+    /// connection that opens with the preface speaks HTTP/2.
+    pub fn accept_prior_knowledge(&mut self) {
+        self.prior_knowledge = true;
     }
 
     /// The listener's address, as bound.
@@ -455,6 +476,7 @@ impl Conn {
                 !self.peer_finished
             }
             State::Proxying(_) => !self.peer_finished && self.proxy_reads_client(),
+            State::Http2Agreed | State::Http2(_) => !self.peer_finished,
             State::Waiting(_) | State::Authenticating(_) | State::Closing(_) => false,
         }
     }
@@ -463,7 +485,10 @@ impl Conn {
     /// is waiting for the request its client is about to send, not idle between requests.
     #[must_use]
     pub fn has_answered(&self) -> bool {
-        self.served > 0
+        match &self.state {
+            State::Http2(session) => session.served() > 0,
+            _ => self.served > 0,
+        }
     }
 
     #[must_use]
@@ -471,6 +496,8 @@ impl Conn {
         match self.state {
             State::Closing(_) => Phase::Closing,
             _ if !self.output.is_empty() => Phase::Sending,
+            State::Http2Agreed => Phase::Head,
+            State::Http2(ref session) => session.phase(self.input.len() - self.consumed),
             // The header is due at once: the header timeout runs from the accept.
             State::ReadingProxyHeader => Phase::Head,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
@@ -499,6 +526,10 @@ impl Conn {
             }
             // No HTTP has been spoken yet: close without a response.
             State::ReadingProxyHeader => self.proxy_header_timed_out(context.stats),
+            State::Http2(mut session) => {
+                session.timed_out(&mut self.output);
+                self.release = self.release.or(session.take_release());
+            }
             _ if phase == Phase::Head => {
                 self.reply_to(None, 408, Persistence::Close, &[], context);
             }
@@ -522,6 +553,24 @@ impl Conn {
         loop {
             match &mut self.state {
                 State::Closing(ending) => return Need::Close(*ending),
+                State::Http2Agreed => {
+                    let session = h2::Session::new(self, context);
+                    self.state = State::Http2(Box::new(session));
+                }
+                State::Http2(session) => {
+                    let (used, need) = session.advance(
+                        &self.input[self.consumed..],
+                        &mut self.output,
+                        self.peer_finished,
+                        context,
+                    );
+                    self.consumed += used;
+                    if let Need::Close(ending) = need {
+                        self.release = self.release.or(session.take_release());
+                        self.state = State::Closing(ending);
+                    }
+                    return need;
+                }
                 State::ReadingProxyHeader => {
                     if let Some(need) = self.read_proxy_header(context) {
                         return need;
@@ -574,6 +623,16 @@ impl Conn {
                     if self.output.pending() > OUTPUT_HIGH_WATER {
                         return Need::Flush;
                     }
+                    if self.prior_knowledge && self.served == 0 {
+                        match self.preface() {
+                            Preface::Complete => {
+                                self.state = State::Http2Agreed;
+                                continue;
+                            }
+                            Preface::Partial if !self.peer_finished => return Need::Read,
+                            Preface::Partial | Preface::Absent => {}
+                        }
+                    }
                     if self.consumed == self.input.len() {
                         if self.peer_finished {
                             self.state = State::Closing(Ending::Close);
@@ -607,6 +666,9 @@ impl Conn {
     /// A job this connection asked for finished. Returns the next job when serving needs one
     /// more (a path resolved to a small file whose data must now be loaded).
     pub fn job_done(&mut self, done: JobDone, context: &mut Context<'_>) -> Option<Job> {
+        if let State::Http2(session) = &mut self.state {
+            return session.job_done(done, context);
+        }
         let pending = match std::mem::replace(&mut self.state, State::ReadingHead) {
             State::Waiting(pending) => pending,
             State::Authenticating(request) => {
@@ -806,6 +868,30 @@ impl Conn {
                 None
             }
             None => self.route(exchange, context),
+        }
+    }
+}
+
+/// What the input of an `h2c` listener's connection opens with.
+enum Preface {
+    /// The whole HTTP/2 client preface.
+    Complete,
+    /// The beginning of it, so far.
+    Partial,
+    /// Anything else: an HTTP/1 request.
+    Absent,
+}
+
+impl Conn {
+    fn preface(&self) -> Preface {
+        let input = &self.input[self.consumed..];
+        let preface = ampd_http::h2::PREFACE;
+        if input.starts_with(preface) {
+            Preface::Complete
+        } else if preface.starts_with(input) {
+            Preface::Partial
+        } else {
+            Preface::Absent
         }
     }
 }

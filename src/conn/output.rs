@@ -211,6 +211,74 @@ impl Output {
         }
     }
 
+    /// Move the response head at the front of the queue (up to and including its blank line)
+    /// into `head`, replacing what it held. `false`, and nothing moved, when the front does
+    /// not hold a complete head in memory (HTTP/2 turns the head into a HEADERS frame).
+    pub fn take_head(&mut self, head: &mut Vec<u8>) -> bool {
+        self.seal();
+        head.clear();
+        let mut found = None;
+        for segment in &self.segments {
+            let bytes = match segment {
+                Segment::Buffer { start, end } => &self.buffer[*start..*end],
+                Segment::Shared { data, start, end } => &data[*start..*end],
+                Segment::File { .. } => break,
+            };
+            let before = head.len();
+            head.extend_from_slice(bytes);
+            // The blank line may straddle two segments: look from just before this one.
+            let from = before.saturating_sub(3);
+            if let Some(at) = head[from..]
+                .windows(4)
+                .position(|window| window == b"\r\n\r\n")
+            {
+                found = Some(from + at + 4);
+                break;
+            }
+        }
+        match found {
+            Some(len) => {
+                head.truncate(len);
+                self.advance(len as u64);
+                true
+            }
+            None => {
+                head.clear();
+                false
+            }
+        }
+    }
+
+    /// Move up to `max` bytes from the front of the queue to the back of `into`, by reference
+    /// where they are shared data or file ranges (HTTP/2 puts a stream's body behind a DATA
+    /// frame header in the connection's queue). Returns the bytes moved.
+    pub fn move_front_into(&mut self, into: &mut Output, max: u64) -> u64 {
+        self.seal();
+        let mut moved = 0;
+        for segment in &self.segments {
+            if moved == max {
+                break;
+            }
+            let take = segment.len().min(max - moved);
+            match segment {
+                Segment::Buffer { start, .. } => {
+                    let start = *start;
+                    into.bytes()
+                        .extend_from_slice(&self.buffer[start..start + take as usize]);
+                }
+                Segment::Shared { data, start, .. } => {
+                    into.shared(data.clone(), *start, *start + take as usize);
+                }
+                Segment::File { file, start, .. } => {
+                    into.file(file.clone(), *start, *start + take);
+                }
+            }
+            moved += take;
+        }
+        self.advance(moved);
+        moved
+    }
+
     /// Reclaim the sent front of the buffer once it is most of it: a response streamed from
     /// an upstream appends while earlier bytes are still going out, so the buffer would
     /// otherwise never empty and grow with the whole body.
@@ -259,6 +327,34 @@ impl Sink for Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_head_is_taken_whole_and_the_body_moves_by_reference() {
+        let mut output = Output::default();
+        output
+            .bytes()
+            .extend_from_slice(b"HTTP/1.1 200 OK\r\nA: b\r\n\r");
+        let data: Arc<[u8]> = Arc::from(&b"\nbody"[..]);
+        output.shared(data, 0, 5);
+        let mut head = Vec::new();
+        assert!(output.take_head(&mut head));
+        assert_eq!(head, b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n");
+        let mut into = Output::default();
+        assert_eq!(output.move_front_into(&mut into, 3), 3);
+        assert_eq!(output.move_front_into(&mut into, 100), 1);
+        assert!(output.is_empty());
+        let sent: Vec<u8> = into
+            .memory_slices()
+            .iter()
+            .flat_map(|slice| slice.to_vec())
+            .collect();
+        assert_eq!(sent, b"body");
+
+        let mut partial = Output::default();
+        partial.bytes().extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        assert!(!partial.take_head(&mut head));
+        assert_eq!(partial.pending(), 17);
+    }
 
     #[test]
     fn a_buffer_appended_to_while_it_drains_stays_bounded_and_keeps_every_byte_in_order() {

@@ -191,6 +191,22 @@ impl Link {
 }
 
 impl Conn {
+    /// Under HTTP/2 the link belongs to one stream's inner `Conn`: the engine's calls go
+    /// there (`h2::Session`).
+    fn linked_stream(&self) -> Option<&Conn> {
+        match &self.state {
+            super::State::Http2(session) => session.linked(),
+            _ => None,
+        }
+    }
+
+    fn linked_stream_mut(&mut self) -> Option<&mut Conn> {
+        match &mut self.state {
+            super::State::Http2(session) => session.linked_mut(),
+            _ => None,
+        }
+    }
+
     fn link(&self) -> Option<&Link> {
         self.link.as_ref()
     }
@@ -214,11 +230,17 @@ impl Conn {
 
     /// The engine attached an upstream socket after `Need::Connect`.
     pub fn upstream_opened(&mut self, opened: Opened) {
+        if let Some(stream) = self.linked_stream_mut() {
+            return stream.upstream_opened(opened);
+        }
         self.proxy_opened(opened, Instant::now());
     }
 
     /// A fresh socket's `connect` completed.
     pub fn upstream_connected(&mut self) {
+        if let Some(stream) = self.linked_stream_mut() {
+            return stream.upstream_connected();
+        }
         if let Some(link) = self.link_mut() {
             link.connected = true;
             link.moved = Instant::now();
@@ -228,6 +250,9 @@ impl Conn {
     /// Bytes to write to the upstream now (empty: nothing, for now).
     #[must_use]
     pub fn upstream_output(&self) -> &[u8] {
+        if let Some(stream) = self.linked_stream() {
+            return stream.upstream_output();
+        }
         self.link()
             .filter(|link| link.connected && link.failure.is_none())
             .map_or(&[][..], |link| &link.out[link.sent..])
@@ -237,11 +262,17 @@ impl Conn {
     /// shuts down the socket's write side (once).
     #[must_use]
     pub fn upstream_output_ended(&self) -> bool {
+        if let Some(stream) = self.linked_stream() {
+            return stream.upstream_output_ended();
+        }
         self.link().is_some_and(|link| link.output_ended)
     }
 
     /// `count` bytes of `upstream_output` were written.
     pub fn upstream_sent(&mut self, count: usize) {
+        if let Some(stream) = self.linked_stream_mut() {
+            return stream.upstream_sent(count);
+        }
         if let Some(link) = self.link_mut() {
             link.sent = (link.sent + count).min(link.out.len());
             if count > 0 {
@@ -254,11 +285,17 @@ impl Conn {
     /// client is slower than the upstream and its output is full: backpressure).
     #[must_use]
     pub fn upstream_wants_input(&self) -> bool {
+        if let Some(stream) = self.linked_stream() {
+            return stream.upstream_wants_input();
+        }
         self.proxy_reads_upstream()
     }
 
     /// Bytes read from the upstream.
     pub fn upstream_receive(&mut self, bytes: &[u8]) {
+        if let Some(stream) = self.linked_stream_mut() {
+            return stream.upstream_receive(bytes);
+        }
         if let Some(link) = self.link_mut() {
             link.input.extend_from_slice(bytes);
             link.received += bytes.len() as u64;
@@ -270,6 +307,9 @@ impl Conn {
 
     /// The upstream closed its side (a read returned 0).
     pub fn upstream_finished(&mut self) {
+        if let Some(stream) = self.linked_stream_mut() {
+            return stream.upstream_finished();
+        }
         if let Some(link) = self.link_mut() {
             link.finished = true;
         }
@@ -278,6 +318,9 @@ impl Conn {
     /// Connecting, reading or writing the upstream socket failed, or (with no socket attached
     /// after `Need::Connect`) no socket could be made.
     pub fn upstream_failed(&mut self, error: &io::Error) {
+        if let Some(stream) = self.linked_stream_mut() {
+            return stream.upstream_failed(error);
+        }
         match self.link_mut() {
             Some(link) => {
                 let failure = if link.connected {
@@ -296,6 +339,9 @@ impl Conn {
     /// (the client is slow: its own send timeout governs).
     #[must_use]
     pub fn upstream_deadline(&self) -> Option<Instant> {
+        if let Some(stream) = self.linked_stream() {
+            return stream.upstream_deadline();
+        }
         let link = self.link()?;
         if link.failure.is_some() {
             return None;
@@ -312,6 +358,9 @@ impl Conn {
 
     /// The engine saw `upstream_deadline` pass.
     pub fn upstream_timed_out(&mut self) {
+        if let Some(stream) = self.linked_stream_mut() {
+            return stream.upstream_timed_out();
+        }
         if let Some(link) = self.link_mut() {
             link.failure.get_or_insert(Failure::TimedOut);
         }
@@ -319,12 +368,20 @@ impl Conn {
 
     /// The upstream socket the connection is done with, once: pool it or close it.
     pub fn take_upstream_release(&mut self) -> Option<Release> {
+        if let super::State::Http2(session) = &mut self.state {
+            if let Some(release) = session.take_release() {
+                return Some(release);
+            }
+        }
         self.release.take()
     }
 
     /// Whether an upstream socket is attached (the engine watches it).
     #[must_use]
     pub fn has_upstream(&self) -> bool {
+        if let Some(stream) = self.linked_stream() {
+            return stream.has_upstream();
+        }
         self.link().is_some()
     }
 }

@@ -159,6 +159,9 @@ impl Door<'_> {
             Some((mut conn, ticket)) => {
                 conn.set_peer_port(peer.port());
                 conn.set_listener(listener.local, listener.tls);
+                if listener.h2c {
+                    conn.accept_prior_knowledge();
+                }
                 let now = Instant::now();
                 let handshake_deadline = tls
                     .is_some()

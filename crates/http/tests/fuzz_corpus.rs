@@ -1,6 +1,7 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
-//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head` and `fuzz/corpus/hpack_decode`
+//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/hpack_decode` and
+//! `fuzz/corpus/h2_connection`
 //! through the same function the libFuzzer target calls, so fuzz coverage is part of stable
 //! `cargo test`.
 
@@ -68,4 +69,9 @@ fn cgi_head_corpus_replays_cleanly() {
 #[test]
 fn hpack_decode_corpus_replays_cleanly() {
     replay("hpack_decode", 12, ampd_http::fuzz::hpack_decode);
+}
+
+#[test]
+fn h2_connection_corpus_replays_cleanly() {
+    replay("h2_connection", 20, ampd_http::fuzz::h2_connection);
 }

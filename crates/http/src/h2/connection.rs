@@ -15,8 +15,13 @@
 use std::time::{Duration, Instant};
 
 use super::error::ErrorCode;
-use super::fields::ResponseFields;
-use crate::request::RequestHead;
+use super::fields::{MalformedRequest, RequestBuilder, ResponseFields};
+use super::flood::Budgets;
+use super::frame::{self, flags, setting, FrameHeader, Kind, HEADER_LEN, MAX_WINDOW};
+use super::hpack::{Decoder, Encoder};
+use super::stream::{BodyUse, Closure, RecentlyClosed, RecvState, SendState, Stream, Streams};
+use super::PREFACE;
+use crate::request::{BodyFraming, RequestHead};
 
 /// A stream identifier (31 bits; client streams are odd).
 pub type StreamId = u32;
@@ -108,17 +113,150 @@ pub enum Event<'a> {
     GoAway { code: ErrorCode },
 }
 
+/// Where the connection is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the 24 bytes of the client preface (§3.4).
+    Preface,
+    /// The preface is read; the client's first frame must be SETTINGS (§3.4).
+    FirstSettings,
+    /// Reading frames.
+    Frames,
+    /// A connection error was found (or the server ended the connection with an error code):
+    /// GOAWAY is queued, nothing more is read.
+    Closing,
+}
+
+/// What a header block is decoded for, decided when its HEADERS frame arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockUse {
+    /// It opens a new stream; `self_dependent` streams are refused once decoded (§5.3.1).
+    Request { self_dependent: bool },
+    /// The trailers of an open stream (§8.1): validated and dropped.
+    Trailers,
+    /// Decoded only to keep HPACK in step, then dropped: a stream we reset or ignore (after
+    /// our GOAWAY, §6.8).
+    Discard,
+    /// Decoded, then a stream error with this code.
+    StreamError(ErrorCode),
+}
+
+/// A header block whose HEADERS frame lacked END_HEADERS: CONTINUATIONs of `stream` follow,
+/// and nothing else may come between them (§6.10).
+#[derive(Clone, Copy, Debug)]
+struct PendingBlock {
+    stream: StreamId,
+    end_stream: bool,
+    use_: BlockUse,
+}
+
+/// The client's window before any SETTINGS (§6.5.2, §6.9.2).
+const DEFAULT_WINDOW: u32 = 65_535;
+
+/// The client's SETTINGS_HEADER_TABLE_SIZE before it says otherwise.
+const DEFAULT_HEADER_TABLE: u32 = 4_096;
+
 /// One connection's HTTP/2 state.
 #[derive(Debug)]
-pub struct Connection {}
+pub struct Connection {
+    limits: Limits,
+    phase: Phase,
+    /// Control frames queued for `write_control`.
+    control: Vec<u8>,
+    decoder: Decoder,
+    encoder: Encoder,
+    streams: Streams,
+    closed: RecentlyClosed,
+    /// The highest client stream id opened (or refused, or ignored): ids above it are idle.
+    highest: StreamId,
+    pending: Option<PendingBlock>,
+    /// A header block being assembled from HEADERS + CONTINUATION (kept for its capacity).
+    block: Vec<u8>,
+    /// The connection's receive window as the client sees it, and what is owed back to it.
+    recv_window: i64,
+    recv_owed: u32,
+    /// The connection receive window we keep crediting the client up to.
+    recv_target: u32,
+    /// What a new stream's receive window is: the default until the client acknowledges our
+    /// SETTINGS, whichever of it and ours is larger (the client may open streams before it
+    /// reads our SETTINGS), ours after.
+    recv_initial: u32,
+    settings_acked: bool,
+    /// The connection send window (the client's receive window).
+    send_window: i64,
+    /// The client's SETTINGS: INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE, HEADER_TABLE_SIZE.
+    peer_initial_window: u32,
+    peer_max_frame: u32,
+    peer_header_table: u32,
+    going_away: bool,
+    budgets: Budgets,
+}
 
 impl Connection {
     /// A connection whose server preface (our SETTINGS, then the connection WINDOW_UPDATE) is
     /// queued for `write_control`.
     #[must_use]
     pub fn new(limits: &Limits) -> Connection {
-        let _ = limits;
-        todo!("frames helper")
+        let mut limits = limits.clone();
+        limits.max_frame_size = limits
+            .max_frame_size
+            .clamp(frame::DEFAULT_MAX_FRAME_SIZE, frame::MAX_FRAME_SIZE_LIMIT);
+        limits.initial_window_size = limits.initial_window_size.min(MAX_WINDOW);
+        let recv_target = limits
+            .connection_window_size
+            .clamp(DEFAULT_WINDOW, MAX_WINDOW);
+
+        let mut control = Vec::with_capacity(256);
+        let mut params = [(0, 0); 6];
+        let mut count = 0;
+        let mut add = |id, value| {
+            params[count] = (id, value);
+            count += 1;
+        };
+        add(
+            setting::MAX_CONCURRENT_STREAMS,
+            limits.max_concurrent_streams,
+        );
+        add(setting::INITIAL_WINDOW_SIZE, limits.initial_window_size);
+        add(setting::MAX_FRAME_SIZE, limits.max_frame_size);
+        add(setting::MAX_HEADER_LIST_SIZE, limits.max_header_list_size);
+        if limits.header_table_size != DEFAULT_HEADER_TABLE {
+            add(setting::HEADER_TABLE_SIZE, limits.header_table_size);
+        }
+        add(setting::ENABLE_PUSH, 0);
+        frame::write_settings(&mut control, &params[..count]);
+        if recv_target > DEFAULT_WINDOW {
+            frame::write_window_update(&mut control, 0, recv_target - DEFAULT_WINDOW);
+        }
+
+        // Enough to classify the frames a client may still have in flight for the streams it
+        // just closed or we just reset (a few round trips of a full set of streams).
+        let remembered = (limits.max_concurrent_streams as usize)
+            .saturating_mul(2)
+            .clamp(32, 1024);
+        Connection {
+            phase: Phase::Preface,
+            control,
+            decoder: Decoder::new(limits.header_table_size as usize),
+            encoder: Encoder::new(),
+            streams: Streams::default(),
+            closed: RecentlyClosed::new(remembered),
+            highest: 0,
+            pending: None,
+            block: Vec::new(),
+            recv_window: i64::from(recv_target),
+            recv_owed: 0,
+            recv_target,
+            recv_initial: limits.initial_window_size.max(DEFAULT_WINDOW),
+            settings_acked: false,
+            send_window: i64::from(DEFAULT_WINDOW),
+            peer_initial_window: DEFAULT_WINDOW,
+            peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE,
+            peer_header_table: DEFAULT_HEADER_TABLE,
+            going_away: false,
+            budgets: Budgets::new(&limits),
+            limits,
+        }
     }
 
     /// Read the frames complete in `input` (the client preface first), pushing what they mean
@@ -130,21 +268,54 @@ impl Connection {
         now: Instant,
         events: &mut Vec<Event<'a>>,
     ) -> usize {
-        let _ = (input, now, events);
-        todo!("frames helper")
+        let mut used = 0;
+        if self.phase == Phase::Preface {
+            let seen = input.len().min(PREFACE.len());
+            if input[..seen] != PREFACE[..seen] {
+                // Not HTTP/2 (§3.4): GOAWAY PROTOCOL_ERROR, then close.
+                self.connection_error(ErrorCode::ProtocolError);
+                return 0;
+            }
+            if seen < PREFACE.len() {
+                return 0;
+            }
+            used = PREFACE.len();
+            self.phase = Phase::FirstSettings;
+        }
+        while self.phase != Phase::Closing {
+            let rest = &input[used..];
+            let Some((head, after)) = rest.split_first_chunk::<HEADER_LEN>() else {
+                break;
+            };
+            let header = FrameHeader::parse(head);
+            // Judged on the header alone: a client announcing a frame past our
+            // SETTINGS_MAX_FRAME_SIZE is not waited for (§4.2).
+            if header.length > self.limits.max_frame_size {
+                self.connection_error(ErrorCode::FrameSizeError);
+                break;
+            }
+            let Some(payload) = after.get(..header.length as usize) else {
+                break;
+            };
+            used += HEADER_LEN + payload.len();
+            if let Err(code) = self.frame(header, payload, now, events) {
+                self.connection_error(code);
+            }
+        }
+        used
     }
 
     /// Append the control frames queued (SETTINGS and their ACKs, PING ACKs, WINDOW_UPDATEs,
     /// RST_STREAMs, GOAWAY) to `out`. They go before any response bytes queued after them.
     pub fn write_control(&mut self, out: &mut Vec<u8>) {
-        let _ = out;
-        todo!("frames helper")
+        out.extend_from_slice(&self.control);
+        self.control.clear();
     }
 
     /// Whether control frames wait for `write_control`.
     #[must_use]
     pub fn has_control(&self) -> bool {
-        todo!("frames helper")
+        !self.control.is_empty()
     }
 
     /// Append a HEADERS frame (and CONTINUATIONs, at the client's SETTINGS_MAX_FRAME_SIZE)
@@ -158,22 +329,56 @@ impl Connection {
         end_stream: bool,
         out: &mut Vec<u8>,
     ) {
-        let _ = (stream, response, end_stream, out);
-        todo!("frames helper")
+        if !self
+            .streams
+            .get(stream)
+            .is_some_and(|open| open.send == SendState::Open)
+        {
+            // Reset meanwhile (or already ended): nothing may be sent on it (§5.1).
+            return;
+        }
+        out.extend_from_slice(&[0; HEADER_LEN]);
+        let block_start = out.len();
+        self.encoder.begin(out);
+        let status = response.status.min(999);
+        let digits = [
+            b'0' + (status / 100) as u8,
+            b'0' + (status / 10 % 10) as u8,
+            b'0' + (status % 10) as u8,
+        ];
+        self.encoder.field(b":status", &digits, false, out);
+        for (name, value) in response.iter() {
+            // Credentials are never put in a table an intermediary could probe (RFC 7541
+            // §7.1.3).
+            let never_index = matches!(
+                name,
+                b"set-cookie" | b"cookie" | b"authorization" | b"proxy-authorization"
+            );
+            self.encoder.field(name, value, never_index, out);
+        }
+        frame::frame_header_block(out, block_start, stream, end_stream, self.peer_max_frame);
+        if end_stream {
+            self.end_sending(stream);
+        }
     }
 
     /// Body bytes `stream` may send now: the smaller of its window and the connection's (0
     /// when blocked, or when the stream is not open for sending).
     #[must_use]
     pub fn send_capacity(&self, stream: StreamId) -> u32 {
-        let _ = stream;
-        todo!("frames helper")
+        match self.streams.get(stream) {
+            Some(open) if open.send == SendState::Open => {
+                let window = open.send_window.min(self.send_window).max(0);
+                u32::try_from(window).unwrap_or(MAX_WINDOW)
+            }
+            _ => 0,
+        }
     }
 
     /// The largest DATA payload the client accepts (its SETTINGS_MAX_FRAME_SIZE).
     #[must_use]
     pub fn max_data_payload(&self) -> u32 {
-        todo!("frames helper")
+        self.peer_max_frame
     }
 
     /// The header of a DATA frame of `len` bytes on `stream` (`len` ≤ `send_capacity` and ≤
@@ -185,54 +390,812 @@ impl Connection {
         len: u32,
         end_stream: bool,
     ) -> [u8; super::frame::HEADER_LEN] {
-        let _ = (stream, len, end_stream);
-        todo!("frames helper")
+        debug_assert!(len <= self.send_capacity(stream) && len <= self.peer_max_frame);
+        self.send_window -= i64::from(len);
+        self.budgets.window_updates.data_sent();
+        if let Some(open) = self.streams.get_mut(stream) {
+            open.send_window -= i64::from(len);
+        }
+        if end_stream {
+            self.end_sending(stream);
+        }
+        frame::data_header(stream, len, end_stream)
     }
 
     /// `len` bytes of `stream`'s body (as `Event::Data` gave them) have been used: credit
     /// returns to the client (WINDOW_UPDATEs for the stream and the connection, batched once
     /// half a window is owed).
     pub fn release_body(&mut self, stream: StreamId, len: usize) {
-        let _ = (stream, len);
-        todo!("frames helper")
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        self.credit_connection(len);
+        let half = (self.recv_initial / 2).max(1);
+        if let Some(open) = self.streams.get_mut(stream) {
+            // A stream the client has ended needs no more credit.
+            if open.recv == RecvState::Open {
+                open.recv_owed = open.recv_owed.saturating_add(len);
+                if open.recv_owed >= half {
+                    // Never past 2^31-1, even if the caller releases more than it was given.
+                    let room = i64::from(MAX_WINDOW) - open.recv_window;
+                    let owed = open.recv_owed.min(u32::try_from(room.max(0)).unwrap_or(0));
+                    open.recv_owed = 0;
+                    if owed == 0 {
+                        return;
+                    }
+                    open.recv_window += i64::from(owed);
+                    frame::write_window_update(&mut self.control, stream, owed);
+                }
+            }
+        }
     }
 
     /// Reset `stream` from our side (RST_STREAM with `code`): the response was cut short
     /// (`InternalError`, `Cancel`), or it is complete while the client is still sending a
     /// body we will not read (`NoError`, §8.1).
     pub fn reset_stream(&mut self, stream: StreamId, code: ErrorCode) {
-        let _ = (stream, code);
-        todo!("frames helper")
+        if self.streams.remove(stream).is_some() {
+            frame::write_rst_stream(&mut self.control, stream, code);
+            self.closed.push(stream, Closure::ResetByUs);
+        }
     }
 
     /// Send GOAWAY: `NoError` for a graceful stop (streams up to the last one accepted are
     /// finished, new ones refused), another code for a connection error.
     pub fn go_away(&mut self, code: ErrorCode) {
-        let _ = code;
-        todo!("frames helper")
+        if self.phase == Phase::Closing || (self.going_away && code == ErrorCode::NoError) {
+            return;
+        }
+        frame::write_go_away(&mut self.control, self.highest, code);
+        self.going_away = true;
+        if code != ErrorCode::NoError {
+            self.phase = Phase::Closing;
+        }
     }
 
     /// Streams open or half-closed: the client still waits on them.
     #[must_use]
     pub fn active_streams(&self) -> usize {
-        todo!("frames helper")
+        self.streams.len()
     }
 
     /// GOAWAY has been queued: accept no new streams.
     #[must_use]
     pub fn is_going_away(&self) -> bool {
-        todo!("frames helper")
+        self.going_away
     }
 
     /// A connection error was found (its GOAWAY is queued): write what is queued and close.
     #[must_use]
     pub fn is_closing(&self) -> bool {
-        todo!("frames helper")
+        self.phase == Phase::Closing
     }
 
     /// The client preface has not been read in full yet.
     #[must_use]
     pub fn awaiting_preface(&self) -> bool {
-        todo!("frames helper")
+        self.phase == Phase::Preface
     }
 }
+
+/// Receiving: one frame at a time. `Err` is a connection error (§5.4.1); stream errors are
+/// handled where they are found (`stream_error`).
+impl Connection {
+    fn frame<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        if self.phase == Phase::FirstSettings {
+            if header.kind != Kind::Settings || header.has(flags::ACK) {
+                return Err(ErrorCode::ProtocolError);
+            }
+            self.phase = Phase::Frames;
+        }
+        if let Some(pending) = self.pending {
+            // Nothing may come between a HEADERS and its CONTINUATIONs (§6.10).
+            if header.kind != Kind::Continuation || header.stream != pending.stream {
+                return Err(ErrorCode::ProtocolError);
+            }
+        }
+        match header.kind {
+            Kind::Data => self.on_data(header, payload, now, events),
+            Kind::Headers => self.on_headers(header, payload, now, events),
+            Kind::Continuation => self.on_continuation(header, payload, now, events),
+            Kind::Priority => self.on_priority(header, payload, now, events),
+            Kind::RstStream => self.on_rst_stream(header, payload, now, events),
+            Kind::Settings => self.on_settings(header, payload, now, events),
+            Kind::Ping => self.on_ping(header, payload, now),
+            Kind::GoAway => self.on_go_away(header, payload, events),
+            Kind::WindowUpdate => self.on_window_update(header, payload, now, events),
+            // A client cannot push (§8.4).
+            Kind::PushPromise => Err(ErrorCode::ProtocolError),
+            // Unknown types are ignored (§4.1, §5.5), but counted: they cost a read each.
+            Kind::Unknown(_) => self.spend_empty(now),
+        }
+    }
+
+    fn on_data<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let id = header.stream;
+        if id == 0 {
+            return Err(ErrorCode::ProtocolError);
+        }
+        if self.is_idle(id) {
+            return Err(ErrorCode::ProtocolError);
+        }
+        // Every DATA frame counts against the connection window, padding included, whatever
+        // its stream's state (§6.9).
+        let len = header.length;
+        if i64::from(len) > self.recv_window {
+            return Err(ErrorCode::FlowControlError);
+        }
+        self.recv_window -= i64::from(len);
+        let data = frame::unpad(&header, payload)?;
+        let end_stream = header.has(flags::END_STREAM);
+        if data.is_empty() && !end_stream {
+            self.spend_empty(now)?;
+        }
+        let Some(stream) = self.streams.get_mut(id) else {
+            self.credit_connection(len);
+            return self.on_closed_stream(id, Kind::Data, now);
+        };
+        if stream.recv == RecvState::Ended {
+            // Half-closed (remote): STREAM_CLOSED (§5.1).
+            self.credit_connection(len);
+            self.stream_error(id, ErrorCode::StreamClosed, now, events)?;
+            return Ok(());
+        }
+        if i64::from(len) > stream.recv_window {
+            self.credit_connection(len);
+            self.stream_error(id, ErrorCode::FlowControlError, now, events)?;
+            return Ok(());
+        }
+        stream.recv_window -= i64::from(len);
+        stream.received += data.len() as u64;
+        if let Some(expected) = stream.content_length {
+            // More than content-length, or fewer at the end: malformed (§8.1.1).
+            if stream.received > expected || (end_stream && stream.received != expected) {
+                self.credit_connection(len);
+                self.stream_error(id, ErrorCode::ProtocolError, now, events)?;
+                return Ok(());
+            }
+        }
+        if end_stream {
+            stream.recv = RecvState::Ended;
+        }
+        let body = stream.body;
+        let done = stream.is_done();
+        match body {
+            BodyUse::Delivered => {
+                // The padding is not the server's to release: credit it now.
+                let padding = len - data.len() as u32;
+                if padding > 0 {
+                    self.release_body(id, padding as usize);
+                }
+                events.push(Event::Data {
+                    stream: id,
+                    data,
+                    end_stream,
+                });
+            }
+            BodyUse::Discarded => self.credit_connection(len),
+        }
+        if done {
+            self.close(id, Closure::Ended);
+        }
+        Ok(())
+    }
+
+    fn on_headers<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let id = header.stream;
+        if id == 0 {
+            return Err(ErrorCode::ProtocolError);
+        }
+        let parsed = frame::headers(&header, payload)?;
+        let end_stream = header.has(flags::END_STREAM);
+        let self_dependent = parsed.priority.is_some_and(|p| p.dependency == id);
+        let use_ = if let Some(stream) = self.streams.get(id) {
+            if stream.recv == RecvState::Ended {
+                BlockUse::StreamError(ErrorCode::StreamClosed)
+            } else if !end_stream || self_dependent {
+                // A second HEADERS is trailers, and trailers end the stream (§8.1).
+                BlockUse::StreamError(ErrorCode::ProtocolError)
+            } else {
+                BlockUse::Trailers
+            }
+        } else if id.is_multiple_of(2) {
+            // Client streams are odd (§5.1.1).
+            return Err(ErrorCode::ProtocolError);
+        } else if id <= self.highest {
+            match self.closed.get(id) {
+                Some(Closure::ResetByUs) => BlockUse::Discard,
+                Some(Closure::Ended | Closure::ResetByPeer) => return Err(ErrorCode::StreamClosed),
+                // A new stream must have a larger id than every earlier one (§5.1.1).
+                None => return Err(ErrorCode::ProtocolError),
+            }
+        } else {
+            self.highest = id;
+            if self.going_away {
+                // After our GOAWAY, streams above its last id are ignored (§6.8).
+                self.closed.push(id, Closure::ResetByUs);
+                BlockUse::Discard
+            } else {
+                BlockUse::Request { self_dependent }
+            }
+        };
+        let pending = PendingBlock {
+            stream: id,
+            end_stream,
+            use_,
+        };
+        if parsed.fragment.len() > self.limits.max_header_block as usize {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        if header.has(flags::END_HEADERS) {
+            // The common case: decode straight from the input, no copy.
+            return self.finish_block(pending, parsed.fragment, now, events);
+        }
+        self.block.clear();
+        self.block.extend_from_slice(parsed.fragment);
+        self.pending = Some(pending);
+        Ok(())
+    }
+
+    fn on_continuation<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        // Without a HEADERS before it (checked in `frame` for the stream id).
+        let Some(pending) = self.pending else {
+            return Err(ErrorCode::ProtocolError);
+        };
+        let end_headers = header.has(flags::END_HEADERS);
+        if payload.is_empty() && !end_headers {
+            self.spend_empty(now)?;
+        }
+        // The CONTINUATION flood (2024): a block is bounded however it is cut.
+        if self.block.len() + payload.len() > self.limits.max_header_block as usize {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        self.block.extend_from_slice(payload);
+        if !end_headers {
+            return Ok(());
+        }
+        self.pending = None;
+        let block = std::mem::take(&mut self.block);
+        let outcome = self.finish_block(pending, &block, now, events);
+        self.block = block;
+        outcome
+    }
+
+    /// A complete header block: decode it (always, to keep HPACK in step, §4.3) and act on
+    /// what it was for.
+    fn finish_block<'a>(
+        &mut self,
+        pending: PendingBlock,
+        block: &[u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let id = pending.stream;
+        let max_list = self.limits.max_header_list_size as usize;
+        match pending.use_ {
+            BlockUse::Request { self_dependent } => {
+                let mut builder = RequestBuilder::new();
+                let decoded = self
+                    .decoder
+                    .decode(block, max_list, &mut |name, value| {
+                        builder.field(name, value);
+                    })
+                    .map_err(|_| ErrorCode::CompressionError)?;
+                if self_dependent {
+                    // A stream cannot depend on itself (§5.3.1).
+                    return self.refuse(id, ErrorCode::ProtocolError, now);
+                }
+                if self.streams.len() >= self.limits.max_concurrent_streams as usize {
+                    return self.refuse(id, ErrorCode::RefusedStream, now);
+                }
+                self.open(
+                    id,
+                    pending.end_stream,
+                    builder,
+                    decoded.over_limit,
+                    now,
+                    events,
+                )
+            }
+            BlockUse::Trailers => {
+                let mut malformed = false;
+                self.decoder
+                    .decode(block, max_list, &mut |name, _value| {
+                        malformed |= !is_trailer_name(name);
+                    })
+                    .map_err(|_| ErrorCode::CompressionError)?;
+                if malformed {
+                    return self.stream_error(id, ErrorCode::ProtocolError, now, events);
+                }
+                self.end_of_body(id, now, events)
+            }
+            BlockUse::Discard => self.discard_block(block),
+            BlockUse::StreamError(code) => {
+                self.discard_block(block)?;
+                self.stream_error(id, code, now, events)
+            }
+        }
+    }
+
+    fn discard_block(&mut self, block: &[u8]) -> Result<(), ErrorCode> {
+        self.decoder
+            .decode(block, 0, &mut |_, _| {})
+            .map(|_| ())
+            .map_err(|_| ErrorCode::CompressionError)
+    }
+
+    /// A new stream with a decoded head: announce it as a request, or as refused (431, 405),
+    /// or reset it when malformed (§8.1.1).
+    fn open<'a>(
+        &mut self,
+        id: StreamId,
+        end_stream: bool,
+        builder: RequestBuilder,
+        over_limit: bool,
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let mut stream = Stream::new(
+            id,
+            i64::from(self.recv_initial),
+            i64::from(self.peer_initial_window),
+        );
+        if end_stream {
+            stream.recv = RecvState::Ended;
+        }
+        let refused = if over_limit {
+            Some(431)
+        } else {
+            match builder.finish(end_stream) {
+                Ok(head) => {
+                    if let BodyFraming::Length(length) = head.body {
+                        if end_stream && length > 0 {
+                            // content-length promises a body the stream ended without.
+                            return self.refuse(id, ErrorCode::ProtocolError, now);
+                        }
+                        stream.content_length = Some(length);
+                    }
+                    self.streams.insert(stream);
+                    events.push(Event::Request {
+                        stream: id,
+                        head,
+                        end_stream,
+                    });
+                    return Ok(());
+                }
+                Err(MalformedRequest::Connect) => Some(405),
+                Err(_) => return self.refuse(id, ErrorCode::ProtocolError, now),
+            }
+        };
+        if let Some(status) = refused {
+            // Refused streams count with the resets: a stream of HPACK bombs (each block
+            // decoding past the list limit) ends like a rapid reset.
+            if !self.budgets.resets.spend(now) {
+                return Err(ErrorCode::EnhanceYourCalm);
+            }
+            stream.body = BodyUse::Discarded;
+            self.streams.insert(stream);
+            events.push(Event::Refused { stream: id, status });
+        }
+        Ok(())
+    }
+
+    /// Trailers (or DATA with END_STREAM) ended the client's side of a stream.
+    fn end_of_body<'a>(
+        &mut self,
+        id: StreamId,
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let Some(stream) = self.streams.get_mut(id) else {
+            return Ok(());
+        };
+        if stream
+            .content_length
+            .is_some_and(|expected| expected != stream.received)
+        {
+            return self.stream_error(id, ErrorCode::ProtocolError, now, events);
+        }
+        stream.recv = RecvState::Ended;
+        let (body, done) = (stream.body, stream.is_done());
+        if body == BodyUse::Delivered {
+            events.push(Event::Data {
+                stream: id,
+                data: &[],
+                end_stream: true,
+            });
+        }
+        if done {
+            self.close(id, Closure::Ended);
+        }
+        Ok(())
+    }
+
+    fn on_priority<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let id = header.stream;
+        if id == 0 {
+            return Err(ErrorCode::ProtocolError);
+        }
+        self.spend_empty(now)?;
+        match frame::priority(payload) {
+            // A PRIORITY of the wrong size is a stream error (§6.3).
+            Err(code) => self.stream_error(id, code, now, events),
+            Ok(priority) if priority.dependency == id => {
+                self.stream_error(id, ErrorCode::ProtocolError, now, events)
+            }
+            Ok(_) => Ok(()),
+        }
+    }
+
+    fn on_rst_stream<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let id = header.stream;
+        if id == 0 {
+            return Err(ErrorCode::ProtocolError);
+        }
+        let code = frame::rst_stream(payload)?;
+        if self.is_idle(id) {
+            return Err(ErrorCode::ProtocolError);
+        }
+        // Rapid reset (CVE-2023-44487): every reset costs the server the work it started.
+        if !self.budgets.resets.spend(now) {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        if self.streams.remove(id).is_some() {
+            self.closed.push(id, Closure::ResetByPeer);
+            events.push(Event::Reset { stream: id, code });
+        }
+        Ok(())
+    }
+
+    fn on_settings<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        if header.stream != 0 {
+            return Err(ErrorCode::ProtocolError);
+        }
+        if header.has(flags::ACK) {
+            if !payload.is_empty() {
+                return Err(ErrorCode::FrameSizeError);
+            }
+            return self.our_settings_acknowledged(now);
+        }
+        if !self.budgets.settings.spend(now) {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        let mut opened = false;
+        for (id, value) in frame::settings(payload)? {
+            match id {
+                setting::HEADER_TABLE_SIZE if value != self.peer_header_table => {
+                    self.peer_header_table = value;
+                    self.encoder.set_max_table_size(value as usize);
+                }
+                setting::ENABLE_PUSH if value > 1 => return Err(ErrorCode::ProtocolError),
+                setting::INITIAL_WINDOW_SIZE => {
+                    if value > MAX_WINDOW {
+                        return Err(ErrorCode::FlowControlError);
+                    }
+                    // Every open stream's window moves by the difference (§6.9.2), and may
+                    // not pass 2^31-1.
+                    let delta = i64::from(value) - i64::from(self.peer_initial_window);
+                    let max = i64::from(MAX_WINDOW);
+                    if self.streams.iter().any(|s| s.send_window + delta > max) {
+                        return Err(ErrorCode::FlowControlError);
+                    }
+                    for stream in self.streams.iter_mut() {
+                        stream.send_window += delta;
+                    }
+                    self.peer_initial_window = value;
+                    opened |= delta > 0;
+                }
+                setting::MAX_FRAME_SIZE => {
+                    if !(frame::DEFAULT_MAX_FRAME_SIZE..=frame::MAX_FRAME_SIZE_LIMIT)
+                        .contains(&value)
+                    {
+                        return Err(ErrorCode::ProtocolError);
+                    }
+                    self.peer_max_frame = value;
+                }
+                // MAX_CONCURRENT_STREAMS (we push none), MAX_HEADER_LIST_SIZE (advisory), and
+                // unknown parameters (§6.5.2: ignored).
+                _ => {}
+            }
+        }
+        frame::write_settings_ack(&mut self.control);
+        if opened {
+            window_opened(events);
+        }
+        Ok(())
+    }
+
+    /// The client applied our SETTINGS: from now on its streams start with our
+    /// INITIAL_WINDOW_SIZE; streams opened before it see the difference (§6.9.2).
+    fn our_settings_acknowledged(&mut self, now: Instant) -> Result<(), ErrorCode> {
+        if self.settings_acked {
+            // We sent one SETTINGS: more ACKs are noise, counted as such.
+            return self.spend_empty(now);
+        }
+        self.settings_acked = true;
+        let ours = self.limits.initial_window_size;
+        let delta = i64::from(ours) - i64::from(self.recv_initial);
+        for stream in self.streams.iter_mut() {
+            stream.recv_window += delta;
+        }
+        self.recv_initial = ours;
+        Ok(())
+    }
+
+    fn on_ping(
+        &mut self,
+        header: FrameHeader,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ErrorCode> {
+        if header.stream != 0 {
+            return Err(ErrorCode::ProtocolError);
+        }
+        let opaque = frame::ping(payload)?;
+        if header.has(flags::ACK) {
+            // We send no PING of our own: an unsolicited ACK is ignored.
+            return self.spend_empty(now);
+        }
+        if !self.budgets.pings.spend(now) {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        frame::write_ping_ack(&mut self.control, opaque);
+        Ok(())
+    }
+
+    fn on_go_away<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        if header.stream != 0 {
+            return Err(ErrorCode::ProtocolError);
+        }
+        let go_away = frame::go_away(payload)?;
+        events.push(Event::GoAway { code: go_away.code });
+        Ok(())
+    }
+
+    fn on_window_update<'a>(
+        &mut self,
+        header: FrameHeader,
+        payload: &'a [u8],
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        let id = header.stream;
+        let increment = frame::window_update(payload)?;
+        if !self.budgets.window_updates.received() {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        if id == 0 {
+            if increment == 0 {
+                return Err(ErrorCode::ProtocolError);
+            }
+            if self.send_window + i64::from(increment) > i64::from(MAX_WINDOW) {
+                return Err(ErrorCode::FlowControlError);
+            }
+            self.send_window += i64::from(increment);
+            window_opened(events);
+            return Ok(());
+        }
+        if self.is_idle(id) {
+            return Err(ErrorCode::ProtocolError);
+        }
+        if increment == 0 {
+            return self.stream_error(id, ErrorCode::ProtocolError, now, events);
+        }
+        let Some(stream) = self.streams.get_mut(id) else {
+            // In flight when the stream closed (§5.1): ignored, but counted.
+            return self.spend_empty(now);
+        };
+        if stream.send_window + i64::from(increment) > i64::from(MAX_WINDOW) {
+            return self.stream_error(id, ErrorCode::FlowControlError, now, events);
+        }
+        stream.send_window += i64::from(increment);
+        window_opened(events);
+        Ok(())
+    }
+
+    /// A DATA frame on a stream not in the table (and not idle): what §5.1 says of closed
+    /// streams, by how it was closed.
+    fn on_closed_stream(
+        &mut self,
+        id: StreamId,
+        kind: Kind,
+        now: Instant,
+    ) -> Result<(), ErrorCode> {
+        debug_assert_eq!(kind, Kind::Data);
+        match self.closed.get(id) {
+            // In flight when we reset it: ignored.
+            Some(Closure::ResetByUs) => self.spend_empty(now),
+            // After the client's END_STREAM: a connection error STREAM_CLOSED.
+            Some(Closure::Ended) => Err(ErrorCode::StreamClosed),
+            // After the client's own RST_STREAM, or long closed: a stream error.
+            Some(Closure::ResetByPeer) | None => {
+                self.spend_empty(now)?;
+                frame::write_rst_stream(&mut self.control, id, ErrorCode::StreamClosed);
+                Ok(())
+            }
+        }
+    }
+
+    /// A stream error (§5.4.2): RST_STREAM with `code`; an announced stream is dropped and
+    /// the server told. Counted with the resets: each costs a frame and maybe work.
+    fn stream_error<'a>(
+        &mut self,
+        id: StreamId,
+        code: ErrorCode,
+        now: Instant,
+        events: &mut Vec<Event<'a>>,
+    ) -> Result<(), ErrorCode> {
+        if self.streams.remove(id).is_some() {
+            self.closed.push(id, Closure::ResetByUs);
+            events.push(Event::Reset { stream: id, code });
+        }
+        if !self.budgets.resets.spend(now) {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        frame::write_rst_stream(&mut self.control, id, code);
+        Ok(())
+    }
+
+    /// Refuse a stream before it was announced (REFUSED_STREAM past the concurrency limit,
+    /// §5.1.2; PROTOCOL_ERROR for a malformed head).
+    fn refuse(&mut self, id: StreamId, code: ErrorCode, now: Instant) -> Result<(), ErrorCode> {
+        self.closed.push(id, Closure::ResetByUs);
+        if !self.budgets.resets.spend(now) {
+            return Err(ErrorCode::EnhanceYourCalm);
+        }
+        frame::write_rst_stream(&mut self.control, id, code);
+        Ok(())
+    }
+
+    fn close(&mut self, id: StreamId, closure: Closure) {
+        if self.streams.remove(id).is_some() {
+            self.closed.push(id, closure);
+        }
+    }
+
+    /// We sent END_STREAM on `id`.
+    fn end_sending(&mut self, id: StreamId) {
+        if let Some(stream) = self.streams.get_mut(id) {
+            stream.send = SendState::Ended;
+            if stream.is_done() {
+                self.close(id, Closure::Ended);
+            }
+        }
+    }
+
+    /// Return `len` bytes of the connection window to the client, batched.
+    fn credit_connection(&mut self, len: u32) {
+        self.recv_owed = self.recv_owed.saturating_add(len);
+        if self.recv_owed >= self.recv_target / 2 {
+            let room = i64::from(self.recv_target) - self.recv_window;
+            let owed = self.recv_owed.min(u32::try_from(room.max(0)).unwrap_or(0));
+            self.recv_owed = 0;
+            if owed == 0 {
+                return;
+            }
+            self.recv_window += i64::from(owed);
+            frame::write_window_update(&mut self.control, 0, owed);
+        }
+    }
+
+    /// A stream id the client has not used yet: above the highest it opened, or even (we
+    /// push no streams).
+    fn is_idle(&self, id: StreamId) -> bool {
+        id > self.highest || id.is_multiple_of(2)
+    }
+
+    fn spend_empty(&mut self, now: Instant) -> Result<(), ErrorCode> {
+        if self.budgets.empty_frames.spend(now) {
+            Ok(())
+        } else {
+            Err(ErrorCode::EnhanceYourCalm)
+        }
+    }
+
+    fn connection_error(&mut self, code: ErrorCode) {
+        frame::write_go_away(&mut self.control, self.highest, code);
+        self.going_away = true;
+        self.phase = Phase::Closing;
+        self.pending = None;
+    }
+}
+
+/// The invariants the fuzz target checks after every call (`crate::fuzz::h2_connection`).
+impl Connection {
+    /// # Panics
+    /// When a window passed 2^31-1 or more streams are open than we allow.
+    pub(crate) fn assert_invariants(&self) {
+        let max = i64::from(MAX_WINDOW);
+        assert!(self.send_window <= max, "send window {}", self.send_window);
+        assert!(
+            self.recv_window <= max,
+            "receive window {}",
+            self.recv_window
+        );
+        assert!(
+            self.streams.len() <= self.limits.max_concurrent_streams as usize,
+            "{} streams open",
+            self.streams.len()
+        );
+        for stream in self.streams.iter() {
+            assert!(
+                stream.send_window <= max,
+                "stream send window {}",
+                stream.send_window
+            );
+            assert!(
+                stream.recv_window <= max,
+                "stream receive window {}",
+                stream.recv_window
+            );
+            assert!(stream.id % 2 == 1 && stream.id <= self.highest);
+        }
+    }
+}
+
+/// Report a window that grew, once per batch of events.
+fn window_opened(events: &mut Vec<Event<'_>>) {
+    if !matches!(events.last(), Some(Event::WindowOpened)) {
+        events.push(Event::WindowOpened);
+    }
+}
+
+/// A trailer field name: lower case, no pseudo-header, no connection-specific field (§8.1,
+/// §8.2.1, §8.2.2).
+fn is_trailer_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && !name.starts_with(b":")
+        && !name.iter().any(u8::is_ascii_uppercase)
+        && !matches!(
+            name,
+            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+        )
+}
+
+#[cfg(test)]
+mod tests;

@@ -15,6 +15,7 @@ pub mod fields;
 mod flood;
 pub mod frame;
 pub mod hpack;
+mod stream;
 
 pub use connection::{Connection, Event, Limits, StreamId};
 pub use error::ErrorCode;

@@ -1,0 +1,434 @@
+//! An HTTP/2 connection, server side: `Conn` in `State::Http2` hands its input and output to a
+//! `Session`.
+//!
+//! Owns: the streams of one connection, each served by an inner `Conn` (`stream.rs`) so that
+//! every handler — static files with their caches, ranges and conditionals, status, health,
+//! the proxy, FastCGI and CGI — answers HTTP/2 as it answers HTTP/1; arbitration of what the
+//! engine can do for one connection at a time (one job, one upstream link: the streams that
+//! need one wait their turn); fairness (response bytes are framed round-robin, one share per
+//! stream per pass, so one large download does not starve the others); the connection's
+//! phase for the engine's timeouts; GOAWAY on a graceful stop.
+//! Must not touch: the protocol (`ampd_http::h2::Connection` owns frames, HPACK, windows and
+//! stream states), sockets and threads (the engine drives `Conn` exactly as for HTTP/1).
+
+mod stream;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+use ampd_http::h2::{Connection, ErrorCode, Event, ResponseFields, StreamId};
+use ampd_http::request::{BodyFraming, RequestHead};
+
+use super::output::Output;
+use super::upstream::Release;
+use super::{Context, Ending, Need, Phase, State};
+use crate::conn::Conn;
+use crate::content::job::{Job, JobDone};
+use crate::response::Persistence;
+use crate::tls::TlsInfo;
+use stream::{BodyFeed, Framing, Queued, Stream};
+
+/// Body bytes one stream may have framed per pass over the streams: one full DATA frame at the
+/// default frame size.
+const QUANTUM: u32 = 16 << 10;
+
+/// Framing stops while this much is queued for the socket (the engine writes, then asks
+/// again): enough for a TLS batch of full records, small enough that a stream opened now is
+/// answered before a large download's next share.
+const FRAMED_HIGH_WATER: u64 = 128 << 10;
+
+/// What every stream's inner `Conn` inherits from the connection.
+#[derive(Debug, Clone)]
+struct Origin {
+    peer: IpAddr,
+    peer_port: u16,
+    local: SocketAddr,
+    secure: bool,
+    tls: Option<Box<TlsInfo>>,
+}
+
+#[derive(Debug)]
+pub(super) struct Session {
+    connection: Connection,
+    streams: Vec<Stream>,
+    origin: Origin,
+    /// The response head being converted, and its fields (reused for every response).
+    head: Vec<u8>,
+    fields: ResponseFields,
+    /// The stream whose job is out (the engine runs one per connection).
+    job_owner: Option<StreamId>,
+    /// The stream the upstream link is attached to (one per connection).
+    link_owner: Option<StreamId>,
+    /// An upstream socket a reset or finished stream let go of, for `take_upstream_release`.
+    release: Option<Release>,
+    /// Where the next framing pass starts (round-robin).
+    cursor: usize,
+    /// GOAWAY NO_ERROR was sent for a graceful stop.
+    announced_stop: bool,
+    /// The client sent GOAWAY: it opens no more streams.
+    peer_going_away: bool,
+    /// Requests started on this connection.
+    served: u32,
+}
+
+impl Session {
+    /// A session for `conn`, which has just agreed on HTTP/2 (ALPN `h2`, or the preface on an
+    /// `h2c` listener); its queued SETTINGS go out with the first output.
+    pub(super) fn new(conn: &Conn, context: &Context<'_>) -> Session {
+        Session {
+            connection: Connection::new(&context.config.http2.limits),
+            streams: Vec::new(),
+            origin: Origin {
+                peer: conn.peer,
+                peer_port: conn.peer_port,
+                local: conn.local,
+                secure: conn.secure,
+                tls: conn.tls.clone(),
+            },
+            head: Vec::new(),
+            fields: ResponseFields::default(),
+            job_owner: None,
+            link_owner: None,
+            release: None,
+            cursor: 0,
+            announced_stop: false,
+            peer_going_away: false,
+            served: 0,
+        }
+    }
+
+    pub(super) fn served(&self) -> u32 {
+        self.served
+    }
+
+    /// Read what `input` holds, serve the streams, frame their responses into `output`.
+    /// Returns the input bytes used and what the connection needs next.
+    pub(super) fn advance(
+        &mut self,
+        input: &[u8],
+        output: &mut Output,
+        peer_finished: bool,
+        context: &mut Context<'_>,
+    ) -> (usize, Need) {
+        let mut events = Vec::new();
+        let used = self.connection.receive(input, Instant::now(), &mut events);
+        for event in events {
+            self.on_event(event, context);
+        }
+        if context.draining && !self.announced_stop {
+            self.announced_stop = true;
+            self.connection.go_away(ErrorCode::NoError);
+        }
+        let handed = self.serve_streams(context);
+        use crate::content::serve::Sink as _;
+        self.connection.write_control(output.bytes());
+        let more = self.frame(output);
+        self.settle_ended();
+        self.connection.write_control(output.bytes());
+
+        if self.connection.is_closing() {
+            self.drop_streams();
+            return (used, Need::Close(Ending::Linger));
+        }
+        if let Some(need) = handed {
+            return (used, need);
+        }
+        let finished_reading = peer_finished && used == input.len();
+        if (self.connection.is_going_away() || self.peer_going_away || finished_reading)
+            && self.streams.is_empty()
+        {
+            return (used, Need::Close(Ending::Close));
+        }
+        if more {
+            return (used, Need::Flush);
+        }
+        (used, Need::Read)
+    }
+
+    fn on_event(&mut self, event: Event<'_>, context: &mut Context<'_>) {
+        match event {
+            Event::Request {
+                stream,
+                head,
+                end_stream,
+            } => self.open(stream, head, end_stream, context),
+            Event::Refused { stream, status } => {
+                let mut conn = self.inner_conn(context);
+                conn.reply_to(None, status, Persistence::Close, &[], context);
+                conn.state = State::Closing(Ending::Close);
+                let mut refused = Stream::new(stream, conn, BodyFeed::Plain, true);
+                refused.answered = true;
+                self.streams.push(refused);
+            }
+            Event::Data {
+                stream,
+                data,
+                end_stream,
+            } => match self.streams.iter_mut().find(|entry| entry.id == stream) {
+                Some(entry) if !entry.answered => entry.receive_body(data, end_stream),
+                // Answered already (a refused body): the bytes are dropped, their credit given
+                // back so the connection's window does not shrink.
+                _ => self.connection.release_body(stream, data.len()),
+            },
+            Event::Reset { stream, .. } => self.forget(stream),
+            Event::WindowOpened => {}
+            Event::GoAway { .. } => self.peer_going_away = true,
+        }
+    }
+
+    /// A new stream: its inner `Conn` starts on the request at once.
+    fn open(
+        &mut self,
+        id: StreamId,
+        mut head: RequestHead,
+        end_stream: bool,
+        context: &mut Context<'_>,
+    ) {
+        self.served += 1;
+        // One exchange per inner `Conn`: it answers, then ends (the stream's end is its close).
+        head.keep_alive = false;
+        let feed = match head.body {
+            BodyFraming::Chunked => BodyFeed::Chunked,
+            BodyFraming::None | BodyFraming::Length(_) => BodyFeed::Plain,
+        };
+        let mut conn = self.inner_conn(context);
+        let job = conn.on_request(head, context);
+        let mut stream = Stream::new(id, conn, feed, end_stream);
+        if let Some(job) = job {
+            stream.queued = Queued::Job(job);
+        }
+        self.streams.push(stream);
+    }
+
+    fn inner_conn(&self, context: &Context<'_>) -> Box<Conn> {
+        let mut conn = Box::new(Conn::new(context.config, self.origin.peer));
+        // The PROXY protocol header, if any, was the connection's, read before the preface.
+        conn.state = State::ReadingHead;
+        conn.peer_port = self.origin.peer_port;
+        conn.local = self.origin.local;
+        conn.secure = self.origin.secure;
+        conn.tls.clone_from(&self.origin.tls);
+        conn
+    }
+
+    /// The client (or the protocol) reset `id`: its work is dropped.
+    fn forget(&mut self, id: StreamId) {
+        let Some(at) = self.streams.iter().position(|entry| entry.id == id) else {
+            return;
+        };
+        if self.link_owner == Some(id) {
+            self.link_owner = None;
+            let conn = &mut self.streams[at].conn;
+            conn.drop_link(Release::Close);
+            if let Some(release) = conn.release.take() {
+                self.release = Some(release);
+            }
+        }
+        if self.job_owner == Some(id) {
+            // The engine still runs its job: the stream stays until `job_done`.
+            self.streams[at].cancelled = true;
+            return;
+        }
+        let stream = self.streams.remove(at);
+        if stream.unreleased > 0 {
+            self.connection.release_body(id, stream.unreleased);
+        }
+    }
+
+    /// Advance every stream's inner `Conn`; hand the engine one job or one upstream link if a
+    /// stream needs it and none is out.
+    fn serve_streams(&mut self, context: &mut Context<'_>) -> Option<Need> {
+        let mut handed = None;
+        for stream in &mut self.streams {
+            if stream.cancelled || stream.answered {
+                continue;
+            }
+            if matches!(stream.queued, Queued::Nothing) {
+                match stream.conn.advance(context) {
+                    Need::Job(job) => stream.queued = Queued::Job(job),
+                    Need::Connect(connect) => stream.queued = Queued::Connect(connect),
+                    Need::Close(_) => stream.answered = true,
+                    Need::Read | Need::Flush | Need::Wait => {}
+                }
+            }
+            // A finished exchange lets its upstream socket go.
+            if self.link_owner == Some(stream.id) {
+                if let Some(release) = stream.conn.release.take() {
+                    self.release = Some(release);
+                }
+                if !stream.conn.has_upstream() && stream.conn.awaiting_link.is_none() {
+                    self.link_owner = None;
+                }
+            }
+            if handed.is_some() {
+                continue;
+            }
+            match std::mem::replace(&mut stream.queued, Queued::Nothing) {
+                Queued::Job(job) if self.job_owner.is_none() => {
+                    self.job_owner = Some(stream.id);
+                    handed = Some(Need::Job(job));
+                }
+                Queued::Connect(connect) if self.link_owner.is_none() && self.release.is_none() => {
+                    self.link_owner = Some(stream.id);
+                    handed = Some(Need::Connect(connect));
+                }
+                other => stream.queued = other,
+            }
+            let credit = stream.take_credit();
+            if credit > 0 {
+                self.connection.release_body(stream.id, credit);
+            }
+        }
+        handed
+    }
+
+    /// Frame responses round-robin until the queue reaches its high water. Returns whether
+    /// more could be framed at once.
+    fn frame(&mut self, output: &mut Output) -> bool {
+        let count = self.streams.len();
+        if count == 0 {
+            return false;
+        }
+        loop {
+            let mut moved = 0;
+            for turn in 0..count {
+                if output.pending() >= FRAMED_HIGH_WATER {
+                    self.cursor = (self.cursor + turn) % count;
+                    return true;
+                }
+                let stream = &mut self.streams[(self.cursor + turn) % count];
+                if stream.cancelled {
+                    continue;
+                }
+                moved += stream.frame(
+                    &mut self.connection,
+                    &mut self.fields,
+                    &mut self.head,
+                    output,
+                    QUANTUM,
+                );
+            }
+            self.cursor = (self.cursor + 1) % count;
+            if moved == 0 {
+                return false;
+            }
+        }
+    }
+
+    /// Streams whose response has ended are done: a client still sending a body we will not
+    /// read is told to stop (RST_STREAM NO_ERROR, RFC 9113 §8.1).
+    fn settle_ended(&mut self) {
+        let connection = &mut self.connection;
+        let job_owner = self.job_owner;
+        self.streams.retain_mut(|stream| {
+            if stream.framing != Framing::Ended || job_owner == Some(stream.id) {
+                return true;
+            }
+            if stream.unreleased > 0 {
+                connection.release_body(stream.id, stream.unreleased);
+            }
+            if !stream.client_ended {
+                connection.reset_stream(stream.id, ErrorCode::NoError);
+            }
+            false
+        });
+    }
+
+    fn drop_streams(&mut self) {
+        if let Some(owner) = self.link_owner.take() {
+            if let Some(stream) = self.streams.iter_mut().find(|entry| entry.id == owner) {
+                stream.conn.drop_link(Release::Close);
+                if let Some(release) = stream.conn.release.take() {
+                    self.release = Some(release);
+                }
+            }
+        }
+        let job_owner = self.job_owner;
+        self.streams.retain(|stream| job_owner == Some(stream.id));
+        for stream in &mut self.streams {
+            stream.cancelled = true;
+        }
+    }
+
+    /// The job of the stream that owns it finished.
+    pub(super) fn job_done(&mut self, done: JobDone, context: &mut Context<'_>) -> Option<Job> {
+        let owner = self.job_owner.take()?;
+        let at = self.streams.iter().position(|entry| entry.id == owner)?;
+        if self.streams[at].cancelled {
+            self.streams.remove(at);
+            return None;
+        }
+        let next = self.streams[at].conn.job_done(done, context);
+        if next.is_some() {
+            self.job_owner = Some(owner);
+        }
+        next
+    }
+
+    /// The connection timed out in its phase, or a stop closes it: GOAWAY, then close.
+    pub(super) fn timed_out(&mut self, output: &mut Output) {
+        self.connection.go_away(ErrorCode::NoError);
+        self.drop_streams();
+        use crate::content::serve::Sink as _;
+        self.connection.write_control(output.bytes());
+    }
+
+    pub(super) fn phase(&self, buffered_input: usize) -> Phase {
+        if self
+            .streams
+            .iter()
+            .any(|stream| stream.blocked(&self.connection))
+        {
+            return Phase::Sending;
+        }
+        let linked = self
+            .link_owner
+            .and_then(|owner| self.streams.iter().find(|entry| entry.id == owner));
+        if let Some(stream) = linked {
+            if stream.conn.phase() == Phase::Upstream {
+                return Phase::Upstream;
+            }
+        }
+        if self.streams.iter().any(|stream| !stream.cancelled) {
+            return Phase::Busy;
+        }
+        if self.connection.awaiting_preface() || buffered_input > 0 {
+            return Phase::Head;
+        }
+        Phase::Idle
+    }
+
+    /// The inner `Conn` the upstream link belongs to.
+    pub(super) fn linked(&self) -> Option<&Conn> {
+        let owner = self.link_owner?;
+        self.streams
+            .iter()
+            .find(|entry| entry.id == owner)
+            .map(|entry| &*entry.conn)
+    }
+
+    pub(super) fn linked_mut(&mut self) -> Option<&mut Conn> {
+        let owner = self.link_owner?;
+        self.streams
+            .iter_mut()
+            .find(|entry| entry.id == owner)
+            .map(|entry| &mut *entry.conn)
+    }
+
+    /// An upstream socket to hand back: one a reset stream let go of, or the linked stream's.
+    pub(super) fn take_release(&mut self) -> Option<Release> {
+        if let Some(release) = self.release.take() {
+            return Some(release);
+        }
+        let release = self.linked_mut()?.release.take();
+        if release.is_some() {
+            let done = self
+                .linked()
+                .is_some_and(|conn| !conn.has_upstream() && conn.awaiting_link.is_none());
+            if done {
+                self.link_owner = None;
+            }
+        }
+        release
+    }
+}
