@@ -36,12 +36,13 @@
 # finer than the clock ticks of /proc/PID/stat for a few ms). Written to $RESULTS:
 # summary.md (the table), results.json (settings, every run and the medians), runs.csv, the raw
 # client output, the configurations and what each server negotiated (negotiated.txt).
-# PROFILE="ampd": afterwards, one more 1k run per server listed under `perf record -g` (not
-# measured), its report in perf-SERVER.txt.
+# PROFILE="ampd": afterwards, one more run of row PROFILE_ROW per server listed under `perf record
+# -g` (not measured), its report in perf-SERVER.txt.
 #
 # Knobs [defaults]: ROWS ["1k page 100k 1m h2c-1k"]  SERVERS ["ampd nginx h2o"]  DUR [5] seconds
 #   per h2load run  REPS [3]  WARM [1] seconds of warm-up per row and server  H2_CONNS [10]
 #   H2_STREAMS [10]  PAGE_LOADS [15] page loads per run  AMPD_ARCH [reactor]  PROFILE []
+#   PROFILE_ROW [1k] (an h2load row)
 #   H2_PORT [BASE_PORT + 50]: +0 ampd, +1 nginx, +2 h2o over TLS; +3, +4, +5 their h2c listeners
 #   and those of bench/peers_lib.sh (BASE_PORT, SERVER_CPU, CLIENT_CPU, WWW, RESULTS, PRIO).
 # Every client run is bounded by `timeout`; only the processes this script started are signalled.
@@ -62,6 +63,7 @@ H2_STREAMS=${H2_STREAMS:-10}
 PAGE_LOADS=${PAGE_LOADS:-15}
 PAGE_RESOURCES=120
 PROFILE=${PROFILE:-}
+PROFILE_ROW=${PROFILE_ROW:-1k}
 BASE_PORT=${BASE_PORT:-28581}
 H2_PORT=${H2_PORT:-$((BASE_PORT + 50))}
 WWW=${WWW:-/tmp/bench/www}
@@ -205,6 +207,8 @@ done
 [ -f "$WWW/f1m.bin" ] || die "no $WWW/f1m.bin: run bench/setup.sh"
 for row in $ROWS; do [ -n "${ROW_NAME[$row]:-}" ] || die "unknown row $row (${!ROW_NAME[*]})"; done
 for server in $SERVERS; do [ -n "${TLS_PORT[$server]:-}" ] || die "unknown server $server (ampd nginx h2o)"; done
+case $PROFILE_ROW in page | "") die "PROFILE_ROW must be an h2load row" ;; esac
+[ -n "${ROW_NAME[$PROFILE_ROW]:-}" ] || die "unknown PROFILE_ROW $PROFILE_ROW"
 
 # row_servers ROW: the servers that take part in ROW (started and speaking HTTP/2 there).
 row_servers() {
@@ -354,19 +358,19 @@ run_page() {
   tail -n 1 "$RESULTS/runs.csv" | awk -F, '{printf "  %-7s %-5s run %s: %8s ms to load (median of '"$PAGE_LOADS"')  %s ms CPU/load  client %s%%  errors %s\n", $1, $2, $3, $10, $11, $7, $9}' >&2
 }
 
-# profile SERVER: one more 1k run with `perf record -g` on the server; its share of samples by
-# object (kernel, libc, the TLS library, the server) and by function into perf-SERVER.txt, the
-# samples with their call chains in perf-SERVER.data (`perf report -i`).
+# profile SERVER: one more PROFILE_ROW run with `perf record -g` on the server; its share of
+# samples by object (kernel, libc, the TLS library, the server) and by function into
+# perf-SERVER.txt, the samples with their call chains in perf-SERVER.data (`perf report -i`).
 profile() {
   local server=$1 data=$RESULTS/perf-$1.data
-  log "profiling $server (row 1k, ${DUR}s, perf record -g)"
+  log "profiling $server (row $PROFILE_ROW, ${DUR}s, perf record -g)"
   # Every process of the server: nginx's worker is its master's child.
   taskset -c "$CLIENT_CPU" perf record -g -q -o "$data" -p "$(tree "${PROC[$server]}" | paste -sd,)" \
     -- sleep "$((DUR + 1))" \
     > "$RESULTS/perf-$server.out" 2>&1 &
   local perf_pid=$!
   sleep 0.5
-  h2load_run 1k "$server" "$DUR" "$RESULTS/raw/profile-$server.txt"
+  h2load_run "$PROFILE_ROW" "$server" "$DUR" "$RESULTS/raw/profile-$server.txt"
   wait "$perf_pid" || true
   {
     perf report -i "$data" --stdio --no-children -g none --sort dso 2>/dev/null | grep -v '^#' || true
@@ -425,7 +429,8 @@ for row in $ROWS; do
 done
 
 for server in $PROFILE; do
-  [ "${SPEAKS[$server-tls]:-0}" = 1 ] || { log "PROFILE: $server is not serving HTTP/2 over TLS"; continue; }
+  [ "${SPEAKS[$server-$(row_listener "$PROFILE_ROW")]:-0}" = 1 ] ||
+    { log "PROFILE: $server does not serve row $PROFILE_ROW"; continue; }
   command -v perf >/dev/null || { log "PROFILE: perf is not installed"; break; }
   profile "$server"
 done
