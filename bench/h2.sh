@@ -455,29 +455,26 @@ best_peer() { # ROW COLUMN max|min
   echo "$best $best_value"
 }
 
-# verdict ROW: "ratio | target | met" against the best peer, for the table.
+# verdict ROW: "ratios | target | met" against the best peer of the row, for the table: ampd's
+# requests/s over the highest, its CPU per request over the least (page: its time to load over
+# the shortest, its CPU per load over the least).
 verdict() {
-  local row=$1 target=${ROW_TARGET[$1]} rps cpu page
+  local row=$1 value_column=4 cpu_column=6 way=max value cpu
   [[ " $(row_servers "$row") " == *" ampd "* ]] || { echo "| | |"; return; }
-  case $target in
-    rps | rps+cpu)
-      read -r _ rps <<< "$(best_peer "$row" 4 max)"
-      read -r _ cpu <<< "$(best_peer "$row" 6 min)"
-      awk -v ar="$(median "$row" ampd 4)" -v ac="$(median "$row" ampd 6)" -v br="$rps" -v bc="$cpu" \
-          -v target="$target" 'BEGIN {
-        if (br == "") { print "| | |"; exit }
-        rr = ar / br; cr = (bc > 0) ? ac / bc : 0
-        if (target == "rps") printf "%.2f × req/s | req/s ≥ 1.0 × | %s |\n", rr, (rr >= 1.0) ? "yes" : "no"
-        else printf "%.2f × req/s, %.2f × CPU/req | req/s ≥ 1.0 ×, CPU/req ≤ 1.0 × | %s |\n", rr, cr,
-          (rr >= 1.0 && cr <= 1.0) ? "yes" : "no"
-      }' ;;
-    page)
-      read -r _ page <<< "$(best_peer "$row" 10 min)"
-      awk -v a="$(median "$row" ampd 10)" -v b="$page" 'BEGIN {
-        if (b == "") { print "| | |"; exit }
-        printf "%.2f × time | time ≤ 1.0 × | %s |\n", a / b, (a / b <= 1.0) ? "yes" : "no" }' ;;
-    *) echo "| (none) | |" ;;
-  esac
+  [ "$row" = page ] && value_column=10 cpu_column=11 way=min
+  read -r _ value <<< "$(best_peer "$row" "$value_column" "$way")"
+  read -r _ cpu <<< "$(best_peer "$row" "$cpu_column" min)"
+  awk -v av="$(median "$row" ampd "$value_column")" -v ac="$(median "$row" ampd "$cpu_column")" \
+      -v bv="$value" -v bc="$cpu" -v target="${ROW_TARGET[$row]}" 'BEGIN {
+    if (bv == "" || bv == 0 || bc == "" || bc == 0) { print "| | |"; exit }
+    vr = av / bv; cr = ac / bc
+    if (target == "page") { ratios = sprintf("%.2f × time, %.2f × CPU", vr, cr); goal = "time ≤ 1.0 ×"; met = vr <= 1.0 }
+    else { ratios = sprintf("%.2f × req/s, %.2f × CPU/req", vr, cr)
+      if (target == "rps") { goal = "req/s ≥ 1.0 ×"; met = vr >= 1.0 }
+      else if (target == "rps+cpu") { goal = "req/s ≥ 1.0 ×, CPU/req ≤ 1.0 ×"; met = vr >= 1.0 && cr <= 1.0 }
+      else { goal = "-"; met = -1 } }
+    printf "%s | %s | %s |\n", ratios, goal, (met < 0) ? "" : (met ? "yes" : "no")
+  }'
 }
 
 # cell ROW SERVER: "req/s ‡ / µs CPU/req" (or "ms to load / ms CPU/load") for the table.
