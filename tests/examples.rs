@@ -3,8 +3,9 @@
 //! lists `/downloads/` and serves `/private/` to its example user and to no one else;
 //! `examples/proxy.toml` passes `/api/` to its application servers (the backup once the primary
 //! is gone) and serves the rest itself; every shipped `examples/*.toml` (`php-fpm.toml` and
-//! `cgi.toml` too) passes `ampd check` as it is (`tls.toml` once the certificates its comment
-//! has the reader make exist).
+//! `cgi.toml` too) passes `ampd check` as it is (`tls.toml` and `http2.toml` once the
+//! certificates their comments have the reader make exist); `examples/http2.toml` has a TLS
+//! listener offering `h2` and an `h2c` one, with the `[http2]` keys it shows.
 
 mod support;
 
@@ -28,11 +29,12 @@ fn every_shipped_example_passes_ampd_check() {
         if path.extension().is_none_or(|extension| extension != "toml") {
             continue;
         }
-        // The TLS example names certificates its reader makes first: checked as a copy beside
-        // certificates made for it.
+        // The TLS examples name certificates their reader makes first: checked as a copy
+        // beside certificates made for them.
         let dir = TempRoot::new();
-        let path = if path.ends_with("tls.toml") {
-            tls_example_copy(&dir)
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let path = if NEED_CERTIFICATES.contains(&name.as_str()) {
+            certificate_example_copy(&dir, &name)
         } else {
             path
         };
@@ -47,6 +49,7 @@ fn every_shipped_example_passes_ampd_check() {
         [
             "ampd.toml",
             "cgi.toml",
+            "http2.toml",
             "php-fpm.toml",
             "proxy.toml",
             "tls.toml"
@@ -55,18 +58,48 @@ fn every_shipped_example_passes_ampd_check() {
     );
 }
 
-/// `examples/tls.toml` as shipped, its `www` paths made absolute, in `dir` beside the
-/// certificates its opening comment tells the reader to make (`certs/`).
+/// The examples whose certificates (`certs/`) the reader makes first, as their comments say.
+const NEED_CERTIFICATES: [&str; 2] = ["http2.toml", "tls.toml"];
+
+/// `examples/tls.toml` as `certificate_example_copy` makes it.
 fn tls_example_copy(dir: &TempRoot) -> PathBuf {
-    let text = std::fs::read_to_string(examples().join("tls.toml")).unwrap();
+    certificate_example_copy(dir, "tls.toml")
+}
+
+/// `examples/NAME` as shipped, its `www` paths made absolute, in `dir` beside the certificates
+/// its opening comment tells the reader to make (`certs/`).
+fn certificate_example_copy(dir: &TempRoot, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(examples().join(name)).unwrap();
     let www = examples().join("www").display().to_string();
     let text = text.replace("= \"www", &format!("= \"{www}"));
     let certs = dir.outside_dir().join("certs");
     write_self_signed(&certs, "localhost", &["localhost", "admin.localhost"]);
     write_ca(&certs, "clients-ca");
-    let file = dir.outside_dir().join("tls.toml");
+    let file = dir.outside_dir().join(name);
     std::fs::write(&file, text).unwrap();
     file
+}
+
+#[test]
+fn the_http2_example_offers_h2_by_alpn_and_h2c_in_cleartext() {
+    let dir = TempRoot::new();
+    let file = certificate_example_copy(&dir, "http2.toml");
+    let config = ampd::config::load_file(&file).unwrap();
+    let kinds: Vec<(bool, bool)> = config
+        .listen
+        .iter()
+        .map(|listen| (listen.tls, listen.h2c))
+        .collect();
+    assert!(kinds.contains(&(true, false)), "a TLS listener: {kinds:?}");
+    assert!(kinds.contains(&(false, true)), "an h2c listener: {kinds:?}");
+    assert!(config.http2.enabled);
+    let defaults = ampd::config::http2::Http2::default().limits;
+    assert_ne!(
+        config.http2.limits, defaults,
+        "it shows some [http2] keys set"
+    );
+    let context = ampd::tls::TlsContext::build(&config).unwrap();
+    assert!(context.is_some(), "the certificate it names is usable");
 }
 
 #[test]

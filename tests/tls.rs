@@ -82,13 +82,19 @@ fn refused(py: &mut PyTls, id: &str, port: u16, settings: Value) -> String {
 
 /// One site, a.test (ECDSA), on a TLS-only listener: hello.txt and a several-MiB big.bin.
 fn one_site(arch: &str) -> (TempRoot, Ca, Server, Vec<u8>) {
+    one_site_with(arch, "")
+}
+
+/// `one_site` with the server-wide `tables` (`[http2]`, …) before the site.
+fn one_site_with(arch: &str, tables: &str) -> (TempRoot, Ca, Server, Vec<u8>) {
     let root = TempRoot::new();
     let ca = test_ca(&root);
     let a = ca.server("a", &["a.test", "*.a.test"], KeyKind::EcdsaP256);
     root.file("hello.txt", "hello over tls\n");
     let big = pattern_bytes(BIG, 7);
     root.file("big.bin", &big);
-    let config = write_tls_config(&root, arch, TLS_ONLY, &site(&["a.test"], "www", &a, ""));
+    let body = format!("{tables}{}", site(&["a.test"], "www", &a, ""));
+    let config = write_tls_config(&root, arch, TLS_ONLY, &body);
     let server = Server::start(Options::config_file(&config));
     (root, ca, server, big)
 }
@@ -172,10 +178,26 @@ for_each_arch!(fn python_keep_alive_over_tls(arch) {
     assert_eq!(py.get("k", "/hello.txt")["status"], 200);
 });
 
-for_each_arch!(fn alpn_agrees_on_http11(arch) {
+for_each_arch!(fn alpn_follows_the_http2_key(arch) {
+    // By default `h2` is the server's first choice: a client offering both agrees on it.
     let (_root, ca, server, _big) = one_site(arch);
     let port = tls_addr(server.ready_line()).port();
     let mut py = PyTls::start();
+    let mut offer = to("a.test", &ca);
+    offer["alpn"] = json!(["h2", "http/1.1"]);
+    let agreed = py.connect_ok("both", port, offer);
+    assert_eq!(agreed["alpn"], "h2", "{agreed}");
+    py.close("both");
+    let mut old = to("a.test", &ca);
+    old["alpn"] = json!(["http/1.1"]);
+    let agreed = py.connect_ok("http1", port, old);
+    assert_eq!(agreed["alpn"], "http/1.1", "{agreed}");
+    assert_eq!(py.get("http1", "/hello.txt")["status"], 200);
+    drop(server);
+
+    // `[http2] enabled = false`: HTTP/1.1 only.
+    let (_root, ca, server, _big) = one_site_with(arch, "[http2]\nenabled = false\n");
+    let port = tls_addr(server.ready_line()).port();
     let mut offer = to("a.test", &ca);
     offer["alpn"] = json!(["h2", "http/1.1"]);
     let agreed = py.connect_ok("both", port, offer);
@@ -187,8 +209,8 @@ for_each_arch!(fn alpn_agrees_on_http11(arch) {
     assert_eq!(silent["alpn"], Value::Null, "{silent}");
     assert_eq!(py.get("none", "/hello.txt")["status"], 200);
 
-    // Only h2, which ampd does not speak: rustls answers RFC 7301 §3.2's
-    // no_application_protocol alert rather than fall back.
+    // Only h2, turned off: rustls answers RFC 7301 §3.2's no_application_protocol alert
+    // rather than fall back.
     let mut h2 = to("a.test", &ca);
     h2["alpn"] = json!(["h2"]);
     let error = refused(&mut py, "h2", port, h2);

@@ -186,23 +186,7 @@ impl Loader<'_> {
         }
         let mut parsed: Vec<Listen> = Vec::new();
         for entry in entries {
-            let (address, tls, h2c) =
-                match entry.trim().split_once(char::is_whitespace) {
-                    Some((address, option)) => match option.trim() {
-                        "tls" => (address, true, false),
-                        "h2c" => (address, false, true),
-                        other => return Err(self.hinted(
-                            listen.span(),
-                            "listen",
-                            format!("'{entry}': unknown option '{other}'"),
-                            "the options are `tls` (\"0.0.0.0:443 tls\", HTTP/2 offered by ALPN) \
-                             and `h2c` (\"127.0.0.1:8080 h2c\", cleartext HTTP/2 with prior \
-                             knowledge beside HTTP/1.1)"
-                                .to_owned(),
-                        )),
-                    },
-                    None => (entry.trim(), false, false),
-                };
+            let (address, tls, h2c) = self.listen_entry(entry, listen.span())?;
             let address = parse_listen(address).map_err(|reason| {
                 self.hinted(
                     listen.span(),
@@ -221,6 +205,52 @@ impl Loader<'_> {
             parsed.push(Listen { address, tls, h2c });
         }
         Ok(parsed)
+    }
+
+    /// One `listen` entry split into its address and its options: (address, tls, h2c).
+    fn listen_entry<'e>(
+        &self,
+        entry: &'e str,
+        span: Range<usize>,
+    ) -> Loaded<(&'e str, bool, bool)> {
+        let mut words = entry.split_whitespace();
+        let address = words.next().unwrap_or("");
+        let (mut tls, mut h2c) = (false, false);
+        for option in words {
+            let seen = match option {
+                "tls" => &mut tls,
+                "h2c" => &mut h2c,
+                other => {
+                    return Err(self.hinted(
+                        span,
+                        "listen",
+                        format!("'{entry}': unknown option '{other}'"),
+                        "the options are `tls` (\"0.0.0.0:443 tls\", HTTP/2 offered by ALPN) \
+                         and `h2c` (\"127.0.0.1:8080 h2c\", cleartext HTTP/2 with prior \
+                         knowledge beside HTTP/1.1)",
+                    ))
+                }
+            };
+            if *seen {
+                return Err(self.hinted(
+                    span,
+                    "listen",
+                    format!("'{entry}': `{option}` twice"),
+                    "name each option once",
+                ));
+            }
+            *seen = true;
+        }
+        if tls && h2c {
+            return Err(self.hinted(
+                span,
+                "listen",
+                format!("'{entry}': `tls` and `h2c` together"),
+                "a TLS listener offers HTTP/2 by ALPN already; `h2c` is HTTP/2 in cleartext: \
+                 write \"ADDR tls\" or \"ADDR h2c\"",
+            ));
+        }
+        Ok((address, tls, h2c))
     }
 
     fn build(&self, raw: RawFile) -> Loaded<Config> {
@@ -289,6 +319,7 @@ impl Loader<'_> {
         config.cgi = self.cgi_limits(raw.cgi)?;
         config.applications = self.applications(raw.application)?;
         config.tls = self.tls_server(raw.tls)?;
+        config.http2 = self.http2(raw.http2, &config.listen)?;
         let sites = raw.site.unwrap_or_default();
         config.sites = self.sites(&sites)?;
         self.tls_fits_the_listeners(raw.listen.as_ref(), &sites, &config)?;

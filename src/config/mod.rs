@@ -13,6 +13,7 @@ mod blocks;
 pub mod gateway;
 mod gateway_keys;
 pub mod http2;
+mod http2_keys;
 pub mod load;
 mod merge;
 mod pools;

@@ -87,6 +87,7 @@ pub(super) struct RawFile {
     pub(super) application: Option<BTreeMap<Spanned<String>, Spanned<RawApplication>>>,
     pub(super) site: Option<Vec<RawBlock>>,
     pub(super) tls: Option<RawTls>,
+    pub(super) http2: Option<RawHttp2>,
 }
 
 /// `min_version`: `"1.2"` or `1.2` (TOML would otherwise refuse the number people write).
@@ -141,6 +142,26 @@ pub(super) struct RawAcme {
     pub(super) challenge: Field<String>,
     pub(super) state_dir: Field<String>,
     pub(super) renew_before: Field<Quantity>,
+}
+
+/// `[http2]`: whether HTTP/2 is offered and the limits of every HTTP/2 connection
+/// (`config::http2::Http2`, read in `http2_keys.rs`).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHttp2 {
+    pub(super) enabled: Field<bool>,
+    pub(super) max_concurrent_streams: Field<i64>,
+    pub(super) initial_window_size: Field<Quantity>,
+    pub(super) connection_window_size: Field<Quantity>,
+    pub(super) max_frame_size: Field<Quantity>,
+    pub(super) max_header_list_size: Field<Quantity>,
+    pub(super) header_table_size: Field<Quantity>,
+    pub(super) max_header_block: Field<Quantity>,
+    pub(super) budget_window: Field<Quantity>,
+    pub(super) max_resets: Field<i64>,
+    pub(super) max_settings: Field<i64>,
+    pub(super) max_pings: Field<i64>,
+    pub(super) max_empty_frames: Field<i64>,
 }
 
 /// `[cgi]`: the server-wide limits of CGI scripts (`config::CgiLimits`).

@@ -2,8 +2,9 @@
 //! gets: the site its SNI names, by the rules `Host` routing uses (the exact name, else the
 //! longest `*.suffix`, else the default site; no SNI: the default site), with that site's
 //! certificate (else the default certificate: the default site's, else `[tls] certificate`)
-//! and that site's client-certificate policy. Every configuration offers ALPN `http/1.1` and
-//! shares the process's ticket keys and session cache (`tickets`). A ClientHello offering
+//! and that site's client-certificate policy. Every configuration offers ALPN `h2` then
+//! `http/1.1` (`http/1.1` alone when `[http2] enabled = false`) and shares the process's ticket
+//! keys and session cache (`tickets`). A ClientHello offering
 //! `acme-tls/1` for a name with a pending TLS-ALPN-01 challenge (RFC 8737) gets a configuration
 //! carrying only the challenge certificate.
 //!
@@ -216,10 +217,12 @@ impl TlsContext {
 const TLS13_ONLY: &[&SupportedProtocolVersion] = &[&rustls::version::TLS13];
 
 /// What every configuration of a generation shares: the provider (with the chosen suites),
-/// the versions, the ticketer and the session cache.
+/// the versions, the ALPN protocols, the ticketer and the session cache.
 struct Policy {
     provider: Arc<CryptoProvider>,
     versions: &'static [&'static SupportedProtocolVersion],
+    /// In the server's order of preference: rustls picks the first one the client offers too.
+    alpn: Vec<Vec<u8>>,
     ticketer: Option<Arc<dyn rustls::server::ProducesTickets>>,
     session_storage: Arc<dyn rustls::server::StoresServerSessions>,
 }
@@ -246,6 +249,7 @@ impl Policy {
         Ok(Policy {
             provider,
             versions,
+            alpn: alpn_protocols(config),
             ticketer: tickets::ticketer(&config.tls),
             session_storage: tickets::session_storage(&config.tls),
         })
@@ -281,7 +285,7 @@ impl Policy {
             }
         };
         let mut server = builder.with_cert_resolver(Arc::new(certificate));
-        server.alpn_protocols = vec![super::ALPN_HTTP1.to_vec()];
+        server.alpn_protocols.clone_from(&self.alpn);
         // The server's order of suites wins (the provider's, or `ciphers`): a client that
         // prefers a weaker suite it also offers does not get it (testssl rates a server
         // without an order of its own HIGH).
@@ -292,6 +296,17 @@ impl Policy {
         }
         Ok(Arc::new(server))
     }
+}
+
+/// The ALPN protocols a site's configuration offers: `h2` first when `[http2]` is enabled (RFC
+/// 9113 §3.2; a client offering both is served HTTP/2), then `http/1.1` for the rest.
+fn alpn_protocols(config: &Config) -> Vec<Vec<u8>> {
+    let mut protocols = Vec::with_capacity(2);
+    if config.http2.enabled {
+        protocols.push(ampd_http::h2::ALPN_H2.to_vec());
+    }
+    protocols.push(super::ALPN_HTTP1.to_vec());
+    protocols
 }
 
 /// The provider's suites named in `names`, in that order.

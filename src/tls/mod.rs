@@ -26,8 +26,9 @@ use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 
-/// The ALPN protocol ids offered, in preference order (RFC 7301). `acme-tls/1` (RFC 8737) is
-/// answered only with a challenge certificate, and the connection then closes.
+/// The ALPN protocol ids offered, in preference order (RFC 7301), after `h2`
+/// (`ampd_http::h2::ALPN_H2`) when `[http2]` is enabled. `acme-tls/1` (RFC 8737) is answered
+/// only with a challenge certificate, and the connection then closes.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 pub const ALPN_ACME: &[u8] = b"acme-tls/1";
 

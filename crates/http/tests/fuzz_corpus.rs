@@ -1,9 +1,8 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
 //! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/hpack_decode` and
-//! `fuzz/corpus/h2_connection`
-//! through the same function the libFuzzer target calls, so fuzz coverage is part of stable
-//! `cargo test`.
+//! `fuzz/corpus/h2_connection` through the same function the libFuzzer target calls, so fuzz
+//! coverage is part of stable `cargo test`.
 
 use std::fs;
 use std::path::Path;

@@ -65,8 +65,6 @@ pub(super) struct Session {
     cursor: usize,
     /// GOAWAY NO_ERROR was sent for a graceful stop.
     announced_stop: bool,
-    /// The client sent GOAWAY: it opens no more streams.
-    peer_going_away: bool,
     /// Requests started on this connection.
     served: u32,
 }
@@ -92,7 +90,6 @@ impl Session {
             release: None,
             cursor: 0,
             announced_stop: false,
-            peer_going_away: false,
             served: 0,
         }
     }
@@ -134,9 +131,9 @@ impl Session {
             return (used, need);
         }
         let finished_reading = peer_finished && used == input.len();
-        if (self.connection.is_going_away() || self.peer_going_away || finished_reading)
-            && self.streams.is_empty()
-        {
+        // A client's GOAWAY alone does not end the connection: it may still send frames
+        // (a PING is answered, RFC 9113 §6.8); it closes, or the idle timeout does.
+        if (self.connection.is_going_away() || finished_reading) && self.streams.is_empty() {
             return (used, Need::Close(Ending::Close));
         }
         if more {
@@ -171,8 +168,7 @@ impl Session {
                 _ => self.connection.release_body(stream, data.len()),
             },
             Event::Reset { stream, .. } => self.forget(stream),
-            Event::WindowOpened => {}
-            Event::GoAway { .. } => self.peer_going_away = true,
+            Event::WindowOpened | Event::GoAway { .. } => {}
         }
     }
 

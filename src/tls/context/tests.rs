@@ -751,3 +751,47 @@ fn an_acme_site_is_resolved_at_handshake_time_and_answers_its_challenge() {
     let ordinary = handshake(&context, client(None).0, Some("acme.test")).unwrap();
     assert_eq!(leaf_of(&ordinary), issued.der);
 }
+
+/// `client(None)` offering `protocols` in ALPN instead of `http/1.1` alone.
+fn client_offering(protocols: &[&[u8]]) -> ClientConfig {
+    let mut config = client(None).0;
+    config.alpn_protocols = protocols.iter().map(|id| id.to_vec()).collect();
+    config
+}
+
+#[test]
+fn alpn_offers_h2_first_unless_http2_is_turned_off() {
+    let pki = Pki::new("alpn");
+    let (enabled, _) = three_sites(&pki);
+    let mut disabled = enabled.clone();
+    disabled.http2.enabled = false;
+    let h2: &[u8] = ampd_http::h2::ALPN_H2;
+    let http1: &[u8] = super::super::ALPN_HTTP1;
+    for (config, offered) in [(&enabled, vec![h2, http1]), (&disabled, vec![http1])] {
+        let context = context(config);
+        // Every site's configuration (SNI picks among them) offers the same list.
+        for server in context.sites.iter().flatten() {
+            assert_eq!(server.alpn_protocols, offered);
+        }
+        for name in [Some("a.test"), Some("www.b.test"), Some("c.test"), None] {
+            // A browser offers both: it gets the server's first choice it shares.
+            let both = handshake(&context, client_offering(&[h2, http1]), name).unwrap();
+            assert_eq!(both.server.alpn_protocol(), Some(offered[0]), "{name:?}");
+            assert_eq!(both.client.alpn_protocol(), Some(offered[0]), "{name:?}");
+            // An HTTP/1.1-only client is served HTTP/1.1 either way.
+            let old = handshake(&context, client_offering(&[http1]), name).unwrap();
+            assert_eq!(old.server.alpn_protocol(), Some(http1), "{name:?}");
+        }
+    }
+    // A client that speaks only h2 is refused when HTTP/2 is off (RFC 7301 §3.2:
+    // no_application_protocol), and served when it is on.
+    let h2_only = || client_offering(&[h2]);
+    assert!(handshake(&context(&enabled), h2_only(), Some("a.test")).is_ok());
+    let refused = handshake(&context(&disabled), h2_only(), Some("a.test"))
+        .err()
+        .expect("no protocol in common");
+    assert!(
+        refused.contains("doesn't support any known protocol"),
+        "{refused}"
+    );
+}

@@ -392,7 +392,7 @@ impl Connection {
     ) -> [u8; super::frame::HEADER_LEN] {
         debug_assert!(len <= self.send_capacity(stream) && len <= self.peer_max_frame);
         self.send_window -= i64::from(len);
-        self.budgets.window_updates.data_sent();
+        self.budgets.window_updates.earn();
         if let Some(open) = self.streams.get_mut(stream) {
             open.send_window -= i64::from(len);
         }
@@ -778,6 +778,7 @@ impl Connection {
                         stream.content_length = Some(length);
                     }
                     self.streams.insert(stream);
+                    self.budgets.window_updates.earn();
                     events.push(Event::Request {
                         stream: id,
                         head,
@@ -955,10 +956,19 @@ impl Connection {
         self.settings_acked = true;
         let ours = self.limits.initial_window_size;
         let delta = i64::from(ours) - i64::from(self.recv_initial);
+        self.recv_initial = ours;
+        let half = (ours / 2).max(1);
         for stream in self.streams.iter_mut() {
             stream.recv_window += delta;
+            // Credit owed under the old, larger threshold may now be due: a client whose
+            // window the change left empty waits for it (§6.9.2).
+            if stream.recv == RecvState::Open && stream.recv_owed >= half {
+                let owed = stream.recv_owed;
+                stream.recv_owed = 0;
+                stream.recv_window += i64::from(owed);
+                frame::write_window_update(&mut self.control, stream.id, owed);
+            }
         }
-        self.recv_initial = ours;
         Ok(())
     }
 

@@ -42,26 +42,29 @@ impl Budget {
 
 /// WINDOW_UPDATE frames received against DATA frames sent (the window-update flood: each
 /// update wakes the streams blocked on flow control). A client has reason to send about one
-/// per DATA frame it receives for each scope (the stream and the connection); a margin of
-/// ten per frame and a hundred to start with (Envoy's rule) never troubles a real client.
+/// per DATA frame it receives for each scope (the stream and the connection), and perhaps one
+/// as it opens a stream; a margin of ten per DATA frame or stream and a hundred to start with
+/// (Envoy's rule) never troubles a real client.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WindowUpdates {
     received: u64,
-    data_sent: u64,
+    /// DATA frames we sent plus streams the client opened.
+    earned: u64,
 }
 
 impl WindowUpdates {
     const BASE: u64 = 100;
     const PER_DATA_FRAME: u64 = 10;
 
-    pub(crate) fn data_sent(&mut self) {
-        self.data_sent += 1;
+    /// A DATA frame sent, or a stream opened: ten more updates are allowed.
+    pub(crate) fn earn(&mut self) {
+        self.earned += 1;
     }
 
     /// Count one WINDOW_UPDATE received; false once past the allowance.
     pub(crate) fn received(&mut self) -> bool {
         self.received += 1;
-        self.received <= Self::BASE + Self::PER_DATA_FRAME * self.data_sent
+        self.received <= Self::BASE + Self::PER_DATA_FRAME * self.earned
     }
 }
 
@@ -128,7 +131,7 @@ mod tests {
         assert!(!updates.received());
         let mut updates = WindowUpdates::default();
         for _ in 0..1_000 {
-            updates.data_sent();
+            updates.earn();
             assert!(updates.received() && updates.received());
         }
     }

@@ -1430,3 +1430,52 @@ fn a_stream_of_hpack_bombs_is_cut_like_resets() {
     assert_eq!(sent, 10);
     peer.expect_connection_error(ErrorCode::EnhanceYourCalm);
 }
+
+#[test]
+fn a_window_update_per_stream_opened_is_not_a_flood() {
+    // A page of 300 resources, each stream credited as it opens, before any DATA goes out.
+    let mut peer = Peer::with(&Limits {
+        max_concurrent_streams: 300,
+        ..Limits::default()
+    });
+    for i in 0..300 {
+        let id = 2 * i + 1;
+        peer.send(&headers(id, GET, true));
+        peer.send(&window_update(id, 1 << 20));
+        assert!(!peer.conn.is_closing(), "cut at stream {id}");
+    }
+}
+
+#[test]
+fn credit_owed_before_our_settings_took_effect_is_sent_when_they_do() {
+    let limits = Limits {
+        initial_window_size: 16_384,
+        ..Limits::default()
+    };
+    let mut peer = Peer::with(&limits);
+    peer.send(&headers(1, &post_unsized(), false));
+    // Before it reads our SETTINGS the client may fill the default 65,535 window.
+    for len in [16_384, 16_384, 16_384, 16_380] {
+        assert_eq!(peer.send(&data(1, &vec![0; len], false)).len(), 1);
+        peer.conn.release_body(1, len);
+    }
+    let credited: u32 = peer
+        .written()
+        .iter()
+        .filter(|f| f.kind == Kind::WindowUpdate && f.stream == 1)
+        .map(|f| frame::window_update(&f.payload).unwrap())
+        .sum();
+    // Its ACK leaves its window at 16,384 - (65,532 - credited): what is owed must go now,
+    // or a client that has sent everything waits forever.
+    peer.send(&frame(Kind::Settings, flags::ACK, 0, &[]));
+    let now_credited: u32 = peer
+        .written()
+        .iter()
+        .filter(|f| f.kind == Kind::WindowUpdate && f.stream == 1)
+        .map(|f| frame::window_update(&f.payload).unwrap())
+        .sum();
+    assert_eq!(credited + now_credited, 65_532);
+    // And its window is whole: 16,384 more may come.
+    assert_eq!(peer.send(&data(1, &[0; 16_384], false)).len(), 1);
+    assert!(peer.resets().is_empty());
+}
