@@ -433,8 +433,11 @@ impl Worker {
                 }
             }
             let phase = connection.clock.phase();
-            // Output is empty after a flush and the state is not closing: nothing else.
-            if matches!(phase, Phase::Sending | Phase::Closing) {
+            // Output is empty after a flush and the state is not closing: nothing else, but for
+            // HTTP/2 streams held back by the client's flow-control window (sending, with
+            // nothing queued): the WINDOW_UPDATE that frees them is read next.
+            let held_by_window = phase == Phase::Sending && connection.conn.output.is_empty();
+            if phase == Phase::Closing || (phase == Phase::Sending && !held_by_window) {
                 return Err(Reset);
             }
             // Draining: an idle connection (anything it had sent was read above and answered)

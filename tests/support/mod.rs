@@ -8,6 +8,7 @@ pub mod bulk;
 pub mod certificates;
 pub mod flup;
 pub mod gateway;
+pub mod h2;
 pub mod http;
 pub mod pebble;
 pub mod phpfpm;
