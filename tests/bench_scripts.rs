@@ -297,3 +297,103 @@ fn dynamic_bench_configurations_are_accepted() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// bench/h2.sh explains itself and writes what it runs: configurations every server accepts
+/// (`ampd check` ampd's with its TLS and h2c listeners, nginx `-t` and h2o `-t` theirs, where
+/// installed as bench/setup.sh does) and the page of 120 resources, each linked once from
+/// index.html and between 1 and 20 KiB.
+#[test]
+fn h2_bench_configurations_and_page_are_accepted() {
+    let help = Command::new("bash")
+        .arg(project().join("bench/h2.sh"))
+        .arg("--help")
+        .output()
+        .expect("bash");
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    for word in [
+        "nginx",
+        "h2o",
+        "h2load",
+        "nghttp",
+        "--configs",
+        "ROWS",
+        "h2c",
+    ] {
+        assert!(text.contains(word), "--help lacks {word}: {text}");
+    }
+
+    let dir = std::env::temp_dir().join(format!("ampd-bench-h2-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let written = Command::new("bash")
+        .arg(project().join("bench/h2.sh"))
+        .arg("--configs")
+        .arg(&dir)
+        .env("WWW", &www)
+        .output()
+        .expect("bash");
+    assert!(written.status.success(), "{written:?}");
+
+    let check = Command::new(env!("CARGO_BIN_EXE_ampd"))
+        .arg("check")
+        .arg(dir.join("ampd.toml"))
+        .output()
+        .expect("ampd check");
+    assert!(
+        check.status.success(),
+        "ampd check ampd.toml: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let peers: [(&str, &[&str], &str); 2] = [
+        ("nginx", &["-t", "-e", "nginx-test.log", "-c"], "nginx.conf"),
+        ("h2o", &["-t", "-c"], "h2o.conf"),
+    ];
+    for (program, args, conf) in peers {
+        if Command::new(program).arg("-v").output().is_err() {
+            println!("{program} is not installed (bench/setup.sh installs it): {conf} unchecked");
+            continue;
+        }
+        let tested = Command::new(program)
+            .current_dir(&dir)
+            .args(args)
+            .arg(dir.join(conf))
+            .output()
+            .expect(program);
+        assert!(
+            tested.status.success(),
+            "{program} {args:?} {conf}: {}{}",
+            String::from_utf8_lossy(&tested.stdout),
+            String::from_utf8_lossy(&tested.stderr)
+        );
+    }
+
+    // The page: 40 style sheets, 40 scripts and 40 images, every one linked once and present.
+    let page = www.join("h2page");
+    let html = std::fs::read_to_string(page.join("index.html")).expect("index.html");
+    let mut linked = Vec::new();
+    for attribute in ["href=\"", "src=\""] {
+        for (at, _) in html.match_indices(attribute) {
+            let rest = &html[at + attribute.len()..];
+            linked.push(rest[..rest.find('"').expect("closing quote")].to_string());
+        }
+    }
+    linked.sort();
+    linked.dedup();
+    assert_eq!(linked.len(), 120, "{linked:?}");
+    for (extension, wanted) in [(".css", 40), (".js", 40), (".png", 40)] {
+        let count = linked
+            .iter()
+            .filter(|name| name.ends_with(extension))
+            .count();
+        assert_eq!(count, wanted, "{extension}: {linked:?}");
+    }
+    for name in &linked {
+        let size = std::fs::metadata(page.join(name))
+            .unwrap_or_else(|error| panic!("{name}: {error}"))
+            .len();
+        assert!((1024..=20 * 1024).contains(&size), "{name}: {size} bytes");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
