@@ -370,3 +370,17 @@ fn an_idle_connection_that_times_out_gets_goaway() {
     let sent = frames(&harness.take_raw());
     assert_eq!(goaway_code(&sent), Some((1, 0)));
 }
+
+#[test]
+fn a_client_that_hangs_up_mid_body_frees_the_connection_at_once() {
+    let mut harness = h2_harness(|_| {});
+    let mut client = Client::new();
+    let mut bytes = client.start();
+    // A body promised and never sent: only the body timeout would end it if the hang-up
+    // were not heeded.
+    bytes.extend(client.request(1, "POST", "/index.html", false));
+    let need = harness.feed(&bytes);
+    assert!(matches!(need, Need::Read), "{need:?}");
+    let need = harness.finish();
+    assert!(matches!(need, Need::Close(_)), "{need:?}");
+}

@@ -131,6 +131,9 @@ impl Session {
             return (used, need);
         }
         let finished_reading = peer_finished && used == input.len();
+        if finished_reading {
+            self.abandon_unfinished_requests();
+        }
         // A client's GOAWAY alone does not end the connection: it may still send frames
         // (a PING is answered, RFC 9113 §6.8); it closes, or the idle timeout does.
         if (self.connection.is_going_away() || finished_reading) && self.streams.is_empty() {
@@ -327,6 +330,21 @@ impl Session {
             }
             false
         });
+    }
+
+    /// The client hung up: a stream whose request body it never finished cannot be answered
+    /// (its inner `Conn` would wait for the body timeout); streams it had finished sending go
+    /// on (a half-closed client may still read).
+    fn abandon_unfinished_requests(&mut self) {
+        let unfinished: Vec<StreamId> = self
+            .streams
+            .iter()
+            .filter(|stream| !stream.client_ended && !stream.cancelled)
+            .map(|stream| stream.id)
+            .collect();
+        for id in unfinished {
+            self.forget(id);
+        }
     }
 
     fn drop_streams(&mut self) {
