@@ -270,8 +270,9 @@ pub struct Conn {
     local: std::net::SocketAddr,
     /// Accepted on a TLS listener.
     secure: bool,
-    /// What the handshake settled (`set_tls`), before the first request's bytes arrive.
-    tls: Option<Box<TlsInfo>>,
+    /// What the handshake settled (`set_tls`), before the first request's bytes arrive;
+    /// shared with the inner `Conn` of every HTTP/2 stream (a reference count, not a copy).
+    tls: Option<Arc<TlsInfo>>,
     /// Admitted over a connection cap: the first request is answered `503` + `Retry-After`
     /// and the connection closed (a reply the client can read, rather than a reset).
     refused: bool,
@@ -351,7 +352,7 @@ impl Conn {
         if info.alpn.as_deref() == Some(ampd_http::h2::ALPN_H2) {
             self.state = State::Http2Agreed;
         }
-        self.tls = Some(Box::new(info));
+        self.tls = Some(Arc::new(info));
     }
 
     /// The listener takes HTTP/2 with prior knowledge beside HTTP/1.1 (RFC 9113 §3.3): a

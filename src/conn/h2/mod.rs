@@ -14,6 +14,7 @@
 mod stream;
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Instant;
 
 use ampd_http::h2::{Connection, ErrorCode, Event, ResponseFields, StreamId};
@@ -44,7 +45,7 @@ struct Origin {
     peer_port: u16,
     local: SocketAddr,
     secure: bool,
-    tls: Option<Box<TlsInfo>>,
+    tls: Option<Arc<TlsInfo>>,
 }
 
 #[derive(Debug)]
@@ -251,19 +252,12 @@ impl Session {
                     Need::Read | Need::Flush | Need::Wait => {}
                 }
             }
-            if self.link_owner == Some(stream.id) {
-                if let Some(release) = stream.conn.release.take() {
-                    self.release = Some(release);
-                }
-                if !stream.conn.has_upstream() && stream.conn.awaiting_link.is_none() {
-                    self.link_owner = None;
-                }
-            }
             let credit = stream.take_credit();
             if credit > 0 {
                 self.connection.release_body(stream.id, credit);
             }
         }
+        self.settle_link();
         for stream in &mut self.streams {
             match std::mem::replace(&mut stream.queued, Queued::Nothing) {
                 Queued::Job(job) if self.job_owner.is_none() => {
@@ -430,18 +424,23 @@ impl Session {
 
     /// An upstream socket to hand back: one a reset stream let go of, or the linked stream's.
     pub(super) fn take_release(&mut self) -> Option<Release> {
-        if let Some(release) = self.release.take() {
-            return Some(release);
-        }
-        let release = self.linked_mut()?.release.take();
+        self.settle_link();
+        self.release.take()
+    }
+
+    /// The linked stream's exchange let its upstream socket go: keep the release for the
+    /// engine, and free the link for the next stream once the socket is detached.
+    fn settle_link(&mut self) {
+        let Some(conn) = self.linked_mut() else {
+            return;
+        };
+        let release = conn.release.take();
+        let detached = !conn.has_upstream() && conn.awaiting_link.is_none();
         if release.is_some() {
-            let done = self
-                .linked()
-                .is_some_and(|conn| !conn.has_upstream() && conn.awaiting_link.is_none());
-            if done {
-                self.link_owner = None;
-            }
+            self.release = release;
         }
-        release
+        if detached {
+            self.link_owner = None;
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! Must not touch: the protocol state (`ampd_http::h2::Connection` decides windows and
 //! states), other streams, the engine's Needs (`mod.rs` arbitrates jobs and the upstream link).
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 use ampd_http::h2::{Connection, ResponseFields, StreamId};
 
@@ -89,10 +89,16 @@ impl Stream {
                 }
             }
             BodyFeed::Chunked => {
-                let mut framed = String::new();
                 if !data.is_empty() {
-                    let _ = write!(framed, "{:x}\r\n", data.len());
-                    self.conn.receive(framed.as_bytes());
+                    // The chunk-size line, written where it stands: no allocation per frame.
+                    let mut line = [0u8; 20];
+                    let left = {
+                        let mut rest = &mut line[..];
+                        let _ = write!(rest, "{:x}\r\n", data.len());
+                        rest.len()
+                    };
+                    let written = line.len() - left;
+                    self.conn.receive(&line[..written]);
                     self.conn.receive(data);
                     self.conn.receive(b"\r\n");
                 }
