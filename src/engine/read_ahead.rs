@@ -190,10 +190,11 @@ fn next<T>(shared: &Shared, ready: &Condvar, take: impl Fn(&mut Queues) -> Optio
 fn start_reads(shared: &Shared) {
     // Speculative work yields the CPU to the event loop. A hint's `WILLNEED` is not free: the
     // pages it adds are charged to the server's memory cgroup, and under a limit the charge
-    // reclaims others on this thread. At the default priority this thread was runnable in 71 %
-    // of samples beside the loop on its core (bench/thread_states.py) and halved the cached
-    // file's rate; at +10 that rate doubled back (5,131-6,281 → 10,224-12,567 req/s) for 16 %
-    // of the disk-bound rate (docs/architectures.md, "Read-ahead").
+    // reclaims others on this thread. At the default priority this thread is runnable in 71 %
+    // of samples beside the loop on its core (bench/thread_states.py) and halves the cached
+    // file's rate; at +10 that rate is twice as high (5,131-6,281 against 10,224-12,567 req/s)
+    // for 16 % of the disk-bound rate (docs/architectures.md, "Read-ahead for page-ins that
+    // wait").
     let _ = ampd_sys::process::lower_thread_priority(READ_AHEAD_NICE);
     loop {
         let Some(entry) = next(shared, &shared.start_ready, |queues| {
