@@ -18,7 +18,7 @@
 //! whole reads; neither may delay the other.
 //!
 //! The page-in stays in the helpers' queue while its read is being started, and is claimed
-//! from there (`Lanes::claim`) only once it is: a helper that frees up first takes it as before,
+//! from there (`Lanes::claim`) only once it is: a helper that frees up first takes it as any job,
 //! so a read-ahead thread that falls behind (it runs at a low priority) never holds a page-in
 //! back. With helper processes (`--helpers-mode process`) there are no `Lanes`, no finisher,
 //! and nothing is claimed: Flash ran disk work in other processes for portability, and the
@@ -227,9 +227,8 @@ fn start_reads(shared: &Shared) {
 /// the moment its read starts (`cachestat`). A range that is not (a filesystem that ignores
 /// `WILLNEED`, FUSE skipping read-ahead while congested, pages reclaimed again) would have the
 /// finisher read it alone while the page-ins behind it wait: measured, a few page-ins then
-/// waited 300 ms and the rate fell to 0.55 of `mt`. Without `cachestat` (Linux < 6.5) there is
-/// no telling, so nothing is claimed and the helpers take every page-in, as before the
-/// finisher.
+/// wait 300 ms and the rate falls to 0.55 of `mt`. Without `cachestat` (Linux < 6.5) there is
+/// no telling, so nothing is claimed and the helpers take every page-in, as with no finisher.
 fn read_started(file: &OpenFile, offset: u64, len: u64) -> bool {
     let first = offset / PAGE;
     let end = offset.saturating_add(len).div_ceil(PAGE);

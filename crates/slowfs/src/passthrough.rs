@@ -4,8 +4,8 @@
 //! * Open files are kept in the page cache across opens (`FOPEN_KEEP_CACHE`), as on a disk
 //!   filesystem: FUSE otherwise drops a file's cache on every open, and no request would ever
 //!   be a cache hit.
-//! * Entries and attributes are valid for one second, libfuse's default, which the Python
-//!   device had too, so a server's lookups cost the same round trips as before.
+//! * Entries and attributes are valid for one second, libfuse's default, so a server's lookups
+//!   cost the round trips they cost on a libfuse passthrough.
 //! * The kernel may keep 256 reads waiting on the device (it allows 12 unless told), so reads
 //!   in flight are the server's choice, not the device's.
 //!

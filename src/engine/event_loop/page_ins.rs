@@ -46,8 +46,8 @@ impl PagesInFlight {
     }
 
     /// Whether a helper is paging in some range of the file `key` names. A page-in that starts
-    /// on another loop just after a `false` is the race the loops had before this existed: at
-    /// worst one `sendfile` waits for that read.
+    /// on another loop just after a `false` is a race this table does not close: at worst one
+    /// `sendfile` waits for that read.
     #[must_use]
     pub fn reading(&self, key: &FileKey) -> bool {
         self.total.load(Ordering::Relaxed) != 0 && lock(&self.counts).contains_key(key)
