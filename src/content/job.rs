@@ -156,7 +156,8 @@ pub fn read_whole(file: &OpenFile) -> io::Result<Arc<[u8]>> {
 ///
 /// The range goes by `sendfile` to /dev/null: the kernel reads the pages in (and waits for
 /// them) without copying the data anywhere, so a helper needs no buffer and spends no CPU on a
-/// copy (a 64 KiB buffer per helper stayed in each thread's malloc arena, docs/architectures.md).
+/// copy (a 64 KiB read buffer per helper would stay in each thread's malloc arena;
+/// docs/architectures.md, "The loop does not wait for reads in flight").
 /// Where the file or /dev/null cannot do that, a plain read into a buffer does the same.
 pub fn touch(file: &File, offset: u64, len: u64) {
     let end = offset.saturating_add(len);
