@@ -36,31 +36,79 @@ const COLOURS: [&str; 8] = [
 
 struct Series {
     name: String,
+    /// The server's place among the servers: its colour and marker.
+    server: usize,
+    /// A second metric of the same server (p99 beside the median): dashed, or a paler bar.
+    dashed: bool,
     /// (x, label, y), sorted by x.
     points: Vec<(f64, String, f64)>,
 }
 
-/// Renders the chart.
+impl Series {
+    fn colour(&self) -> &'static str {
+        COLOURS[self.server % COLOURS.len()]
+    }
+
+    /// The SVG attribute that tells a second metric's line from the first's.
+    fn style(&self) -> &'static str {
+        if self.dashed {
+            r#" stroke-dasharray="7 4""#
+        } else {
+            ""
+        }
+    }
+
+    /// The same for a bar: paler.
+    fn fill_style(&self) -> &'static str {
+        if self.dashed {
+            r#" fill-opacity="0.55""#
+        } else {
+            ""
+        }
+    }
+}
+
+/// Renders the chart. `metric_names` is one metric, or several separated by commas (the median
+/// and the 99th percentile latency): each server keeps its colour, the second metric's line is
+/// dashed, and the legend names both.
 ///
 /// # Errors
 /// An unknown metric, or results with nothing to draw.
 pub fn render(
     reports: &[Report],
-    metric_name: &str,
+    metric_names: &str,
     title: Option<&str>,
     subtitle: Option<&str>,
 ) -> Result<String, String> {
+    let metrics: Vec<&str> = metric_names.split(',').map(str::trim).collect();
+    let mut servers: Vec<&str> = Vec::new();
     let mut series: Vec<Series> = Vec::new();
     for report in reports {
         for point in &report.points {
-            let y = metric(&point.median, metric_name)?;
-            let x = point.x.unwrap_or(0.0);
-            match series.iter_mut().find(|series| series.name == point.target) {
-                Some(series) => series.points.push((x, point.label.clone(), y)),
-                None => series.push(Series {
-                    name: point.target.clone(),
-                    points: vec![(x, point.label.clone(), y)],
-                }),
+            let server = match servers.iter().position(|name| *name == point.target) {
+                Some(server) => server,
+                None => {
+                    servers.push(&point.target);
+                    servers.len() - 1
+                }
+            };
+            for (index, metric_name) in metrics.iter().enumerate() {
+                let y = metric(&point.median, metric_name)?;
+                let x = point.x.unwrap_or(0.0);
+                let name = if metrics.len() == 1 {
+                    point.target.clone()
+                } else {
+                    format!("{}, {}", point.target, metric_short_label(metric_name))
+                };
+                match series.iter_mut().find(|series| series.name == name) {
+                    Some(series) => series.points.push((x, point.label.clone(), y)),
+                    None => series.push(Series {
+                        name,
+                        server,
+                        dashed: index > 0,
+                        points: vec![(x, point.label.clone(), y)],
+                    }),
+                }
             }
         }
     }
@@ -71,7 +119,7 @@ pub fn render(
         series.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     let first = &reports[0];
-    let y_label = metric_label(metric_name);
+    let y_label = axis_label(&metrics);
     let default_title = format!("{}: {y_label}", first.workload);
     let title = title.unwrap_or(&default_title);
     let swept = reports.iter().find_map(|report| report.swept.clone());
@@ -102,7 +150,7 @@ pub fn render(
         .flat_map(|series| series.points.iter().map(|point| point.2))
         .collect();
     let axis = YAxis::fit(&values, swept.is_some());
-    draw_y_axis(&mut svg, &axis, y_label);
+    draw_y_axis(&mut svg, &axis, &y_label);
     match &swept {
         Some(swept) => draw_lines(&mut svg, &series, &axis, swept),
         None => draw_bars(&mut svg, &series, &axis),
@@ -272,8 +320,8 @@ fn draw_lines(svg: &mut String, series: &[Series], y_axis: &YAxis, swept: &str) 
         HEIGHT - 18.0,
         escape(&axis)
     );
-    for (index, series) in series.iter().enumerate() {
-        let colour = COLOURS[index % COLOURS.len()];
+    for series in series {
+        let (colour, style) = (series.colour(), series.style());
         let path: Vec<String> = series
             .points
             .iter()
@@ -281,14 +329,14 @@ fn draw_lines(svg: &mut String, series: &[Series], y_axis: &YAxis, swept: &str) 
             .collect();
         let _ = writeln!(
             svg,
-            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5"/>"#,
+            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5"{style}/>"#,
             path.join(" ")
         );
         for (x, _, y) in &series.points {
             let _ = writeln!(
                 svg,
                 "{}",
-                marker(index, scale(*x), y_axis.position(*y), colour)
+                marker(series.server, scale(*x), y_axis.position(*y), colour)
             );
         }
     }
@@ -306,10 +354,11 @@ fn draw_bars(svg: &mut String, series: &[Series], axis: &YAxis) {
         let value = series.points.first().map_or(0.0, |point| point.2);
         let x = LEFT + slot * index as f64 + slot * 0.2;
         let y = axis.position(value);
-        let colour = COLOURS[index % COLOURS.len()];
+        let colour = series.colour();
+        let opacity = series.fill_style();
         let _ = writeln!(
             svg,
-            r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{colour}"{opacity}/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
             slot * 0.6,
             bottom - y,
             x + slot * 0.3,
@@ -338,18 +387,19 @@ fn draw_legend(svg: &mut String, series: &[Series], bars: bool) {
     );
     for (index, series) in series.iter().enumerate() {
         let y = TOP + 26.0 + 24.0 * index as f64;
-        let colour = COLOURS[index % COLOURS.len()];
+        let (colour, style) = (series.colour(), series.style());
         let key = if bars {
             format!(
-                r#"<rect class="key" x="{:.1}" y="{:.1}" width="14" height="14" fill="{colour}"/>"#,
+                r#"<rect class="key" x="{:.1}" y="{:.1}" width="14" height="14" fill="{colour}"{}/>"#,
                 x + 8.0,
-                y - 7.0
+                y - 7.0,
+                series.fill_style()
             )
         } else {
             format!(
-                r#"<line class="key" x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="2.5"/>{}"#,
+                r#"<line class="key" x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="2.5"{style}/>{}"#,
                 x + 30.0,
-                marker(index, x + 15.0, y, colour)
+                marker(series.server, x + 15.0, y, colour)
             )
         };
         let _ = writeln!(
@@ -360,6 +410,27 @@ fn draw_legend(svg: &mut String, series: &[Series], bars: bool) {
             escape(&series.name)
         );
     }
+}
+
+/// The y axis's name: the metric's, or for several latencies "latency (ms)".
+fn axis_label(metrics: &[&str]) -> String {
+    match metrics {
+        [one] => metric_label(one).to_owned(),
+        _ if metrics.iter().all(|name| name.starts_with("latency_")) => "latency (ms)".into(),
+        _ => metrics
+            .iter()
+            .map(|name| metric_label(name))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// What tells one metric from another in a legend: `p50`, `p99`, `max`, or the metric's name.
+fn metric_short_label(name: &str) -> &str {
+    name.strip_prefix("latency_")
+        .or_else(|| name.strip_prefix("first_byte_"))
+        .and_then(|rest| rest.strip_suffix("_ms"))
+        .unwrap_or(name)
 }
 
 /// A different marker shape per series: circle, square, triangle, diamond.
@@ -694,5 +765,42 @@ mod tests {
         let svg = render(&[lines], "requests_per_second", None, None).unwrap();
         assert_eq!(svg.matches(r#"<line class="key""#).count(), 2);
         assert!(!svg.contains(r#"<rect class="key""#));
+    }
+
+    #[test]
+    fn two_metrics_share_a_colour_per_server_and_the_second_is_dashed() {
+        let mut results = report(
+            Some("offered request rate (requests/s)"),
+            &[
+                ("ampd", 1000.0, "1000", 1000.0),
+                ("ampd", 8000.0, "8000", 8000.0),
+                ("nginx", 1000.0, "1000", 1000.0),
+                ("nginx", 8000.0, "8000", 8000.0),
+            ],
+        );
+        for (index, point) in results.points.iter_mut().enumerate() {
+            point.median.latency_ms.p50 = 0.2 * (index + 1) as f64;
+            point.median.latency_ms.p99 = 40.0 * (index + 1) as f64;
+        }
+        let svg = render(&[results], "latency_p50_ms,latency_p99_ms", None, Some("c")).unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 4);
+        assert_eq!(svg.matches(r#"stroke-dasharray="7 4""#).count(), 4);
+        for name in [">ampd, p50<", ">ampd, p99<", ">nginx, p50<", ">nginx, p99<"] {
+            assert!(svg.contains(name), "{name}");
+        }
+        // The same server keeps its colour for both metrics.
+        assert_eq!(svg.matches(r##"<polyline points"##).count(), 4);
+        assert_eq!(
+            svg.matches(r##"stroke="#0072B2" stroke-width="2.5"/>"##)
+                .count()
+                + svg
+                    .matches(r##"stroke="#0072B2" stroke-width="2.5" stroke-dasharray"##)
+                    .count(),
+            4
+        );
+        // 0.2 ms to 160 ms: a logarithmic y axis named for both, rates in the k scheme.
+        assert!(svg.contains("latency (ms), logarithmic scale"));
+        assert!(svg.contains(">8k</text>") && svg.contains(">1k</text>"));
+        assert!(render(&[report(None, &[])], "latency_p50_ms,speed", None, None).is_err());
     }
 }
