@@ -51,6 +51,12 @@ fn each_offered_rate_is_one_point_served_on_a_new_connection_per_request() {
             "{rate}/s offered, {replies}/s replied"
         );
         assert_eq!(point["median"]["errors_total"], 0);
+        // The requests due in the measured second, counted by the client.
+        let offered = point["median"]["offered"].as_f64().unwrap();
+        assert!(
+            (offered - rate).abs() <= 1.0,
+            "{offered} offered at {rate}/s"
+        );
     }
     // --close: a connection per request (40 + 160 in the measured seconds).
     assert!(server.accepted.load(Ordering::SeqCst) >= 150);
@@ -133,6 +139,12 @@ fn past_saturation_requests_time_out_as_errors_and_the_run_ends_on_time() {
     let timeouts = median["errors"]["timeout"].as_u64().unwrap();
     assert!((60..=101).contains(&timeouts), "{timeouts} timeouts");
     assert_eq!(median["errors_total"].as_u64().unwrap(), timeouts);
+    // Every request due in the second is answered, failed, or still waiting at its end.
+    let offered = median["offered"].as_u64().unwrap();
+    assert!(
+        (99..=101).contains(&offered) && timeouts <= offered,
+        "{offered} offered"
+    );
     // Never more than the 2 connections (one more while the server sees a close the client
     // already made).
     let most = most_open.load(Ordering::SeqCst);
