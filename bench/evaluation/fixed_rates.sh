@@ -8,12 +8,12 @@
 # core can do at best with a connection per request, so the client's own ceiling shows).
 #
 #   sudo bash bench/setup.sh && cargo build --release -p ampd -p ampd-bench
-#   bash bench/evaluation/fixed_rates.sh       # about 6 minutes with the defaults
+#   bash bench/evaluation/fixed_rates.sh       # about 5 minutes with the defaults
 #
 # Writes $OUT/fixed-rates.{json,csv,txt} and three charts (reply rate, response time, errors
 # against the offered rate), published to docs/evaluation/.
 #
-# Knobs: RATES [2k,...,24k requests/s; above ~25k/s one client core cannot open the connections
+# Knobs: RATES [2.5k (the paper's rate),5k,...,25k requests/s; above ~25k/s one client core cannot open the connections
 #   in time, which the table's `offered` column shows]  URL_PATH [/f1k.bin: 1 KiB, within the
 #   paper's 20 B-4 KB]  CLIENTS [10000: connections open at once at most, like httperf's
 #   descriptor limit; high enough that requests queue in the server, not in the client]
@@ -30,7 +30,7 @@ CLIENTS=${CLIENTS:-10000}
 REPEAT=${REPEAT:-1}
 AMPD_ARCH=${AMPD_ARCH:-reactor}
 source "$EVAL_DIR/../peers_lib.sh"
-RATES=${RATES:-2k,4k,8k,12k,16k,20k,24k}
+RATES=${RATES:-2.5k,5k,10k,15k,20k,25k}
 URL_PATH=${URL_PATH:-/f1k.bin}
 TIMEOUT=${TIMEOUT:-1s}
 
