@@ -12,7 +12,8 @@ use crate::workload::parse_size;
 
 pub const USAGE: &str = "\
 usage: ampd-bench WORKLOAD [options] --target [NAME=]http://HOST:PORT[/PATH] ...
-       ampd-bench plot FILE.json... [-o OUT.svg|OUT.png] [--metric M] [--title T]
+       ampd-bench plot FILE.json... [-o OUT.svg|OUT.png] [--metric M[,M2]] [--title T]
+                  [--subtitle TEXT]
        ampd-bench compare FILE.json... --base NAME [--metric M]
        ampd-bench handshakes --url https://HOST:PORT/PATH [--resume] [--tls 1.2|1.3]
                   [--connections N] [--duration TIME] [--warmup TIME] [--timeout TIME]
@@ -25,6 +26,10 @@ workloads:
   replay               --log FILE (Common/Combined Log Format), GET lines in order, looped;
                        --dataset BYTES keeps the prefix whose files fit (Flash 6.2)
   clients              one run per client count: --counts 1,16,64,256 --of WORKLOAD
+  rates                one open-loop run per offered rate (httperf --rate, Abyss §5):
+                       --rates 1000,2k,4k --of WORKLOAD; --clients caps the connections
+                       open at once, --timeout turns a request not answered in time into an
+                       error (requests waiting for a free connection count from when due)
   (specweb96, webstone, sweep and replay also take --create DIR: write their files there)
 
 options:
@@ -89,6 +94,8 @@ pub struct RunOptions {
     pub workload: WorkloadChoice,
     /// `clients`: one run per count.
     pub client_counts: Option<Vec<usize>>,
+    /// `rates`: one open-loop run per offered rate, as (label as written, requests/s).
+    pub offered_rates: Option<Vec<(String, f64)>>,
     pub targets: Vec<String>,
     pub clients: usize,
     pub arrival: Arrival,
@@ -115,6 +122,8 @@ pub struct PlotOptions {
     pub format: ChartFormat,
     pub metric: String,
     pub title: Option<String>,
+    /// The conditions line under the title (what ran | machine | commit).
+    pub subtitle: Option<String>,
 }
 
 /// The file format of a chart, from the output's extension.
@@ -166,12 +175,12 @@ pub fn parse(arguments: &[String]) -> Result<Command, String> {
         "plot" => parse_plot(rest),
         "compare" => parse_compare(rest),
         "handshakes" => parse_handshakes(rest).map(Command::Handshakes),
-        "file" | "sweep" | "specweb96" | "webstone" | "replay" | "clients" => {
+        "file" | "sweep" | "specweb96" | "webstone" | "replay" | "clients" | "rates" => {
             parse_run(first, rest).map(|options| Command::Run(Box::new(options)))
         }
         other => Err(format!(
             "unknown workload '{other}' (expected file, sweep, specweb96, webstone, replay, \
-             clients, plot, compare or handshakes)"
+             clients, rates, plot, compare or handshakes)"
         )),
     }
 }
@@ -204,6 +213,7 @@ struct Raw {
     log: Option<PathBuf>,
     data_set: Option<u64>,
     counts: Option<String>,
+    rates: Option<String>,
     of: Option<String>,
     rate: Option<f64>,
     think: Option<Duration>,
@@ -216,6 +226,7 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
         name: name.to_owned(),
         workload: WorkloadChoice::File,
         client_counts: None,
+        offered_rates: None,
         targets: Vec::new(),
         clients: 50,
         arrival: Arrival::Closed {
@@ -265,6 +276,7 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
             "--log" => raw.log = Some(arguments.value(option)?.into()),
             "--dataset" => raw.data_set = Some(parse_size(arguments.value(option)?)?),
             "--counts" => raw.counts = Some(arguments.value(option)?.to_owned()),
+            "--rates" => raw.rates = Some(arguments.value(option)?.to_owned()),
             "--of" => raw.of = Some(arguments.value(option)?.to_owned()),
             other => return Err(format!("{name}: unknown option '{other}' (try --help)")),
         }
@@ -275,6 +287,24 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
         (Some(duration), None) => Length::Time(duration),
         (None, None) => options.length,
     };
+    if raw.rates.is_some() && name != "rates" {
+        return Err(format!("{name}: --rates is for the rates workload"));
+    }
+    if raw.counts.is_some() && name != "clients" {
+        return Err(format!("{name}: --counts is for the clients workload"));
+    }
+    if name == "rates" {
+        if raw.rate.is_some() {
+            return Err("rates: give the offered rates with --rates, not --rate".into());
+        }
+        if raw.think.is_some() {
+            return Err("--think is for closed loop; rates is open loop".into());
+        }
+        let rates = parse_rates(raw.rates.as_deref().unwrap_or("500,1k,2k,4k,8k"))?;
+        // The arrival of the first point; the runner gives each point its own rate.
+        raw.rate = rates.first().map(|(_, rate)| *rate);
+        options.offered_rates = Some(rates);
+    }
     options.arrival = match (raw.rate, raw.think) {
         (Some(_), Some(_)) => return Err("--think is for closed loop; --rate is open loop".into()),
         (Some(rate), None) if rate > 0.0 && rate.is_finite() => Arrival::Open { rate },
@@ -286,19 +316,23 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
     if options.pipeline > 1 && matches!(options.arrival, Arrival::Open { .. }) {
         return Err("--pipeline needs closed loop (no --rate)".into());
     }
-    let kind = if name == "clients" {
-        let counts = raw.counts.as_deref().unwrap_or("1,4,16,64,256");
-        options.client_counts = Some(
-            counts
-                .split(',')
-                .map(|count| match count.trim().parse::<usize>() {
-                    Ok(count) if count > 0 => Ok(count),
-                    _ => Err(format!("--counts: '{count}' is not a positive number")),
-                })
-                .collect::<Result<_, _>>()?,
-        );
+    let kind = if name == "clients" || name == "rates" {
+        if name == "clients" {
+            let counts = raw.counts.as_deref().unwrap_or("1,4,16,64,256");
+            options.client_counts = Some(
+                counts
+                    .split(',')
+                    .map(|count| match count.trim().parse::<usize>() {
+                        Ok(count) if count > 0 => Ok(count),
+                        _ => Err(format!("--counts: '{count}' is not a positive number")),
+                    })
+                    .collect::<Result<_, _>>()?,
+            );
+        }
         match raw.of.as_deref().unwrap_or("file") {
-            "clients" => return Err("--of clients: pick a request workload".into()),
+            sweep @ ("clients" | "rates") => {
+                return Err(format!("--of {sweep}: pick a request workload"))
+            }
             kind @ ("file" | "sweep" | "specweb96" | "webstone" | "replay") => kind.to_owned(),
             other => return Err(format!("--of: unknown workload '{other}'")),
         }
@@ -320,7 +354,9 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
         },
         _ => WorkloadChoice::File,
     };
-    if options.name == "clients" && matches!(options.workload, WorkloadChoice::Sweep { .. }) {
+    if (options.name == "clients" || options.name == "rates")
+        && matches!(options.workload, WorkloadChoice::Sweep { .. })
+    {
         return Err("--of sweep: sweep one variable at a time".into());
     }
     if options.targets.is_empty() && options.create.is_none() {
@@ -335,6 +371,25 @@ fn positive<T: PartialOrd + Default>(value: T, option: &str) -> Result<T, String
     } else {
         Err(format!("{option} must be at least 1"))
     }
+}
+
+/// `500,1k,2.5k,10000`: requests per second, each positive; labels as written.
+fn parse_rates(list: &str) -> Result<Vec<(String, f64)>, String> {
+    list.split(',')
+        .map(|label| {
+            let label = label.trim().to_ascii_lowercase();
+            let (number, scale) = match label.strip_suffix('k') {
+                Some(number) => (number, 1000.0),
+                None => (label.as_str(), 1.0),
+            };
+            match number.parse::<f64>() {
+                Ok(rate) if rate > 0.0 && rate.is_finite() => Ok((label.clone(), rate * scale)),
+                _ => Err(format!(
+                    "--rates: '{label}' is not a positive rate (requests/s, e.g. 500 or 2k)"
+                )),
+            }
+        })
+        .collect()
 }
 
 fn parse_sizes(list: &str) -> Result<Vec<(String, u64)>, String> {
@@ -375,6 +430,7 @@ fn parse_plot(rest: &[String]) -> Result<Command, String> {
         format: ChartFormat::Svg,
         metric: "requests_per_second".into(),
         title: None,
+        subtitle: None,
     };
     let mut arguments = Arguments { items: rest.iter() };
     while let Some(argument) = arguments.items.next() {
@@ -382,6 +438,7 @@ fn parse_plot(rest: &[String]) -> Result<Command, String> {
             "-o" | "--output" => options.output = arguments.value(argument)?.into(),
             "--metric" => options.metric = arguments.value(argument)?.to_owned(),
             "--title" => options.title = Some(arguments.value(argument)?.to_owned()),
+            "--subtitle" => options.subtitle = Some(arguments.value(argument)?.to_owned()),
             other if other.starts_with('-') => {
                 return Err(format!("plot: unknown option '{other}'"))
             }
@@ -535,6 +592,105 @@ mod tests {
             assert!(error.contains(expected), "{line}: {error}");
             assert!(!error.contains('\n'));
         }
+    }
+
+    #[test]
+    fn rates_sweep_offered_rates_in_open_loop() {
+        let Command::Run(options) = parse(&args(
+            "rates --target a=http://127.0.0.1:1/f1k.bin --rates 500,2K,2.5k --close \
+             --clients 1000 --timeout 1s",
+        ))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            options.offered_rates,
+            Some(vec![
+                ("500".into(), 500.0),
+                ("2k".into(), 2000.0),
+                ("2.5k".into(), 2500.0)
+            ])
+        );
+        assert_eq!(options.workload, WorkloadChoice::File);
+        assert_eq!(options.arrival, Arrival::Open { rate: 500.0 });
+        assert!(!options.keep_alive);
+        assert_eq!(options.clients, 1000);
+        assert_eq!(options.client_counts, None);
+        // Defaults: five rates doubling from 500/s, of the file workload.
+        let Command::Run(options) = parse(&args("rates --target x --of specweb96")).unwrap() else {
+            panic!()
+        };
+        let rates: Vec<f64> = options.offered_rates.unwrap().iter().map(|r| r.1).collect();
+        assert_eq!(rates, [500.0, 1000.0, 2000.0, 4000.0, 8000.0]);
+        assert_eq!(
+            options.workload,
+            WorkloadChoice::SpecWeb96 { directories: 10 }
+        );
+        for (line, expected) in [
+            (
+                "rates --target x --rates 1k,0",
+                "'0' is not a positive rate",
+            ),
+            (
+                "rates --target x --rates fast",
+                "'fast' is not a positive rate",
+            ),
+            (
+                "rates --target x --rate 10",
+                "give the offered rates with --rates",
+            ),
+            ("rates --target x --think 1s", "rates is open loop"),
+            (
+                "rates --target x --pipeline 2",
+                "--pipeline needs closed loop",
+            ),
+            (
+                "rates --target x --of rates",
+                "--of rates: pick a request workload",
+            ),
+            (
+                "rates --target x --of sweep",
+                "sweep one variable at a time",
+            ),
+            (
+                "clients --target x --rates 1k",
+                "--rates is for the rates workload",
+            ),
+            (
+                "rates --target x --counts 1",
+                "--counts is for the clients workload",
+            ),
+        ] {
+            let error = parse(&args(line)).unwrap_err();
+            assert!(error.contains(expected), "{line}: {error}");
+        }
+    }
+
+    #[test]
+    fn plot_takes_a_title_and_a_subtitle() {
+        let arguments: Vec<String> = [
+            "plot",
+            "a.json",
+            "-o",
+            "out.svg",
+            "--title",
+            "Flash figure 6",
+            "--subtitle",
+            "50 clients | CPU (2 cores), Linux 6.1 | ampd 1a2b3c4",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let Command::Plot(options) = parse(&arguments).unwrap() else {
+            panic!()
+        };
+        assert_eq!(options.title.as_deref(), Some("Flash figure 6"));
+        assert_eq!(
+            options.subtitle.as_deref(),
+            Some("50 clients | CPU (2 cores), Linux 6.1 | ampd 1a2b3c4")
+        );
+        assert!(parse(&args("plot a.json --subtitle"))
+            .unwrap_err()
+            .contains("--subtitle needs a value"));
     }
 
     #[test]

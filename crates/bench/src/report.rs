@@ -15,7 +15,8 @@ use crate::stats::Summary;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub clients: usize,
-    /// Open loop: requests per second; absent for closed loop.
+    /// Open loop: requests per second; absent for closed loop and for a rates sweep (each
+    /// point's x is its offered rate).
     pub rate: Option<f64>,
     pub think_ms: f64,
     pub keep_alive: bool,
@@ -221,11 +222,12 @@ pub fn metric(summary: &Summary, name: &str) -> Result<f64, String> {
         "first_byte_p99_ms" => summary.first_byte_ms.p99,
         "connect_p50_ms" => summary.connect_ms.p50,
         "errors" => summary.errors_total as f64,
+        "errors_per_second" => summary.errors_total as f64 / summary.seconds.max(1e-9),
         other => {
             return Err(format!(
                 "unknown metric '{other}' (requests_per_second, mbit_per_second, latency_p50_ms, \
                  latency_p90_ms, latency_p99_ms, latency_max_ms, first_byte_p50_ms, \
-                 first_byte_p99_ms, connect_p50_ms, errors)"
+                 first_byte_p99_ms, connect_p50_ms, errors, errors_per_second)"
             ))
         }
     })
@@ -244,6 +246,7 @@ pub fn metric_label(name: &str) -> &'static str {
         "first_byte_p50_ms" => "median time to first byte (ms)",
         "first_byte_p99_ms" => "99th percentile time to first byte (ms)",
         "connect_p50_ms" => "median connect time (ms)",
+        "errors_per_second" => "errors per second",
         _ => "errors",
     }
 }

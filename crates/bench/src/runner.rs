@@ -1,10 +1,12 @@
-//! An experiment: the points to measure (one, a sweep of file sizes, a sweep of client counts)
-//! times the targets, run interleaved A B C A B C, collected into one report.
+//! An experiment: the points to measure (one, a sweep of file sizes, of client counts or of
+//! offered request rates) times the targets, run interleaved A B C A B C, collected into one
+//! report.
 //!
 //! Owns: building each run's workload from the options, creating file sets (`--create`), the
 //! run order, and choosing the median run. Must not touch: sockets (see `client.rs`).
 //! Sources: Flash figures 6/7 (size sweep), 9/10 (data-set sweep by log truncation), 12 (adding
-//! clients); interleaving runs so slow drift (thermal, other load) hits every server alike.
+//! clients); Abyss §5 (httperf at fixed request rates rising past saturation); interleaving
+//! runs so slow drift (thermal, other load) hits every server alike.
 
 use std::io::Write;
 
@@ -22,6 +24,7 @@ struct Point {
     x: Option<f64>,
     label: String,
     clients: usize,
+    arrival: Arrival,
     /// For a sweep: the size label that replaces `{size}` and the expected body size.
     size: Option<(String, u64)>,
 }
@@ -91,7 +94,7 @@ pub fn run(options: &RunOptions) -> Result<Option<Report>, String> {
                 let workload = workload_for(options, base.as_ref(), point, target);
                 let config = RunConfig {
                     clients: point.clients,
-                    arrival: options.arrival,
+                    arrival: point.arrival,
                     keep_alive: options.keep_alive,
                     pipeline: options.pipeline,
                     length: options.length,
@@ -157,6 +160,8 @@ fn workload_name(options: &RunOptions) -> String {
     };
     if options.client_counts.is_some() {
         format!("clients ({kind})")
+    } else if options.offered_rates.is_some() {
+        format!("rates ({kind})")
     } else {
         kind.to_owned()
     }
@@ -165,6 +170,8 @@ fn workload_name(options: &RunOptions) -> String {
 fn swept_name(options: &RunOptions) -> Option<String> {
     if options.client_counts.is_some() {
         Some("simultaneous clients".into())
+    } else if options.offered_rates.is_some() {
+        Some("offered request rate (requests/s)".into())
     } else if matches!(options.workload, WorkloadChoice::Sweep { .. }) {
         Some("file size (bytes)".into())
     } else {
@@ -174,6 +181,8 @@ fn swept_name(options: &RunOptions) -> Option<String> {
 
 fn settings(options: &RunOptions) -> Settings {
     let (rate, think) = match options.arrival {
+        // A rates sweep has no one rate: each point's x is its own.
+        Arrival::Open { .. } if options.offered_rates.is_some() => (None, 0.0),
         Arrival::Open { rate } => (Some(rate), 0.0),
         Arrival::Closed { think } => (None, think.as_secs_f64() * 1000.0),
     };
@@ -204,6 +213,19 @@ fn points(options: &RunOptions) -> Vec<Point> {
                 x: Some(clients as f64),
                 label: clients.to_string(),
                 clients,
+                arrival: options.arrival,
+                size: None,
+            })
+            .collect();
+    }
+    if let Some(rates) = &options.offered_rates {
+        return rates
+            .iter()
+            .map(|(label, rate)| Point {
+                x: Some(*rate),
+                label: label.clone(),
+                clients: options.clients,
+                arrival: Arrival::Open { rate: *rate },
                 size: None,
             })
             .collect();
@@ -215,6 +237,7 @@ fn points(options: &RunOptions) -> Vec<Point> {
                 x: Some(*bytes as f64),
                 label: label.clone(),
                 clients: options.clients,
+                arrival: options.arrival,
                 size: Some((label.clone(), *bytes)),
             })
             .collect(),
@@ -222,6 +245,7 @@ fn points(options: &RunOptions) -> Vec<Point> {
             x: None,
             label: options.name.clone(),
             clients: options.clients,
+            arrival: options.arrival,
             size: None,
         }],
     }
@@ -288,5 +312,47 @@ fn files_to_create(options: &RunOptions, log: Option<&Log>) -> Result<Vec<FileSp
             "--create: the file workload names no files (use sweep, specweb96, webstone or replay)"
                 .into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{parse, Command};
+
+    fn parsed(line: &str) -> RunOptions {
+        let arguments: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        match parse(&arguments).unwrap() {
+            Command::Run(options) => *options,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_rates_sweep_is_one_open_loop_point_per_rate() {
+        let options = parsed("rates --target x --rates 1k,4000 --clients 300 --close");
+        let swept = points(&options);
+        assert_eq!(swept.len(), 2);
+        assert_eq!(
+            swept
+                .iter()
+                .map(|point| (point.x, point.label.as_str(), point.clients, point.arrival))
+                .collect::<Vec<_>>(),
+            [
+                (Some(1000.0), "1k", 300, Arrival::Open { rate: 1000.0 }),
+                (Some(4000.0), "4000", 300, Arrival::Open { rate: 4000.0 }),
+            ]
+        );
+        assert_eq!(workload_name(&options), "rates (file)");
+        assert_eq!(
+            swept_name(&options).as_deref(),
+            Some("offered request rate (requests/s)")
+        );
+        let recorded = settings(&options);
+        assert_eq!((recorded.rate, recorded.keep_alive), (None, false));
+        // A single open-loop run keeps its rate in the settings, and its one point the option's.
+        let single = parsed("file --target x --rate 250");
+        assert_eq!(settings(&single).rate, Some(250.0));
+        assert_eq!(points(&single)[0].arrival, Arrival::Open { rate: 250.0 });
     }
 }

@@ -134,6 +134,9 @@ pub struct Recorder {
     /// Body bytes of good responses whose length matched the framing and the expected size.
     pub verified: u64,
     pub errors: ErrorCounts,
+    /// Open loop: requests that came due in the measured window (answered, failed, or still
+    /// waiting when it ended).
+    pub offered: u64,
 }
 
 impl Default for Recorder {
@@ -146,6 +149,7 @@ impl Default for Recorder {
             bytes: 0,
             verified: 0,
             errors: ErrorCounts::default(),
+            offered: 0,
         }
     }
 }
@@ -219,6 +223,10 @@ pub struct Summary {
     pub connections: u64,
     pub errors: ErrorCounts,
     pub errors_total: u64,
+    /// Open loop: requests due in the measured window; 0 in closed loop. Those neither answered
+    /// nor failed were still waiting (for a connection or a response) when the window ended.
+    #[serde(default)]
+    pub offered: u64,
 }
 
 impl Summary {
@@ -238,6 +246,7 @@ impl Summary {
             connections: recorder.connect.len(),
             errors: recorder.errors,
             errors_total: recorder.errors.total(),
+            offered: recorder.offered,
         }
     }
 }

@@ -41,6 +41,9 @@ impl Driver<'_> {
             let due = open.next_due;
             open.next_due += open.interval;
             open.backlog.push_back(due);
+            if due >= self.measure_from {
+                self.recorder.offered += 1;
+            }
             self.dispatch_backlog(now);
         }
     }
