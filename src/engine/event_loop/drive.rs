@@ -239,8 +239,13 @@ impl EventLoop {
         let trusted = slot
             .paged_in
             .is_some_and(|(paged, end)| paged == key && range.offset < end);
-        let page_in = (!trusted && self.settings.pages_in_flight.reading(&key))
-            || !serve::range_resident(range.file, range.offset, len);
+        let page_in = serve::page_in_needed(
+            range.file,
+            (range.offset, len),
+            trusted,
+            self.settings.pages_in_flight.reading(&key),
+            self.generation.config.caches.residency_test,
+        );
         if !page_in {
             return None;
         }

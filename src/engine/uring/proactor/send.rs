@@ -175,7 +175,9 @@ impl Proactor {
                 let trusted = slot
                     .paged_in
                     .is_some_and(|(paged, end)| paged == key && range.offset + len <= end);
-                if !trusted && !serve::range_resident(range.file, range.offset, len) {
+                let resident = self.generation.config.caches.residency_test
+                    && serve::range_resident(range.file, range.offset, len);
+                if !trusted && !resident {
                     let job = Job::PageIn {
                         file: range.file.clone(),
                         offset: range.offset,
