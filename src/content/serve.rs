@@ -262,7 +262,8 @@ fn may_read_here(disk: DiskAccess, residency_test: bool, file: &OpenFile) -> boo
 /// rather than `sendfile` it itself (the loop never waits on the disk). `trusted`: this
 /// connection's own last page-in covers the range; `reading`: a page-in of the file is in
 /// flight (its pages count as cached before they are read: `engine::event_loop::page_ins`).
-/// Without the residency test only the connection's own page-in vouches for a range.
+/// Without the residency test only the connection's own page-in vouches for a range, and the
+/// caller forgets it once used, so that every send of file data follows a page-in.
 #[must_use]
 pub fn page_in_needed(
     file: &OpenFile,
