@@ -1,8 +1,9 @@
 //! The residency test (`caches.residency_test`, `--no-residency-test`): with it on, an event
 //! loop reads and sends a file whose pages are cached itself; with it off, every read the file
 //! cache does not answer goes to a helper thread, even of a cached file (Flash without
-//! `mincore`, §5.4). Who read is told by the per-thread I/O counters of /proc (`rchar` counts
-//! `read` and `sendfile`), summed over the helper threads (named `…-helper-N`).
+//! `mincore`, §5.7). Who read is told by the per-thread I/O counters of /proc (`rchar` counts
+//! `read` and `sendfile`), summed over the helper threads (named `LOOP-helper-N`, which the
+//! kernel cuts to 15 bytes: `reactor-0-helpe`).
 
 mod support;
 
@@ -14,7 +15,7 @@ fn helpers_read(pid: u32) -> u64 {
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads") {
         let task = task.expect("a thread").path();
         let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
-        if !name.contains("helper") {
+        if !name.contains("-helpe") {
             continue;
         }
         let io = std::fs::read_to_string(task.join("io")).unwrap_or_default();

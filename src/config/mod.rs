@@ -187,7 +187,7 @@ pub struct StaticOptions {
     pub script_indexes: Vec<String>,
 }
 
-/// The three Flash caches (§5.2–5.4) and the residency test (§5.4), each of which can be
+/// The three Flash caches (§5.2–5.4) and the residency test (§5.7), each of which can be
 /// switched off to reproduce Flash's optimisation breakdown (figure 11).
 #[derive(Clone, Debug)]
 pub struct CacheOptions {
@@ -196,8 +196,8 @@ pub struct CacheOptions {
     pub file_cache: bool,
     /// Ask the page cache (`cachestat`, or `mincore`) before an event loop reads or sends file
     /// data itself. Off: every read that is not served from the file cache goes to a helper,
-    /// as Flash would have to without `mincore` (§5.4). Only `amped`, `reactor` and `uring`
-    /// test; `sped` and the blocking engines read where they are.
+    /// the safe course for Flash's design on a system without `mincore` (§5.7). Only `amped`,
+    /// `reactor` and `uring` test; `sped` and the blocking engines read where they are.
     pub residency_test: bool,
     /// Path-translation entries per event loop.
     pub path_cache_entries: u64,

@@ -250,7 +250,7 @@ fn body_source(
 
 /// Whether the thread deciding may read all of `file` itself. An event loop (`Helpers`) may
 /// only when the residency test says the read cannot block; without the test it cannot know,
-/// so every read goes to a helper (Flash without `mincore`, §5.4).
+/// so every read goes to a helper (Flash §5.7: a system without `mincore`).
 fn may_read_here(disk: DiskAccess, residency_test: bool, file: &OpenFile) -> bool {
     match disk {
         DiskAccess::Inline => true,
