@@ -48,6 +48,9 @@ AMPD=$PROJECT_DIR/target/release/ampd
 BENCH=$PROJECT_DIR/target/release/ampd-bench
 # name: the flags it adds to `ampd serve DIR --arch amped`
 VARIANTS=(all-on no-path-cache no-header-cache no-file-cache no-residency-test all-off)
+# Chart labels, short enough for a bar chart's axis.
+declare -A LABEL=([all-on]="all on" [no-path-cache]="no path" [no-header-cache]="no header"
+                  [no-file-cache]="no file" [no-residency-test]="no residency" [all-off]="all off")
 declare -A FLAGS=(
   [all-on]=""
   [no-path-cache]="--no-path-cache"
@@ -88,7 +91,10 @@ cached_part() {
     --repeat "$REPEAT" --json "$OUT/optimisations-cached.json" \
     --csv "$OUT/optimisations-cached.csv" | tee "$OUT/optimisations-cached.txt"
   stop_servers
-  redraw "$OUT/optimisations-cached.json" "$OUT/optimisations-cached.svg" requests_per_second \
+  local labelled=()
+  for variant in "${VARIANTS[@]}"; do labelled+=("$variant=${LABEL[$variant]}"); done
+  subset "$OUT/optimisations-cached.json" "$OUT/optimisations-cached-labelled.json" "${labelled[@]}"
+  redraw "$OUT/optimisations-cached-labelled.json" "$OUT/optimisations-cached.svg" requests_per_second \
     "Flash's optimisations one at a time: cached single file (amped)" \
     "$(conditions "$CLIENTS clients, keep-alive, one file per size, ${DURATION} x $REPEAT interleaved, median")"
   publish "$OUT/optimisations-cached.svg"
@@ -98,8 +104,8 @@ disk_part() {
   local device=$OUT/runs load=${LOAD:-64} variant servers=() names=() subtitle json
   for variant in "${VARIANTS[@]}"; do
     case $variant in
-      all-on) servers+=(amped) ; names+=(amped=all-on) ;;
-      *) servers+=("amped+$variant") ; names+=("amped+$variant=$variant") ;;
+      all-on) servers+=(amped) ; names+=("amped=${LABEL[$variant]}") ;;
+      *) servers+=("amped+$variant") ; names+=("amped+$variant=${LABEL[$variant]}") ;;
     esac
   done
   # Beside them, what a user gets against a tuned line and nginx: plain `ampd serve DIR`, amped
@@ -114,7 +120,7 @@ disk_part() {
   json=$device/hot-throttle-c$load
   subset "$json-load.json" "$OUT/optimisations-disk.json" "${names[@]}"
   subset "$json.json" "$OUT/optimisations-disk-hot.json" "${names[@]}"
-  subset "$json.json" "$OUT/defaults-hot.json" amped=amped default \
+  subset "$json.json" "$OUT/defaults-hot.json" "amped=amped, defaults" default \
     "amped+revalidate-after_60+no-precompressed=amped tuned" nginx nginx-aio
   redraw "$OUT/optimisations-disk.json" "$OUT/optimisations-disk.svg" requests_per_second \
     "Flash's optimisations one at a time: disk-bound requests (amped)" "$subtitle"

@@ -2,7 +2,7 @@
 # trace_replay.sh - Flash figure 8: two access logs shaped like the Rice CS and Owlnet traces
 # (bench/make_trace.py says which parameters and why) replayed in a loop against ampd's
 # engines, the default command line and nginx, with the server in a memory cgroup on a
-# throttled disk (the trace part of bench/disk_bound.sh). About 7 minutes with the defaults.
+# throttled disk (the trace part of bench/disk_bound.sh). About 5 minutes with the defaults.
 #
 #   sudo bash bench/setup.sh && cargo build --release -p ampd -p ampd-bench -p ampd-slowfs
 #   sudo bash bench/evaluation/trace_replay.sh
