@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # optimisations.sh - Flash figure 11: what each of amped's caches (path translation, response
 # head, file data) and its residency test is worth, each turned off alone and all together.
-# Two workloads, about 6 minutes with the defaults:
+# Two workloads, about 7 minutes with the defaults (without waiting for the benchmark lock):
 #   cached  the single-file test (Flash §6.1, as the paper measured figure 11): CLIENTS
 #           clients request one cached file of each size of SIZES; the six variants run side by
 #           side in one ampd-bench invocation, interleaved;
