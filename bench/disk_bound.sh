@@ -7,6 +7,7 @@
 #   cargo build --release -p ampd -p ampd-bench -p ampd-slowfs
 #   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh [PART...]   # default: sweep hot engines
 #   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh clients     # figure 12
+#   sudo TRACES="cs=cs.log" bash bench/disk_bound.sh trace                 # figure 8
 #
 # Needs root, Linux with cgroup v1 `memory`, `blkio` (and, for CPU time, `cpuacct`) controllers
 # mounted under /sys/fs/cgroup, loop devices, mkfs.ext4; the latency device also needs /dev/fuse,
@@ -35,6 +36,11 @@
 #   hot      HOT_FILES files under LOADS clients (one run per client count), and HOT_CLIENTS
 #            clients requesting /hot.bin at the same time: the disk-bound rate, and the rate and
 #            latency of a cached file while the disk is busy.
+#   trace    each access log of TRACES (NAME=FILE ...: Common or Combined Log Format; its
+#            files are made with their logged sizes) replayed in a loop by CLIENTS clients, the
+#            most requested files that fit the memory limit read in first (Flash figure 8; the
+#            logs of bench/make_trace.py, or a site's own). The files are not named slow*: the
+#            latency device does not delay them, so this part runs on the throttle device.
 #   clients  CLIENTS_FILES files (a data set past the memory limit) under each of CLIENT_COUNTS
 #            clients: the disk-bound rate against concurrent connections (Flash figure 12). A
 #            pool with fewer threads than clients (mt's 64) caps the reads in flight; an event
@@ -51,12 +57,17 @@
 # Knobs (environment, defaults in brackets):
 #   SERVERS ["sped amped amped-proc amped-32 reactor mt tpc mp uring nginx nginx-aio"]: amped-proc
 #     has helper processes, amped-N N helper threads from the start, amped-maxN helpers grown
-#     up to N, mt-N a pool of N threads (mt's default is 64), reactor and uring 2 loops or rings
+#     up to N, mt-N a pool of N threads (mt's default is 64), reactor and uring 2 loops or rings;
+#     default is plain `ampd serve ROOT` (no --arch, no AMPD_OPTIONS: what a user gets),
+#     default-ARCH the same with --arch ARCH;
+#     ARCH+WORD[+WORD...] is ARCH with the flags --WORD (e.g. amped+no-path-cache; FLAG_VALUE
+#     is --FLAG VALUE, e.g. amped+revalidate-after_60; the word all-off: every cache and the
+#     residency test off)
 #   ENGINE_SERVERS ["amped reactor1 reactor2 uring1 uring2"] (also: reactor2-spread, two loops
 #     on both CPUs)
 #   DEVICES ["throttle latency"]   POINTS [320 640 960 1920 3840] files per data set
 #   FILE_SIZE [102400]   HOT_FILES [2000]   HOT_SIZE [1024]   LOADS [64]   HOT_CLIENTS [2]
-#   CLIENT_COUNTS ["64 128 256"]   CLIENTS_FILES [1920]
+#   CLIENT_COUNTS ["64 128 256"]   CLIENTS_FILES [1920]   TRACES [] NAME=LOG ... (trace part)
 #   CLIENTS [64]   CLIENTS_CACHED [50]   MANY [1000]   PIPELINE [16]
 #   MEMORY [64M]   IOPS [200]   BPS [20971520]   DELAY [0.01] seconds per read of a slow* file
 #   DURATION [4]   WARMUP [1]   ENGINE_DURATION [4]   REPEAT [3]   SERVER_CPU [0]   CLIENT_CPU [1]
@@ -96,12 +107,12 @@ CG=/sys/fs/cgroup
 PARTS=${*:-sweep hot engines}
 for part in $PARTS; do
   case $part in
-    sweep | hot | clients | engines) ;;
-    *) echo "$SELF: unknown part '$part' (sweep, hot, clients, engines)" >&2; exit 2 ;;
+    sweep | hot | clients | trace | engines) ;;
+    *) echo "$SELF: unknown part '$part' (sweep, hot, clients, trace, engines)" >&2; exit 2 ;;
   esac
 done
 disk_parts=0
-case " $PARTS " in *" sweep "* | *" hot "* | *" clients "*) disk_parts=1 ;; esac
+case " $PARTS " in *" sweep "* | *" hot "* | *" clients "* | *" trace "*) disk_parts=1 ;; esac
 [ "$(uname -s)" = Linux ] || skip "needs Linux"
 [ "$(id -u)" = 0 ] || skip "needs root (cgroups, loop devices, mounts, dropping caches)"
 for tool in taskset flock setsid curl python3; do
@@ -154,6 +165,16 @@ HOT_CLIENTS=${HOT_CLIENTS:-2}
 CLIENTS=${CLIENTS:-64}
 CLIENT_COUNTS=${CLIENT_COUNTS:-"64 128 256"}
 CLIENTS_FILES=${CLIENTS_FILES:-1920}
+TRACES=${TRACES:-}
+case " $PARTS " in
+  *" trace "*)
+    [ -n "$TRACES" ] || { echo "$SELF: the trace part needs TRACES=\"NAME=LOG ...\"" >&2; exit 2; }
+    for trace in $TRACES; do
+      [ "${trace%%=*}" != "$trace" ] && [ -r "${trace#*=}" ] ||
+        { echo "$SELF: TRACES: '$trace' is not NAME=LOG with a readable LOG" >&2; exit 2; }
+    done
+    ;;
+esac
 CLIENTS_CACHED=${CLIENTS_CACHED:-50}
 MANY=${MANY:-1000}
 PIPELINE=${PIPELINE:-16}
@@ -326,7 +347,7 @@ log "results: $RESULTS"
   echo "commit=$(git -c safe.directory='*' -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "nginx=$(nginx -v 2>&1 | sed 's/.*nginx\///' || true)"
   for knob in PARTS SERVERS ENGINE_SERVERS DEVICES POINTS FILE_SIZE HOT_FILES HOT_SIZE LOADS \
-    HOT_CLIENTS CLIENT_COUNTS CLIENTS_FILES CLIENTS CLIENTS_CACHED MANY PIPELINE MEMORY IOPS BPS DELAY DURATION WARMUP \
+    HOT_CLIENTS CLIENT_COUNTS CLIENTS_FILES TRACES CLIENTS CLIENTS_CACHED MANY PIPELINE MEMORY IOPS BPS DELAY DURATION WARMUP \
     ENGINE_DURATION REPEAT SERVER_CPU CLIENT_CPU AMPD_OPTIONS; do
     echo "$knob=${!knob}"
   done
@@ -335,7 +356,7 @@ log "results: $RESULTS"
 [ "$disk_parts" = 1 ] && setup_devices
 for part in $PARTS; do
   case $part in
-    sweep | hot | clients) part_disk "$part" ;;
+    sweep | hot | clients | trace) part_disk "$part" ;;
     engines) part_engines ;;
   esac
 done

@@ -17,17 +17,58 @@ max_files() {
   echo "$most"
 }
 
-# make_files ROOT: the data set and the hot file below ROOT.
+# trace_log NAME: the log file TRACES names NAME.
+trace_log() {
+  local trace
+  for trace in $TRACES; do
+    [ "${trace%%=*}" = "$1" ] && { echo "${trace#*=}"; return; }
+  done
+}
+
+# trace_lists LOG PREFIX MEMORY_BYTES: writes PREFIX.all (every file the log names, relative
+# to the root, most requested first) and PREFIX.warm (the most requested files that fit in nine
+# tenths of MEMORY_BYTES); prints the bytes of all the files.
+trace_lists() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import collections, re, sys
+log, prefix, memory = sys.argv[1], sys.argv[2], int(sys.argv[3])
+line_re = re.compile(r'"GET (\S+)[^"]*" (\d{3}) (\d+|-)')
+counts, sizes = collections.Counter(), {}
+for line in open(log, errors="replace"):
+    match = line_re.search(line)
+    if match and match.group(2).startswith(("2", "3")):
+        path = match.group(1).split("?")[0].lstrip("/")
+        counts[path] += 1
+        if match.group(3) != "-" and match.group(2) == "200":
+            sizes[path] = max(sizes.get(path, 0), int(match.group(3)))
+ranked = [path for path, _ in counts.most_common()]
+with open(prefix + ".all", "w") as out:
+    out.writelines(path + "\n" for path in ranked)
+used = 0
+with open(prefix + ".warm", "w") as out:
+    for path in ranked:
+        if used + sizes.get(path, 0) > memory * 9 // 10:
+            break
+        used += sizes.get(path, 0)
+        out.write(path + "\n")
+print(sum(sizes.values()))
+EOF
+}
+
+# make_files ROOT: the data set, the files of the traces and the hot file below ROOT.
 make_files() {
-  local root=$1
+  local root=$1 trace
   mkdir -p "$root"
   "$BENCH" replay --log "$WORK/logs/all.log" --create "$root" --quiet >/dev/null
+  for trace in $TRACES; do
+    "$BENCH" replay --log "${trace#*=}" --create "$root" --quiet >/dev/null
+  done
   head -c "$HOT_SIZE" /dev/urandom > "$root/hot.bin"
   chmod -R a+rX "$root"
 }
 
 setup_devices() {
-  local most missing number maj_min _
+  local most missing number maj_min trace trace_bytes=0 _
   most=$(max_files)
   mkdir -p "$WORK/logs" "$WORK/run"
   chmod 755 "$WORK"
@@ -42,12 +83,16 @@ setup_devices() {
   mkdir -p "$MEM_CG" "$BLKIO_CG"
   [ -n "$CPU_CG" ] && mkdir -p "$CPU_CG"
   echo "$MEMORY" > "$MEM_CG/memory.limit_in_bytes"
+  for trace in $TRACES; do
+    trace_bytes=$(( trace_bytes + $(trace_lists "${trace#*=}" "$WORK/logs/trace-${trace%%=*}" \
+      "$(cat "$MEM_CG/memory.limit_in_bytes")") ))
+  done
 
   case " $DEVICES " in
     *" throttle "*)
       log "throttle device: ext4 image for $most files of $FILE_SIZE bytes"
       mkdir -p "$EXT4_ROOT"
-      truncate -s $(( most * FILE_SIZE * 12 / 10 + (96 << 20) )) "$IMAGE"
+      truncate -s $(( (most * FILE_SIZE + trace_bytes) * 12 / 10 + (96 << 20) )) "$IMAGE"
       # No lazy inode-table initialisation: it would write in the background while we measure.
       mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$IMAGE" ||
         die "mkfs.ext4 failed on $IMAGE"
@@ -148,6 +193,20 @@ server_command() {
   local ampd=("$AMPD" serve "$root" --listen "127.0.0.1:$PORT" $AMPD_OPTIONS)
   CPUS=$SERVER_CPU
   case $name in
+    # What a user gets: no engine chosen, no option.
+    default) COMMAND=("$AMPD" serve "$root" --listen "127.0.0.1:$PORT") ;;
+    default-*) COMMAND=("$AMPD" serve "$root" --listen "127.0.0.1:$PORT" --arch "${name#default-}") ;;
+    *+*)
+      local word flags=()
+      for word in $(echo "${name#*+}" | tr + ' '); do
+        case $word in
+          all-off) flags+=(--no-path-cache --no-header-cache --no-file-cache --no-residency-test) ;;
+          *_*) flags+=("--${word%%_*}" "${word#*_}") ;;
+          *) flags+=("--$word") ;;
+        esac
+      done
+      COMMAND=("${ampd[@]}" --arch "${name%%+*}" "${flags[@]}")
+      ;;
     sped | amped | mt | tpc | mp) COMMAND=("${ampd[@]}" --arch "$name") ;;
     amped-proc) COMMAND=("${ampd[@]}" --arch amped --helpers-mode process) ;;
     # amped-N: N helper threads (amped-32: as many as nginx's thread pool has threads).
@@ -259,6 +318,21 @@ prewarm() {
   wait_bg $!
 }
 
+# prewarm_trace DEVICE NAME: as prewarm, for a trace: every file's metadata, and the data of
+# the most requested files that fit the memory limit (trace_lists).
+prewarm_trace() {
+  local root lists=$WORK/logs/trace-$2
+  root=$(device_root "$1")
+  (
+    echo "$BASHPID" > "$MEM_CG/cgroup.procs"
+    cd "$root"
+    timeout 120 xargs -d '\n' -n 256 stat --format=%s < "$lists.all" > /dev/null 2>&1
+    timeout 120 xargs -d '\n' -P 16 -n 16 cat < "$lists.warm" > /dev/null 2>&1
+    cat "$root/hot.bin" > /dev/null
+  ) 9>&- &
+  wait_bg $!
+}
+
 # --- runs -----------------------------------------------------------------------------------
 
 # client OUT ARGS...: one ampd-bench run pinned to CLIENT_CPU in the background, bounded.
@@ -270,9 +344,10 @@ client() {
   CLIENT_PIDS+=($!)
 }
 
-# run_disk PART DEVICE POINT SERVER ROUND FILES CLIENTS HOT: one run on a slow device.
+# run_disk PART DEVICE POINT SERVER ROUND FILES CLIENTS HOT [LOG]: one run on a slow device,
+# replaying the uniform log of FILES files, or LOG (a trace: FILES is its name).
 run_disk() {
-  local part=$1 device=$2 point=$3 server=$4 round=$5 files=$6 clients=$7 hot=$8
+  local part=$1 device=$2 point=$3 server=$4 round=$5 files=$6 clients=$7 hot=$8 log=${9:-}
   local dir=$RESULTS/runs/$part/$device/$point/$server/$round url
   mkdir -p "$dir"
   drop_caches
@@ -282,10 +357,10 @@ run_disk() {
     echo "did not start" > "$dir/failed"
     return 0
   fi
-  prewarm "$device" "$files"
+  if [ -n "$log" ]; then prewarm_trace "$device" "$files"; else prewarm "$device" "$files"; fi
   url=http://127.0.0.1:$PORT
   CLIENT_PIDS=()
-  client "$dir/load.json" replay --log "$WORK/logs/$files.log" --target "$server=$url/" \
+  client "$dir/load.json" replay --log "${log:-$WORK/logs/$files.log}" --target "$server=$url/" \
     --clients "$clients" --duration "${DURATION}s" --warmup "${WARMUP}s"
   if [ "$hot" = 1 ]; then
     client "$dir/hot.json" file --target "$server=$url/hot.bin" --clients "$HOT_CLIENTS" \
@@ -338,8 +413,11 @@ part_disk() {
     sweep) values=$POINTS ;;
     hot) values=$LOADS ;;
     clients) values=$CLIENT_COUNTS ;;
+    trace) values=$(for trace in $TRACES; do echo "${trace%%=*}"; done) ;;
   esac
   for device in $(available_devices); do
+    # Trace files are not slow*: only the throttle device makes them slow.
+    [ "$part" = trace ] && [ "$device" != throttle ] && continue
     for round in $(seq "$REPEAT"); do
       for point in $values; do
         for server in $servers; do
@@ -347,6 +425,7 @@ part_disk() {
             sweep) run_disk sweep "$device" "$point" "$server" "$round" "$point" "$CLIENTS" 0 ;;
             hot) run_disk hot "$device" "$point" "$server" "$round" "$HOT_FILES" "$point" 1 ;;
             clients) run_disk clients "$device" "$point" "$server" "$round" "$CLIENTS_FILES" "$point" 0 ;;
+            trace) run_disk trace "$device" "$point" "$server" "$round" "$point" "$CLIENTS" 0 "$(trace_log "$point")" ;;
           esac
         done
       done

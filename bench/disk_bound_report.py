@@ -5,10 +5,13 @@
 
 Reads RESULTS_DIR/runs/PART/DEVICE/POINT/SERVER/ROUND/ (load.json and hot.json written by
 ampd-bench, stats.txt written by the script) and writes RESULTS_DIR/results.md, one ampd-bench
-JSON report per chart (sweep-DEVICE.json, hot-DEVICE-cN.json, clients-DEVICE.json, ...) and the charts themselves with
-`ampd-bench plot`. Every figure in the tables is the median of the rounds, taken figure by figure
+JSON report per chart (sweep-DEVICE.json, hot-DEVICE-cN.json, clients-DEVICE.json,
+trace-DEVICE-NAME.json, ...) and the charts themselves with `ampd-bench plot`. Every figure in the tables is the median of the rounds, taken figure by figure
 (the median requests/s, the median p50 latency, ...); a chart's point is the run with the median
 requests/s, as ampd-bench reports a point itself.
+
+CHART_SERVERS (environment, space-separated) replaces the servers of the charts (sweep, hot,
+clients), e.g. to show the default command line beside the tuned engines.
 """
 import json
 import os
@@ -19,9 +22,9 @@ import sys
 MIB = 1024 * 1024
 # Which servers each chart shows (every server is in the tables): Flash figures 9/10 had its
 # four architectures; the other engines get a chart of their own; six lines at most per chart.
-FLASH_CHART = ("sped", "amped", "mt", "mp", "nginx", "nginx-aio")
+FLASH_CHART = tuple(os.environ.get("CHART_SERVERS", "sped amped mt mp nginx nginx-aio").split())
 ENGINES_CHART = ("amped", "amped-proc", "amped-32", "reactor", "tpc", "uring")
-HOT_CHART = ("sped", "amped", "amped-32", "mt", "mp", "uring", "nginx", "nginx-aio")
+HOT_CHART = tuple(os.environ.get("CHART_SERVERS", "sped amped amped-32 mt mp uring nginx nginx-aio").split())
 
 
 def read_stats(path):
@@ -241,6 +244,38 @@ def clients_section(device, counts, knobs, servers_order, file_size, results, be
     return out
 
 
+def trace_section(device, traces, servers_order, results, bench):
+    """Flash figure 8: each trace replayed by every server, as bars of output bandwidth."""
+    out = []
+    for trace in sorted(traces):
+        cells_here = traces[trace]
+        servers = order(set(cells_here), servers_order)
+        out.append(f"\n## Trace {trace}, {device} device (Flash figure 8)\n")
+        out.append("| server | Mbit/s | req/s | p50 ms | p99 ms | page cache MiB | CPU µs/request | errors |")
+        out.append("|---|" + "---:|" * 7)
+        bars, template = [], None
+        for server in servers:
+            cell = cells_here[server]
+            if not cell.load:
+                out.append(f"| {server} | did not run | | | | | | |")
+                continue
+            template = template or cell.report
+            out.append(f"| {server} | {number(cell.load_figure(lambda s: s['mbit_per_second']), 1)} | "
+                       f"{number(cell.load_figure(lambda s: s['requests_per_second']))} | "
+                       f"{number(cell.load_figure(lambda s: s['latency_ms']['p50']), 2)} | "
+                       f"{number(cell.load_figure(lambda s: s['latency_ms']['p99']), 2)} | "
+                       f"{mib(cell.stat('cache_bytes'))} | {number(cell.cpu_us_per_request(), 1)} | "
+                       f"{sum(s['errors_total'] for s in cell.load)} |")
+            bars.append({"target": server, "url": cell.report["points"][0]["url"], "x": None,
+                         "label": trace, "median": cell.median_run(), "runs": cell.load})
+        if template and bars:
+            json_path = os.path.join(results, f"trace-{device}-{trace}.json")
+            write_report(json_path, template, "replay", None, bars)
+            plot(bench, json_path, os.path.join(results, f"trace-{device}-{trace}.svg"),
+                 "mbit_per_second", f"Trace {trace}, {device} device")
+    return out
+
+
 def main():
     if len(sys.argv) != 3:
         sys.stderr.write(__doc__)
@@ -336,7 +371,7 @@ def main():
             out.append("| server | disk-bound req/s | hot req/s | hot p50 ms | hot p99 ms | hot max ms | "
                        "CPU µs/request | processes | threads | anon MiB | Pss MiB | errors |")
             out.append("|---|" + "---:|" * 11)
-            bars, template = [], None
+            bars, load_bars, template = [], [], None
             for server in servers:
                 cell = cells_here[server]
                 if not cell.load:
@@ -358,6 +393,8 @@ def main():
                     template = template or cell.report
                     bars.append({"target": server, "url": "", "x": None, "label": "hot", "median":
                                  ordered[(len(ordered) - 1) // 2], "runs": cell.hot})
+                    load_bars.append({"target": server, "url": "", "x": None, "label": "disk-bound",
+                                      "median": cell.median_run(), "runs": cell.load})
             if template and bars:
                 json_path = os.path.join(results, f"hot-{device}-c{load}.json")
                 write_report(json_path, template, "file", None, bars)
@@ -365,9 +402,16 @@ def main():
                      "requests_per_second", f"Hot file beside {load} disk-bound clients, {device}")
                 plot(bench, json_path, os.path.join(results, f"hot-{device}-c{load}-p50.svg"),
                      "latency_p50_ms", f"Hot file latency beside {load} disk-bound clients, {device}")
+                json_path = os.path.join(results, f"hot-{device}-c{load}-load.json")
+                write_report(json_path, template, "replay", None, load_bars)
+                plot(bench, json_path, os.path.join(results, f"hot-{device}-c{load}-load.svg"),
+                     "requests_per_second", f"{load} disk-bound clients beside the hot file, {device}")
 
     for device, counts in sorted(cells.get("clients", {}).items()):
         out += clients_section(device, counts, knobs, servers_order, file_size, results, bench)
+
+    for device, traces in sorted(cells.get("trace", {}).items()):
+        out += trace_section(device, traces, servers_order, results, bench)
 
     engines = cells.get("engines", {}).get("cached", {})
     if engines:

@@ -95,6 +95,11 @@ pub struct ServeArgs {
     #[arg(long)]
     no_file_cache: bool,
 
+    /// Hand every read the file cache does not answer to a helper, without asking the page
+    /// cache first (amped, reactor, uring)
+    #[arg(long)]
+    no_residency_test: bool,
+
     /// Age at which a cached translation is checked with stat (network, FUSE) [default: 1s]
     #[arg(long, value_name = "TIME", value_parser = values::duration)]
     revalidate_after: Option<Duration>,
@@ -183,6 +188,7 @@ impl ServeArgs {
         caches.path_cache &= !self.no_path_cache;
         caches.header_cache &= !self.no_header_cache;
         caches.file_cache &= !self.no_file_cache;
+        caches.residency_test &= !self.no_residency_test;
         if let Some(after) = self.revalidate_after {
             caches.revalidate_after = after;
         }
@@ -303,6 +309,7 @@ mod tests {
             "--health",
             "/healthz",
             "--no-file-cache",
+            "--no-residency-test",
             "--autoindex",
         ])
         .unwrap();
@@ -318,6 +325,7 @@ mod tests {
             (Level::Debug, LogFormat::Json)
         );
         assert!(!config.caches.file_cache && config.caches.path_cache);
+        assert!(!config.caches.residency_test);
         let locations = &config.sites[0].locations;
         let handlers: Vec<(&str, bool, Handler)> = locations
             .iter()

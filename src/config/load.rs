@@ -377,6 +377,7 @@ impl Loader<'_> {
         caches.path_cache = raw.path_cache.unwrap_or(caches.path_cache);
         caches.header_cache = raw.header_cache.unwrap_or(caches.header_cache);
         caches.file_cache = raw.file_cache.unwrap_or(caches.file_cache);
+        caches.residency_test = raw.residency_test.unwrap_or(caches.residency_test);
         if let Some(value) = &raw.path_cache_entries {
             caches.path_cache_entries = self.count(value, "caches.path_cache_entries", 1)? as u64;
         }

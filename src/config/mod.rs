@@ -187,13 +187,18 @@ pub struct StaticOptions {
     pub script_indexes: Vec<String>,
 }
 
-/// The three Flash caches (§5.2–5.4), each of which can be switched off to reproduce Flash's
-/// optimisation breakdown (figure 11).
+/// The three Flash caches (§5.2–5.4) and the residency test (§5.7), each of which can be
+/// switched off to reproduce Flash's optimisation breakdown (figure 11).
 #[derive(Clone, Debug)]
 pub struct CacheOptions {
     pub path_cache: bool,
     pub header_cache: bool,
     pub file_cache: bool,
+    /// Ask the page cache (`cachestat`, or `mincore`) before an event loop reads or sends file
+    /// data itself. Off: every read that is not served from the file cache goes to a helper,
+    /// the safe course for Flash's design on a system without `mincore` (§5.7). Only `amped`,
+    /// `reactor` and `uring` test; `sped` and the blocking engines read where they are.
+    pub residency_test: bool,
     /// Path-translation entries per event loop.
     pub path_cache_entries: u64,
     /// Response heads kept per event loop.
@@ -601,6 +606,7 @@ impl Config {
                 path_cache: true,
                 header_cache: true,
                 file_cache: true,
+                residency_test: true,
                 path_cache_entries: 10_000,
                 header_cache_entries: 10_000,
                 file_cache_bytes: None,

@@ -192,6 +192,7 @@ pub(super) struct RawCaches {
     pub(super) path_cache: Option<bool>,
     pub(super) header_cache: Option<bool>,
     pub(super) file_cache: Option<bool>,
+    pub(super) residency_test: Option<bool>,
     pub(super) path_cache_entries: Field<i64>,
     pub(super) header_cache_entries: Field<i64>,
     pub(super) file_cache_bytes: Field<Quantity>,

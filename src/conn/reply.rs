@@ -43,6 +43,7 @@ pub(super) fn response_context<'a>(
                 .map(|ttl| (context.clock.unix() + ttl.as_secs(), ttl.as_secs())),
         },
         disk: context.disk,
+        residency_test: context.config.caches.residency_test,
         sendfile_threshold: context.config.send.sendfile_threshold,
         max_ranges: context.config.limits.max_ranges,
     }

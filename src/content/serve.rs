@@ -45,6 +45,8 @@ pub struct ResponseContext<'a> {
     /// What every head says (`crate::response`).
     pub head: HeadContext<'a>,
     pub disk: DiskAccess,
+    /// `caches.residency_test`: under `DiskAccess::Helpers`, ask the page cache before reading.
+    pub residency_test: bool,
     pub sendfile_threshold: u64,
     pub max_ranges: usize,
 }
@@ -232,11 +234,7 @@ fn body_source(
     if let Some(data) = caches.files.get(&file.key) {
         return Ok(Body::Memory(data));
     }
-    let may_read = match context.disk {
-        DiskAccess::Inline => true,
-        DiskAccess::Helpers => resident(file),
-    };
-    if !may_read {
+    if !may_read_here(context.disk, context.residency_test, file) {
         return Err(Job::Load { file: file.clone() });
     }
     match job::read_whole(file) {
@@ -248,6 +246,36 @@ fn body_source(
         // and close the connection rather than send a torn copy under a full-length head.
         Err(_) => Ok(Body::File(file.clone())),
     }
+}
+
+/// Whether the thread deciding may read all of `file` itself. An event loop (`Helpers`) may
+/// only when the residency test says the read cannot block; without the test it cannot know,
+/// so every read goes to a helper (Flash §5.7: a system without `mincore`).
+fn may_read_here(disk: DiskAccess, residency_test: bool, file: &OpenFile) -> bool {
+    match disk {
+        DiskAccess::Inline => true,
+        DiskAccess::Helpers => residency_test && resident(file),
+    }
+}
+
+/// Whether an event loop must hand the send of `[offset, offset + len)` of `file` to a helper
+/// rather than `sendfile` it itself (the loop never waits on the disk). `trusted`: this
+/// connection's own last page-in covers the range; `reading`: a page-in of the file is in
+/// flight (its pages count as cached before they are read: `engine::event_loop::page_ins`).
+/// Without the residency test only the connection's own page-in vouches for a range, and the
+/// caller forgets it once used, so that every send of file data follows a page-in.
+#[must_use]
+pub fn page_in_needed(
+    file: &OpenFile,
+    (offset, len): (u64, u64),
+    trusted: bool,
+    reading: bool,
+    residency_test: bool,
+) -> bool {
+    if !residency_test {
+        return !trusted;
+    }
+    (!trusted && reading) || !range_resident(file, offset, len)
 }
 
 /// Whether all of a file is in the page cache, so reading it cannot block (Flash's `mincore`
@@ -361,6 +389,32 @@ mod tests {
             assert!(mapped_range_resident(&file, offset, len), "{offset}+{len}");
             assert!(range_resident(&file, offset, len), "{offset}+{len}");
         }
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// With the residency test off, an event loop reads nothing itself, even a file whose
+    /// pages are all cached: the read goes to a helper. `sped` and the blocking engines
+    /// (`Inline`) read where they are either way.
+    #[test]
+    fn without_the_residency_test_the_loop_hands_every_read_to_a_helper() {
+        let (path, file) = open_file(&vec![3u8; 2 * 4096 + 17]);
+        assert!(resident(&file), "a file just written is in the page cache");
+        assert!(may_read_here(DiskAccess::Helpers, true, &file));
+        assert!(!may_read_here(DiskAccess::Helpers, false, &file));
+        assert!(may_read_here(DiskAccess::Inline, false, &file));
+        assert!(may_read_here(DiskAccess::Inline, true, &file));
+
+        let range = (0, file.size());
+        assert!(!page_in_needed(&file, range, false, false, true));
+        assert!(
+            page_in_needed(&file, range, false, true, true),
+            "a page-in in flight"
+        );
+        assert!(page_in_needed(&file, range, false, false, false));
+        assert!(
+            !page_in_needed(&file, range, true, false, false),
+            "the connection's own page-in made the range resident"
+        );
         std::fs::remove_file(path).unwrap();
     }
 }

@@ -239,9 +239,20 @@ impl EventLoop {
         let trusted = slot
             .paged_in
             .is_some_and(|(paged, end)| paged == key && range.offset < end);
-        let page_in = (!trusted && self.settings.pages_in_flight.reading(&key))
-            || !serve::range_resident(range.file, range.offset, len);
+        let residency_test = self.generation.config.caches.residency_test;
+        let page_in = serve::page_in_needed(
+            range.file,
+            (range.offset, len),
+            trusted,
+            self.settings.pages_in_flight.reading(&key),
+            residency_test,
+        );
         if !page_in {
+            if !residency_test {
+                // Without the test a page-in vouches only for the send right after it: the
+                // next range, or the next response of the same file, goes to a helper again.
+                slot.paged_in = None;
+            }
             return None;
         }
         self.settings.pages_in_flight.started(key);

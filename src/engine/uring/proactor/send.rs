@@ -175,7 +175,15 @@ impl Proactor {
                 let trusted = slot
                     .paged_in
                     .is_some_and(|(paged, end)| paged == key && range.offset + len <= end);
-                if !trusted && !serve::range_resident(range.file, range.offset, len) {
+                let residency_test = self.generation.config.caches.residency_test;
+                let resident =
+                    residency_test && serve::range_resident(range.file, range.offset, len);
+                if trusted && !residency_test {
+                    // As the event loop: without the test a page-in vouches only for the
+                    // records sealed right after it.
+                    slot.paged_in = None;
+                }
+                if !trusted && !resident {
                     let job = Job::PageIn {
                         file: range.file.clone(),
                         offset: range.offset,
