@@ -9,7 +9,7 @@ use ampd_http::h2::hpack::{Decoder, Encoder};
 use ampd_http::h2::PREFACE;
 
 use super::harness::{big_body, Harness, INDEX};
-use super::{Need, Phase};
+use super::{Need, Phase, State};
 use crate::tls::TlsInfo;
 
 /// The client's side of one connection.
@@ -258,6 +258,52 @@ fn streams_open_at_once_are_each_answered_and_heads_end_the_stream_for_head() {
     assert_eq!(answers[&5].field(":status"), Some("200"));
     assert!(answers[&5].body.is_empty());
     assert!(answers[&5].ended);
+}
+
+#[test]
+fn streams_served_one_after_another_reuse_ended_streams_and_answer_each_correctly() {
+    // Ended streams' inner `Conn`s serve later streams (`Conn::renew`) and a repeated head is
+    // sent from the block remembered for it: neither may carry anything of one response into
+    // the next.
+    let mut harness = h2_harness(|_| {});
+    let mut client = Client::new();
+    let mut bytes = client.start();
+    let requests = [
+        ("GET", "/index.html"),
+        ("GET", "/missing"),
+        ("HEAD", "/index.html"),
+        ("GET", "/index.html"),
+        ("GET", "/index.html"),
+    ];
+    let mut next_stream = 1;
+    for round in 0..4 {
+        for (method, path) in requests {
+            let stream = next_stream;
+            next_stream += 2;
+            bytes.extend(client.request(stream, method, path, true));
+            harness.feed(&bytes);
+            bytes.clear();
+            let answers = client.answers(&frames(&harness.take_raw()));
+            let answer = &answers[&stream];
+            assert!(answer.ended, "round {round}, {method} {path}: {answer:?}");
+            if path == "/missing" {
+                assert_eq!(answer.field(":status"), Some("404"), "{answer:?}");
+                continue;
+            }
+            assert_eq!(answer.field(":status"), Some("200"), "{answer:?}");
+            assert_eq!(
+                answer.field("content-length"),
+                Some(INDEX.len().to_string().as_str())
+            );
+            let body: &[u8] = if method == "HEAD" { b"" } else { INDEX };
+            assert_eq!(answer.body, body, "round {round}, {method} {path}");
+        }
+    }
+    let State::Http2(session) = &harness.conn.state else {
+        panic!("not HTTP/2: {:?}", harness.conn.state);
+    };
+    assert!(session.spare_conns() > 0);
+    assert_eq!(harness.conn.phase(), Phase::Idle);
 }
 
 #[test]

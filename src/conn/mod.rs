@@ -325,6 +325,20 @@ impl Conn {
         }
     }
 
+    /// Make this `Conn` what `Conn::new` would, keeping the memory of its input and output
+    /// buffers: an HTTP/2 session serves a new stream with the inner `Conn` of one that ended,
+    /// saving the allocations of a fresh one per request. Only for a `Conn` with no upstream
+    /// link (what it held is dropped).
+    pub(super) fn renew(&mut self, config: &Config, peer: IpAddr) {
+        let mut input = std::mem::take(&mut self.input);
+        let mut output = std::mem::take(&mut self.output);
+        input.clear();
+        output.clear();
+        *self = Conn::new(config, peer);
+        self.input = input;
+        self.output = output;
+    }
+
     /// A connection admission control turned away: it answers its first request `503`.
     #[must_use]
     pub fn refusing(config: &Config, peer: IpAddr) -> Conn {

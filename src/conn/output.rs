@@ -106,6 +106,20 @@ impl Output {
         self.buffer.capacity() > 0 || self.segments.capacity() > 0
     }
 
+    /// The buffer's capacity in bytes.
+    #[must_use]
+    pub fn buffer_capacity(&self) -> usize {
+        self.buffer.capacity()
+    }
+
+    /// Drop what is queued, keeping the memory (a `Conn` made anew for the next HTTP/2 stream).
+    pub fn clear(&mut self) {
+        self.buffer.clear();
+        self.segments.clear();
+        self.pending = 0;
+        self.sealed = 0;
+    }
+
     /// Free the buffer's memory if nothing is queued.
     pub fn shed(&mut self) {
         if self.is_empty() {
@@ -228,10 +242,7 @@ impl Output {
             head.extend_from_slice(bytes);
             // The blank line may straddle two segments: look from just before this one.
             let from = before.saturating_sub(3);
-            if let Some(at) = head[from..]
-                .windows(4)
-                .position(|window| window == b"\r\n\r\n")
-            {
+            if let Some(at) = memchr::memmem::find(&head[from..], b"\r\n\r\n") {
                 found = Some(from + at + 4);
                 break;
             }

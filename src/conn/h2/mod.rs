@@ -17,7 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ampd_http::h2::{Connection, ErrorCode, Event, ResponseFields, StreamId};
+use ampd_http::h2::{Connection, ErrorCode, Event, StreamId};
 use ampd_http::request::{BodyFraming, RequestHead};
 
 use super::output::Output;
@@ -38,6 +38,15 @@ const QUANTUM: u32 = 16 << 10;
 /// answered before a large download's next share.
 const FRAMED_HIGH_WATER: u64 = 128 << 10;
 
+/// Inner `Conn`s of ended streams kept for the next streams (`Conn::renew`): a client that
+/// keeps several requests in flight reuses them rather than allocating a `Conn` and its
+/// buffers per request. Bounded so an idle connection keeps only a few kilobytes.
+const SPARE_CONNS: usize = 8;
+
+/// A spare's output buffer larger than this is freed rather than kept (a proxied response
+/// may have grown it).
+const SPARE_BUFFER_MAX: usize = 16 << 10;
+
 /// What every stream's inner `Conn` inherits from the connection.
 #[derive(Debug, Clone)]
 struct Origin {
@@ -53,9 +62,8 @@ pub(super) struct Session {
     connection: Connection,
     streams: Vec<Stream>,
     origin: Origin,
-    /// The response head being converted, and its fields (reused for every response).
+    /// The response head being converted (reused for every response).
     head: Vec<u8>,
-    fields: ResponseFields,
     /// The stream whose job is out (the engine runs one per connection).
     job_owner: Option<StreamId>,
     /// The stream the upstream link is attached to (one per connection).
@@ -68,6 +76,10 @@ pub(super) struct Session {
     announced_stop: bool,
     /// Requests started on this connection.
     served: u32,
+    /// Inner `Conn`s of ended streams, for the next ones: boxed, because the box is what a
+    /// stream holds and what is reused.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Conn>>,
 }
 
 impl Session {
@@ -85,14 +97,20 @@ impl Session {
                 tls: conn.tls.clone(),
             },
             head: Vec::new(),
-            fields: ResponseFields::default(),
             job_owner: None,
             link_owner: None,
             release: None,
             cursor: 0,
             announced_stop: false,
             served: 0,
+            spare: Vec::new(),
         }
+    }
+
+    /// Inner `Conn`s kept for later streams.
+    #[cfg(test)]
+    pub(super) fn spare_conns(&self) -> usize {
+        self.spare.len()
     }
 
     pub(super) fn served(&self) -> u32 {
@@ -200,8 +218,14 @@ impl Session {
         self.streams.push(stream);
     }
 
-    fn inner_conn(&self, context: &Context<'_>) -> Box<Conn> {
-        let mut conn = Box::new(Conn::new(context.config, self.origin.peer));
+    fn inner_conn(&mut self, context: &Context<'_>) -> Box<Conn> {
+        let mut conn = match self.spare.pop() {
+            Some(mut spare) => {
+                spare.renew(context.config, self.origin.peer);
+                spare
+            }
+            None => Box::new(Conn::new(context.config, self.origin.peer)),
+        };
         // The PROXY protocol header, if any, was the connection's, read before the preface.
         conn.state = State::ReadingHead;
         conn.peer_port = self.origin.peer_port;
@@ -292,13 +316,7 @@ impl Session {
                 if stream.cancelled {
                     continue;
                 }
-                moved += stream.frame(
-                    &mut self.connection,
-                    &mut self.fields,
-                    &mut self.head,
-                    output,
-                    QUANTUM,
-                );
+                moved += stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
             }
             self.cursor = (self.cursor + 1) % count;
             if moved == 0 {
@@ -310,20 +328,22 @@ impl Session {
     /// Streams whose response has ended are done: a client still sending a body we will not
     /// read is told to stop (RST_STREAM NO_ERROR, RFC 9113 §8.1).
     fn settle_ended(&mut self) {
-        let connection = &mut self.connection;
-        let job_owner = self.job_owner;
-        self.streams.retain_mut(|stream| {
-            if stream.framing != Framing::Ended || job_owner == Some(stream.id) {
-                return true;
+        let mut at = 0;
+        while at < self.streams.len() {
+            let stream = &self.streams[at];
+            if stream.framing != Framing::Ended || self.job_owner == Some(stream.id) {
+                at += 1;
+                continue;
             }
+            let stream = self.streams.remove(at);
             if stream.unreleased > 0 {
-                connection.release_body(stream.id, stream.unreleased);
+                self.connection.release_body(stream.id, stream.unreleased);
             }
             if !stream.client_ended {
-                connection.reset_stream(stream.id, ErrorCode::NoError);
+                self.connection.reset_stream(stream.id, ErrorCode::NoError);
             }
-            false
-        });
+            keep_spare(&mut self.spare, stream.conn);
+        }
     }
 
     /// The client hung up: a stream whose request body it never finished cannot be answered
@@ -443,4 +463,17 @@ impl Session {
             self.link_owner = None;
         }
     }
+}
+
+/// Keep an ended stream's inner `Conn` for a later stream, if it holds no upstream link and
+/// there is room.
+#[allow(clippy::vec_box)]
+fn keep_spare(spare: &mut Vec<Box<Conn>>, mut conn: Box<Conn>) {
+    if spare.len() >= SPARE_CONNS || conn.has_upstream() || conn.release.is_some() {
+        return;
+    }
+    if conn.output.buffer_capacity() > SPARE_BUFFER_MAX {
+        conn.output = Output::default();
+    }
+    spare.push(conn);
 }

@@ -9,7 +9,7 @@
 
 use std::io::Write as _;
 
-use ampd_http::h2::{Connection, ResponseFields, StreamId};
+use ampd_http::h2::{Connection, StreamId};
 
 use crate::conn::output::Output;
 use crate::conn::upstream::Connect;
@@ -126,7 +126,6 @@ impl Stream {
     pub(super) fn frame(
         &mut self,
         connection: &mut Connection,
-        fields: &mut ResponseFields,
         head: &mut Vec<u8>,
         output: &mut Output,
         quantum: u32,
@@ -142,14 +141,16 @@ impl Stream {
                 }
                 return output.pending() - before;
             }
-            if fields.from_http1(head).is_none() {
+            let last = self.answered && self.conn.output.is_empty();
+            let Some(status) =
+                connection.write_http1_head(self.id, head, last, output_bytes(output))
+            else {
                 connection.reset_stream(self.id, ampd_http::h2::ErrorCode::InternalError);
                 self.framing = Framing::Ended;
                 return output.pending() - before;
-            }
-            let informational = (100..200).contains(&fields.status);
-            let end = !informational && self.answered && self.conn.output.is_empty();
-            connection.write_headers(self.id, fields, end, output_bytes(output));
+            };
+            let informational = (100..200).contains(&status);
+            let end = last && !informational;
             if end {
                 self.framing = Framing::Ended;
             } else if !informational {

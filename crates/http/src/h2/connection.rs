@@ -18,6 +18,7 @@ use super::error::ErrorCode;
 use super::fields::{MalformedRequest, RequestBuilder, ResponseFields};
 use super::flood::Budgets;
 use super::frame::{self, flags, setting, FrameHeader, Kind, HEADER_LEN, MAX_WINDOW};
+use super::head_block::{self, HeadBlocks};
 use super::hpack::{Decoder, Encoder};
 use super::stream::{BodyUse, Closure, RecentlyClosed, RecvState, SendState, Stream, Streams};
 use super::PREFACE;
@@ -165,6 +166,8 @@ pub struct Connection {
     control: Vec<u8>,
     decoder: Decoder,
     encoder: Encoder,
+    /// The last HTTP/1 head's block, for `write_http1_head`.
+    heads: HeadBlocks,
     streams: Streams,
     closed: RecentlyClosed,
     /// The highest client stream id opened (or refused, or ignored): ids above it are idle.
@@ -239,6 +242,7 @@ impl Connection {
             control,
             decoder: Decoder::new(limits.header_table_size as usize),
             encoder: Encoder::new(),
+            heads: HeadBlocks::default(),
             streams: Streams::default(),
             closed: RecentlyClosed::new(remembered),
             highest: 0,
@@ -329,33 +333,58 @@ impl Connection {
         end_stream: bool,
         out: &mut Vec<u8>,
     ) {
-        if !self
-            .streams
-            .get(stream)
-            .is_some_and(|open| open.send == SendState::Open)
-        {
-            // Reset meanwhile (or already ended): nothing may be sent on it (§5.1).
+        if !self.may_send(stream) {
             return;
         }
         out.extend_from_slice(&[0; HEADER_LEN]);
         let block_start = out.len();
-        self.encoder.begin(out);
-        let status = response.status.min(999);
-        let digits = [
-            b'0' + (status / 100) as u8,
-            b'0' + (status / 10 % 10) as u8,
-            b'0' + (status % 10) as u8,
-        ];
-        self.encoder.field(b":status", &digits, false, out);
-        for (name, value) in response.iter() {
-            // Credentials are never put in a table an intermediary could probe (RFC 7541
-            // §7.1.3).
-            let never_index = matches!(
-                name,
-                b"set-cookie" | b"cookie" | b"authorization" | b"proxy-authorization"
-            );
-            self.encoder.field(name, value, never_index, out);
+        head_block::encode(&mut self.encoder, response, out);
+        self.finish_headers(stream, block_start, end_stream, out);
+    }
+
+    /// Append the HEADERS frame (and CONTINUATIONs) of `head`, an HTTP/1 response head as
+    /// ampd's handlers write it (connection-specific fields left out, §8.2.2). `last`: nothing
+    /// follows it, so END_STREAM is set unless the status is informational (1xx, after which
+    /// the final head follows). Returns the status, or `None`, with nothing appended, when
+    /// `head` is not a complete head. A head repeated on the connection is sent from the
+    /// block remembered for it (`head_block.rs`).
+    pub fn write_http1_head(
+        &mut self,
+        stream: StreamId,
+        head: &[u8],
+        last: bool,
+        out: &mut Vec<u8>,
+    ) -> Option<u16> {
+        if !self.may_send(stream) {
+            return super::fields::status_of_http1(head);
         }
+        let frame_start = out.len();
+        out.extend_from_slice(&[0; HEADER_LEN]);
+        let block_start = out.len();
+        let Some(status) = self.heads.encode_http1(&mut self.encoder, head, out) else {
+            out.truncate(frame_start);
+            return None;
+        };
+        let end_stream = last && !(100..200).contains(&status);
+        self.finish_headers(stream, block_start, end_stream, out);
+        Some(status)
+    }
+
+    /// Whether `stream` may still send: reset meanwhile (or already ended), nothing may be
+    /// sent on it (§5.1).
+    fn may_send(&self, stream: StreamId) -> bool {
+        self.streams
+            .get(stream)
+            .is_some_and(|open| open.send == SendState::Open)
+    }
+
+    fn finish_headers(
+        &mut self,
+        stream: StreamId,
+        block_start: usize,
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) {
         frame::frame_header_block(out, block_start, stream, end_stream, self.peer_max_frame);
         if end_stream {
             self.end_sending(stream);

@@ -14,6 +14,7 @@ pub mod error;
 pub mod fields;
 mod flood;
 pub mod frame;
+mod head_block;
 pub mod hpack;
 mod stream;
 

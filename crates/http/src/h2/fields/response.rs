@@ -104,6 +104,12 @@ impl ResponseFields {
     }
 }
 
+/// The status of an HTTP/1 response head (its first line), without reading its fields.
+pub(crate) fn status_of_http1(head: &[u8]) -> Option<u16> {
+    let line_end = memchr::memchr(b'\n', head)?;
+    parse_status_line(trim_cr(&head[..line_end]))
+}
+
 /// `HTTP/1.x SP 3DIGIT [SP reason]`: the status code, 100 to 999.
 fn parse_status_line(line: &[u8]) -> Option<u16> {
     let rest = line.strip_prefix(b"HTTP/1.")?;

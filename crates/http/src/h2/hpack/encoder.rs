@@ -39,6 +39,9 @@ pub struct Encoder {
     /// The smallest size set since the last block, when the size changed: §4.2 wants it
     /// signalled first when the size went down and up again between blocks.
     smallest_pending: Option<usize>,
+    /// Counts the changes to the table's contents or size: two blocks encoded at the same
+    /// generation from the same fields are the same bytes (`h2::head_block` relies on it).
+    generation: u64,
 }
 
 impl Encoder {
@@ -48,6 +51,7 @@ impl Encoder {
         Encoder {
             table: DynamicTable::new(INITIAL_TABLE_SIZE),
             smallest_pending: None,
+            generation: 0,
         }
     }
 
@@ -59,6 +63,7 @@ impl Encoder {
             return;
         }
         self.table.set_max_size(size);
+        self.generation += 1;
         self.smallest_pending = Some(self.smallest_pending.map_or(size, |s| s.min(size)));
     }
 
@@ -126,7 +131,20 @@ impl Encoder {
         string::encode(value, out);
         if literal == Literal::Indexed {
             self.table.insert(name, value);
+            self.generation += 1;
         }
+    }
+
+    /// The table's generation: it changes whenever a field is added or the size changes.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether the next block starts with a table size update (`begin` writes it).
+    #[must_use]
+    pub fn has_pending_size_update(&self) -> bool {
+        self.smallest_pending.is_some()
     }
 
     /// The dynamic table's size as §4.1 counts it.
