@@ -13,6 +13,7 @@ use crate::workload::parse_size;
 pub const USAGE: &str = "\
 usage: ampd-bench WORKLOAD [options] --target [NAME=]http://HOST:PORT[/PATH] ...
        ampd-bench plot FILE.json... [-o OUT.svg|OUT.png] [--metric M] [--title T]
+                  [--subtitle TEXT]
        ampd-bench compare FILE.json... --base NAME [--metric M]
        ampd-bench handshakes --url https://HOST:PORT/PATH [--resume] [--tls 1.2|1.3]
                   [--connections N] [--duration TIME] [--warmup TIME] [--timeout TIME]
@@ -115,6 +116,8 @@ pub struct PlotOptions {
     pub format: ChartFormat,
     pub metric: String,
     pub title: Option<String>,
+    /// The conditions line under the title (what ran | machine | commit).
+    pub subtitle: Option<String>,
 }
 
 /// The file format of a chart, from the output's extension.
@@ -375,6 +378,7 @@ fn parse_plot(rest: &[String]) -> Result<Command, String> {
         format: ChartFormat::Svg,
         metric: "requests_per_second".into(),
         title: None,
+        subtitle: None,
     };
     let mut arguments = Arguments { items: rest.iter() };
     while let Some(argument) = arguments.items.next() {
@@ -382,6 +386,7 @@ fn parse_plot(rest: &[String]) -> Result<Command, String> {
             "-o" | "--output" => options.output = arguments.value(argument)?.into(),
             "--metric" => options.metric = arguments.value(argument)?.to_owned(),
             "--title" => options.title = Some(arguments.value(argument)?.to_owned()),
+            "--subtitle" => options.subtitle = Some(arguments.value(argument)?.to_owned()),
             other if other.starts_with('-') => {
                 return Err(format!("plot: unknown option '{other}'"))
             }
@@ -535,6 +540,33 @@ mod tests {
             assert!(error.contains(expected), "{line}: {error}");
             assert!(!error.contains('\n'));
         }
+    }
+
+    #[test]
+    fn plot_takes_a_title_and_a_subtitle() {
+        let arguments: Vec<String> = [
+            "plot",
+            "a.json",
+            "-o",
+            "out.svg",
+            "--title",
+            "Flash figure 6",
+            "--subtitle",
+            "50 clients | CPU (2 cores), Linux 6.1 | ampd 1a2b3c4",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let Command::Plot(options) = parse(&arguments).unwrap() else {
+            panic!()
+        };
+        assert_eq!(options.title.as_deref(), Some("Flash figure 6"));
+        assert_eq!(
+            options.subtitle.as_deref(),
+            Some("50 clients | CPU (2 cores), Linux 6.1 | ampd 1a2b3c4")
+        );
+        assert!(parse(&args("plot a.json --subtitle"))
+            .unwrap_err()
+            .contains("--subtitle needs a value"));
     }
 
     #[test]

@@ -81,7 +81,12 @@ fn execute(command: Command) -> Result<(), String> {
         }
         Command::Plot(options) => {
             let reports = read_all(&options.inputs)?;
-            let svg = plot::render(&reports, &options.metric, options.title.as_deref())?;
+            let svg = plot::render(
+                &reports,
+                &options.metric,
+                options.title.as_deref(),
+                options.subtitle.as_deref(),
+            )?;
             let bytes = match options.format {
                 cli::ChartFormat::Svg => svg.into_bytes(),
                 cli::ChartFormat::Png => raster::png(&svg)?,

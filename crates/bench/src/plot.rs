@@ -4,7 +4,13 @@
 //! The y axis of a line chart is logarithmic too when the values span two decades or more (a
 //! data-set sweep that falls from cached to disk-bound rates would otherwise flatten every
 //! disk-bound point onto the axis). With nothing swept (a SPECweb96 or WebStone run), one bar
-//! per server, on a linear axis.
+//! per server, on a linear axis, with a legend of bars.
+//!
+//! Every chart can carry a subtitle under its title naming the conditions (what ran, the
+//! machine, the commit), so a chart copied out of its document still says what it measured.
+//! Tick labels follow one scheme on every axis: sizes in binary units (64 B, 1 KiB, 10 MiB),
+//! any other number with a k or M suffix from a thousand up (64, 1k, 10k, 1.5M), never a mix of
+//! 1000 and 10k on one axis.
 //!
 //! Owns: chart layout and SVG text. Must not touch: measuring. Hand-written SVG keeps the
 //! dependency list short; every string from the results is XML-escaped.
@@ -17,7 +23,11 @@ const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 460.0;
 const LEFT: f64 = 86.0;
 const RIGHT: f64 = 170.0;
-const TOP: f64 = 52.0;
+/// Room above the plot for the title and up to two subtitle lines.
+const TOP: f64 = 76.0;
+/// Subtitle lines are broken at a ` | ` once they pass this many characters (about the width
+/// of the chart at the subtitle's font size).
+const SUBTITLE_LINE: usize = 100;
 const BOTTOM: f64 = 66.0;
 /// Colour-blind-safe palette (Okabe and Ito), then markers tell lines apart in grey print too.
 const COLOURS: [&str; 8] = [
@@ -38,6 +48,7 @@ pub fn render(
     reports: &[Report],
     metric_name: &str,
     title: Option<&str>,
+    subtitle: Option<&str>,
 ) -> Result<String, String> {
     let mut series: Vec<Series> = Vec::new();
     for report in reports {
@@ -69,22 +80,34 @@ pub fn render(
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="Helvetica, Arial, sans-serif" font-size="13">
 <rect width="100%" height="100%" fill="white"/>
-<text x="{}" y="28" text-anchor="middle" font-size="17" font-weight="bold">{}</text>
+<text x="{}" y="26" text-anchor="middle" font-size="17" font-weight="bold">{}</text>
 "#,
-        LEFT + (WIDTH - LEFT - RIGHT) / 2.0,
+        WIDTH / 2.0,
         escape(title)
     );
+    for (index, line) in subtitle_lines(subtitle.unwrap_or_default())
+        .iter()
+        .enumerate()
+    {
+        let _ = writeln!(
+            svg,
+            r##"<text class="subtitle" x="{}" y="{}" text-anchor="middle" font-size="12" fill="#444444">{}</text>"##,
+            WIDTH / 2.0,
+            46.0 + 15.0 * index as f64,
+            escape(line)
+        );
+    }
     let values: Vec<f64> = series
         .iter()
         .flat_map(|series| series.points.iter().map(|point| point.2))
         .collect();
     let axis = YAxis::fit(&values, swept.is_some());
     draw_y_axis(&mut svg, &axis, y_label);
-    match swept {
-        Some(swept) => draw_lines(&mut svg, &series, &axis, &swept),
+    match &swept {
+        Some(swept) => draw_lines(&mut svg, &series, &axis, swept),
         None => draw_bars(&mut svg, &series, &axis),
     }
-    draw_legend(&mut svg, &series);
+    draw_legend(&mut svg, &series, swept.is_none());
     svg.push_str("</svg>\n");
     Ok(svg)
 }
@@ -194,8 +217,9 @@ fn draw_lines(svg: &mut String, series: &[Series], y_axis: &YAxis, swept: &str) 
         r##"<line x1="{LEFT}" y1="{bottom:.1}" x2="{:.1}" y2="{bottom:.1}" stroke="#333333"/>"##,
         WIDTH - RIGHT
     );
-    // One tick per measured point: sizes in binary units (64 B, 1 KiB, 10 MiB), anything else
-    // as the command line named it.
+    // One tick per measured point: sizes in binary units (64 B, 1 KiB, 10 MiB), numbers in the
+    // y axis's scheme (64, 1k, 10k) whether the command line wrote 1000 or 1k, and a label in
+    // words ("64 clients") as written.
     // A tick too close to the last labelled one keeps its mark but not its label.
     let sizes = swept.contains("bytes");
     let mut ticks: Vec<(f64, String)> = Vec::new();
@@ -204,7 +228,16 @@ fn draw_lines(svg: &mut String, series: &[Series], y_axis: &YAxis, swept: &str) 
             .iter()
             .any(|(seen, _)| (seen - x).abs() < f64::EPSILON)
         {
-            ticks.push((*x, if sizes { size_label(*x) } else { label.clone() }));
+            ticks.push((
+                *x,
+                if sizes {
+                    size_label(*x)
+                } else if is_written_number(label) {
+                    short_number(*x)
+                } else {
+                    label.clone()
+                },
+            ));
         }
     }
     ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -295,7 +328,8 @@ fn draw_bars(svg: &mut String, series: &[Series], axis: &YAxis) {
     );
 }
 
-fn draw_legend(svg: &mut String, series: &[Series]) {
+/// Keys drawn like the series: a filled square for a bar, a line and its marker for a line.
+fn draw_legend(svg: &mut String, series: &[Series], bars: bool) {
     let x = WIDTH - RIGHT + 18.0;
     let _ = writeln!(
         svg,
@@ -305,11 +339,22 @@ fn draw_legend(svg: &mut String, series: &[Series]) {
     for (index, series) in series.iter().enumerate() {
         let y = TOP + 26.0 + 24.0 * index as f64;
         let colour = COLOURS[index % COLOURS.len()];
+        let key = if bars {
+            format!(
+                r#"<rect class="key" x="{:.1}" y="{:.1}" width="14" height="14" fill="{colour}"/>"#,
+                x + 8.0,
+                y - 7.0
+            )
+        } else {
+            format!(
+                r#"<line class="key" x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="2.5"/>{}"#,
+                x + 30.0,
+                marker(index, x + 15.0, y, colour)
+            )
+        };
         let _ = writeln!(
             svg,
-            r#"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="2.5"/>{}<text x="{:.1}" y="{:.1}">{}</text>"#,
-            x + 30.0,
-            marker(index, x + 15.0, y, colour),
+            r#"{key}<text x="{:.1}" y="{:.1}">{}</text>"#,
             x + 38.0,
             y + 4.5,
             escape(&series.name)
@@ -373,7 +418,31 @@ fn size_label(bytes: f64) -> String {
     }
 }
 
-/// `12k`, `1.5M`, `250`, `0.75`.
+/// `1000`, `1k`, `2.5M`: a label that only writes its number, so the axis may rewrite it.
+fn is_written_number(label: &str) -> bool {
+    let digits = label.trim_end_matches(['k', 'K', 'm', 'M']);
+    !digits.is_empty() && digits.parse::<f64>().is_ok()
+}
+
+/// The subtitle in lines of about `SUBTITLE_LINE` characters, broken only at ` | ` (between
+/// what ran, the machine and the commit); none for an empty subtitle.
+fn subtitle_lines(subtitle: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for part in subtitle.split(" | ").filter(|part| !part.trim().is_empty()) {
+        let full = lines.len() == 2;
+        match lines.last_mut() {
+            Some(line) if line.len() + 3 + part.len() <= SUBTITLE_LINE || full => {
+                line.push_str(" | ");
+                line.push_str(part);
+            }
+            _ => lines.push(part.to_owned()),
+        }
+    }
+    lines
+}
+
+/// `250`, `1k`, `1.5k`, `12k`, `1.5M`, `0.75`: a k or M suffix from a thousand up, so a
+/// logarithmic axis reads 100, 1k, 10k, 100k, 1M.
 fn short_number(value: f64) -> String {
     let trim = |text: String| {
         if text.contains('.') {
@@ -386,6 +455,8 @@ fn short_number(value: f64) -> String {
         format!("{}M", trim(format!("{:.2}", value / 1e6)))
     } else if value >= 1e4 {
         format!("{}k", trim(format!("{:.1}", value / 1e3)))
+    } else if value >= 1e3 {
+        format!("{}k", trim(format!("{:.2}", value / 1e3)))
     } else if value >= 10.0 || value == 0.0 {
         format!("{value:.0}")
     } else {
@@ -444,7 +515,13 @@ mod tests {
                 ("ng<nx>", 1_048_576.0, "1m", 1_900.0),
             ],
         );
-        let svg = render(&[results], "requests_per_second", Some("Sweep & test")).unwrap();
+        let svg = render(
+            &[results],
+            "requests_per_second",
+            Some("Sweep & test"),
+            None,
+        )
+        .unwrap();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert!(svg.contains("Sweep &amp; test"));
         assert!(svg.contains("requests per second"));
@@ -466,10 +543,10 @@ mod tests {
                 ("amped", 375.0 * 1048576.0, "375m", 210.0),
             ],
         );
-        let svg = render(&[results], "requests_per_second", None).unwrap();
+        let svg = render(&[results], "requests_per_second", None, None).unwrap();
         assert!(svg.contains("requests per second, logarithmic scale"));
-        // Ticks at 100, 1000, 10k and 100k; the 33 MiB point is too close to 32 MiB for a label.
-        for tick in [">100</text>", ">1000</text>", ">10k</text>", ">100k</text>"] {
+        // Ticks at 100, 1k, 10k and 100k; the 33 MiB point is too close to 32 MiB for a label.
+        for tick in [">100</text>", ">1k</text>", ">10k</text>", ">100k</text>"] {
             assert!(svg.contains(tick), "{tick}");
         }
         assert!(svg.contains(">32 MiB</text>") && !svg.contains(">33 MiB</text>"));
@@ -489,13 +566,133 @@ mod tests {
                 ("nginx", 0.0, "specweb96", 8000.0),
             ],
         );
-        let svg = render(std::slice::from_ref(&results), "requests_per_second", None).unwrap();
+        let svg = render(
+            std::slice::from_ref(&results),
+            "requests_per_second",
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(svg.matches("<rect class=\"bar\"").count(), 2);
-        assert!(render(&[results], "speed", None).is_err());
+        assert!(render(&[results], "speed", None, None).is_err());
         assert_eq!(nice_ceiling(43_000.0), 50_000.0);
         assert_eq!(nice_ceiling(0.0), 1.0);
         assert_eq!(short_number(1_500_000.0), "1.5M");
         assert_eq!(size_label(10.0 * 1024.0 * 1024.0), "10 MiB");
         assert_eq!(size_label(1536.0), "1.5 KiB");
+    }
+
+    #[test]
+    fn the_subtitle_sits_under_the_title_in_a_smaller_font_and_breaks_at_a_bar() {
+        let results = report(
+            Some("simultaneous clients"),
+            &[("ampd", 1.0, "1", 10.0), ("ampd", 64.0, "64", 20.0)],
+        );
+        let short = "50 clients, 3 s | Xeon (2 cores), Linux 6.1 | ampd 1a2b3c4";
+        let svg = render(
+            std::slice::from_ref(&results),
+            "requests_per_second",
+            Some("T"),
+            Some(short),
+        )
+        .unwrap();
+        let title = svg
+            .find(r#"font-size="17" font-weight="bold">T</text>"#)
+            .unwrap();
+        let subtitle = svg
+            .find(r##"font-size="12" fill="#444444">50 clients, 3 s | Xeon (2 cores), Linux 6.1 | ampd 1a2b3c4</text>"##)
+            .unwrap();
+        assert!(title < subtitle);
+        assert_eq!(svg.matches("class=\"subtitle\"").count(), 1);
+        // Without one, no subtitle element at all.
+        let bare = render(
+            std::slice::from_ref(&results),
+            "requests_per_second",
+            None,
+            None,
+        );
+        assert!(!bare.unwrap().contains("subtitle"));
+        // A long one takes two lines, broken between its parts, never inside one; XML-escaped.
+        let what = "fixed rates 1k..20k req/s, new connection per request, 10 s each <close>";
+        let machine = "Intel(R) Xeon(R) CPU @ 2.20GHz (2 cores), Linux 6.1";
+        let long = format!("{what} | {machine} | ampd 1a2b3c4+changes");
+        assert_eq!(
+            subtitle_lines(&long),
+            vec![what.to_owned(), format!("{machine} | ampd 1a2b3c4+changes")]
+        );
+        let svg = render(&[results], "requests_per_second", None, Some(&long)).unwrap();
+        assert_eq!(svg.matches("class=\"subtitle\"").count(), 2);
+        assert!(svg.contains("each &lt;close&gt;</text>"));
+        assert_eq!(subtitle_lines("a | b | c"), vec!["a | b | c".to_owned()]);
+        assert!(subtitle_lines("").is_empty());
+    }
+
+    #[test]
+    fn logarithmic_axes_label_every_tick_in_one_scheme() {
+        // Client counts written 1000 on the command line still read 1k beside 10k and 100k.
+        let results = report(
+            Some("simultaneous clients"),
+            &[
+                ("ampd", 10.0, "10", 50.0),
+                ("ampd", 1000.0, "1000", 5_000.0),
+                ("ampd", 100_000.0, "100000", 1_000_000.0),
+            ],
+        );
+        let svg = render(&[results], "requests_per_second", None, None).unwrap();
+        let labels: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|piece| piece.rsplit_once('>').map(|(_, label)| label))
+            .collect();
+        for tick in ["10", "100", "1k", "10k", "100k", "1M"] {
+            assert!(labels.contains(&tick), "y tick {tick} missing: {labels:?}");
+        }
+        for written in ["1000", "100000", "1e3", "1000000"] {
+            assert!(!labels.contains(&written), "{written} in {labels:?}");
+        }
+        assert!(svg.contains("simultaneous clients, logarithmic scale"));
+        assert!(svg.contains("requests per second, logarithmic scale"));
+        for (value, label) in [
+            (64.0, "64"),
+            (1000.0, "1k"),
+            (1500.0, "1.5k"),
+            (2500.0, "2.5k"),
+            (10_000.0, "10k"),
+            (123_456.0, "123.5k"),
+            (1e6, "1M"),
+            (0.75, "0.75"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(short_number(value), label);
+        }
+        assert!(is_written_number("1000") && is_written_number("1k") && is_written_number("2.5M"));
+        assert!(!is_written_number("64 clients") && !is_written_number("k"));
+        // Sizes keep binary units on both scales.
+        assert_eq!(size_label(64.0), "64 B");
+        assert_eq!(size_label(1024.0), "1 KiB");
+    }
+
+    #[test]
+    fn bar_charts_have_bar_keys_and_line_charts_line_keys() {
+        let bars = report(
+            None,
+            &[
+                ("ampd", 0.0, "specweb96", 9000.0),
+                ("nginx", 0.0, "specweb96", 8000.0),
+            ],
+        );
+        let svg = render(&[bars], "requests_per_second", None, None).unwrap();
+        assert_eq!(svg.matches(r#"<rect class="key""#).count(), 2);
+        let key = svg.find(r##"<rect class="key""##).unwrap();
+        let first_key = svg[key..].split('\n').next().unwrap();
+        assert!(first_key.contains(r##"width="14" height="14" fill="#0072B2"/>"##));
+        assert!(first_key.ends_with(">ampd</text>"));
+        assert!(!svg.contains(r#"<line class="key""#));
+        let lines = report(
+            Some("simultaneous clients"),
+            &[("ampd", 1.0, "1", 10.0), ("nginx", 1.0, "1", 12.0)],
+        );
+        let svg = render(&[lines], "requests_per_second", None, None).unwrap();
+        assert_eq!(svg.matches(r#"<line class="key""#).count(), 2);
+        assert!(!svg.contains(r#"<rect class="key""#));
     }
 }
