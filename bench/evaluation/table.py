@@ -27,6 +27,8 @@ METRICS = {
 
 
 def figure(value):
+    if isinstance(value, int):
+        return f"{value:,}"
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 10:
