@@ -8,6 +8,8 @@ docs/evaluation.md (the median run of each point, as the charts show).
                                             response, latency p50/p99, errors, and with the CPU
                                             file (bench/peers_lib.sh's measure) the server's CPU
                                             time per request
+  table.py cpu FILE.json FILE-cpu.csv       one row per server: its CPU time per request over
+                                            every point of the invocation
 
 The CPU time per request divides the server's CPU time over the whole invocation by the
 responses it sent in it; warm-ups are not counted in the report, so their responses are
@@ -58,13 +60,48 @@ def grid(report, metric):
         print(f"| {target} | " + " | ".join(row) + " |")
 
 
-def servers(report, cpu_file):
+def cpu_seconds(cpu_file):
     ticks = {}
     if cpu_file:
         with open(cpu_file) as handle:
             for row in csv.DictReader(handle):
                 ticks[row["server"]] = int(row["ticks"]) / int(row["clk_tck"])
+    return ticks
+
+
+def responses_sent(report, target):
+    """The target's responses in the invocation, warm-ups estimated at the measured rate."""
     warmup = report["settings"]["warmup_s"]
+    return sum(
+        run["responses"] * (run["seconds"] + warmup) / run["seconds"]
+        for point in report["points"]
+        if point["target"] == target
+        for run in point["runs"]
+        if run["seconds"] > 0
+    )
+
+
+def cpu(report, cpu_file):
+    ticks = cpu_seconds(cpu_file)
+    print("| server | server CPU per request (µs) | server CPU busy during its turns |")
+    print("|---|---:|---:|")
+    warmup = report["settings"]["warmup_s"]
+    for target in targets_in_order(report):
+        turns = sum(
+            run["seconds"] + warmup
+            for point in report["points"]
+            if point["target"] == target
+            for run in point["runs"]
+        )
+        sent = responses_sent(report, target)
+        seconds = ticks.get(target)
+        if seconds is None or not sent:
+            continue
+        print(f"| {target} | {1e6 * seconds / sent:.1f} | {100 * seconds / turns:.0f} % |")
+
+
+def servers(report, cpu_file):
+    ticks = cpu_seconds(cpu_file)
     header = "| server | requests/s | Mbit/s | mean response (bytes) | latency p50 / p99 (ms) | errors |"
     rule = "|---|---:|---:|---:|---:|---:|"
     if ticks:
@@ -82,13 +119,7 @@ def servers(report, cpu_file):
             f"| {median['errors_total']} |"
         )
         if ticks:
-            sent = sum(
-                run["responses"] * (run["seconds"] + warmup) / run["seconds"]
-                for p in report["points"]
-                if p["target"] == point["target"]
-                for run in p["runs"]
-                if run["seconds"] > 0
-            )
+            sent = responses_sent(report, point["target"])
             seconds = ticks.get(point["target"])
             line += f" {1e6 * seconds / sent:.1f} |" if seconds is not None and sent else " – |"
         print(line)
@@ -98,6 +129,9 @@ def main(arguments):
     if len(arguments) >= 3 and arguments[0] == "grid":
         with open(arguments[1]) as handle:
             grid(json.load(handle), arguments[2])
+    elif len(arguments) == 3 and arguments[0] == "cpu":
+        with open(arguments[1]) as handle:
+            cpu(json.load(handle), arguments[2])
     elif len(arguments) in (2, 3) and arguments[0] == "servers":
         with open(arguments[1]) as handle:
             servers(json.load(handle), arguments[2] if len(arguments) == 3 else None)

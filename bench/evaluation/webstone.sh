@@ -91,6 +91,8 @@ fi
   python3 "$EVAL_DIR/table.py" grid "$OUT/webstone.json" latency_p99_ms
   echo; echo "Errors:"; echo
   python3 "$EVAL_DIR/table.py" grid "$OUT/webstone.json" errors
+  echo; echo "Server CPU over every client count:"; echo
+  python3 "$EVAL_DIR/table.py" cpu "$OUT/webstone.json" "$OUT/webstone-cpu.csv"
   if [ "$THRESHOLD" = 1 ]; then
     echo; echo "Send path, requests/s by file size (median run):"; echo
     python3 "$EVAL_DIR/table.py" grid "$OUT/threshold.json" requests_per_second
