@@ -51,7 +51,9 @@ WARMUP=${WARMUP:-1s}
 REPEAT=${REPEAT:-3}
 EXTRA=${EXTRA:-}
 RESULTS=${RESULTS:-/tmp/ampd-bench-results/$SCRIPT-$(date +%Y%m%d-%H%M%S)}
-RUN=/tmp/ampd-bench-peers/run
+# The servers' configurations, pid files and logs: one directory per invocation, since Apache
+# refuses to start while another instance's pid file names a live process.
+RUN=/tmp/ampd-bench-peers/$SCRIPT-$$
 AMPD=$REPO/target/release/ampd
 BENCH=$REPO/target/release/ampd-bench
 
