@@ -12,10 +12,15 @@
 #
 # Knobs (environment, defaults in brackets):
 #   SERVERS ["ampd nginx lighttpd apache2"]   BASE_PORT [28581]: +0 ampd, +1 nginx, +2 lighttpd,
-#   +3 apache2, +4 howl, +5 h2o   SERVER_CPU [0]   CLIENT_CPU [1]   WWW [/tmp/bench/www]
+#   +3 apache2, +4 howl, +5 h2o, +10 on: the ampd-ENGINE entries   SERVER_CPU [0]   CLIENT_CPU [1]
+#   WWW [/tmp/bench/www]   HOWL_BYTES [1024]: the body howl answers every request with
 #   RESULTS [/tmp/ampd-bench-results/<script>-<timestamp>]   AMPD_ARCH [amped]
 #   CLIENTS [50]   DURATION [5s]   WARMUP [1s]   REPEAT [3]   EXTRA [] more ampd-bench options
 #   PRIO [1]: run in a session of our own with autogroup nice -20 (0: ordinary priority)
+#
+# SERVERS may name ampd engines one by one, "ampd-ENGINE" or "ampd-ENGINE-N" (e.g. ampd-sped,
+# ampd-mt-1): ampd with --arch ENGINE (and --threads N), each on its own port, so that several
+# architectures take turns in one interleaved run; the name is the series on the charts.
 
 set -euo pipefail
 
@@ -46,13 +51,24 @@ WARMUP=${WARMUP:-1s}
 REPEAT=${REPEAT:-3}
 EXTRA=${EXTRA:-}
 RESULTS=${RESULTS:-/tmp/ampd-bench-results/$SCRIPT-$(date +%Y%m%d-%H%M%S)}
-RUN=/tmp/ampd-bench-peers/run
+# The servers' configurations, pid files and logs: one directory per invocation, since Apache
+# refuses to start while another instance's pid file names a live process.
+RUN=/tmp/ampd-bench-peers/$SCRIPT-$$
 AMPD=$REPO/target/release/ampd
 BENCH=$REPO/target/release/ampd-bench
 
 declare -A PORT=([ampd]=$BASE_PORT [nginx]=$((BASE_PORT + 1)) [lighttpd]=$((BASE_PORT + 2))
                  [apache2]=$((BASE_PORT + 3)) [howl]=$((BASE_PORT + 4)) [h2o]=$((BASE_PORT + 5)))
 declare -A PID=()
+
+# Ports for the ampd-ENGINE[-N] entries of SERVERS: BASE_PORT+10 on, in the order named.
+assign_engine_ports() {
+  local name next=$((BASE_PORT + 10))
+  for name in $SERVERS; do
+    case $name in ampd-*) PORT[$name]=$next; next=$((next + 1)) ;; esac
+  done
+}
+assign_engine_ports
 
 log() { printf '[%s %s] %s\n' "$SCRIPT" "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -216,13 +232,17 @@ EOF
 server_cmd() {
   case $1 in
     ampd)     echo "$AMPD serve $WWW --listen 127.0.0.1:${PORT[ampd]} --arch $AMPD_ARCH" ;;
+    ampd-*)
+      local engine=${1#ampd-} threads=""
+      case $engine in *-*) threads="--threads ${engine#*-}"; engine=${engine%%-*} ;; esac
+      echo "$AMPD serve $WWW --listen 127.0.0.1:${PORT[$1]} --arch $engine $threads" ;;
     nginx)    echo "nginx -c $RUN/nginx.conf -e $RUN/nginx.err" ;;
     lighttpd) echo "lighttpd -D -f $RUN/lighttpd.conf" ;;
     apache2)  echo "apache2 -f $RUN/apache2.conf -DFOREGROUND" ;;
     h2o)      echo "h2o -c $RUN/h2o.conf" ;;
-    # The AFPA paper's 'Howl': a pre-built 1 KiB answer to every request (bench/howl.c, built
-    # by bench/setup.sh).
-    howl)     echo "${BENCH_ROOT:-/tmp/bench}/bin/howl ${PORT[howl]} 1024 127.0.0.1" ;;
+    # The AFPA paper's 'Howl': a pre-built answer of HOWL_BYTES to every request (bench/howl.c,
+    # built by bench/setup.sh).
+    howl)     echo "${BENCH_ROOT:-/tmp/bench}/bin/howl ${PORT[howl]} ${HOWL_BYTES:-1024} 127.0.0.1" ;;
     *)        die "unknown server $1" ;;
   esac
 }
@@ -265,6 +285,7 @@ stop_all() {
 start_all() {
   LIVE=""
   local name
+  assign_engine_ports
   for name in $SERVERS; do
     if start_server "$name"; then LIVE="$LIVE $name"; fi
   done
@@ -273,16 +294,28 @@ start_all() {
 
 # measure NAME WORKLOAD [ampd-bench options...]: one interleaved ampd-bench run over every live
 # server, pinned to $CLIENT_CPU, holding the benchmark lock; writes NAME.json/.csv/.txt and
-# NAME.svg (plus NAME-mbit.svg) into $RESULTS and prints the ratios ampd/peer.
+# NAME.svg (plus NAME-mbit.svg) into $RESULTS and prints the ratios ampd/peer. NAME-cpu.csv
+# gets each server's CPU time over the whole invocation (warm-ups included: the servers are
+# idle while the others take their turns), in clock ticks of CLK_TCK per second.
 measure() {
   local name=$1 workload=$2; shift 2
   local targets=() server
-  for server in $LIVE; do targets+=(--target "$server=http://127.0.0.1:${PORT[$server]}/"); done
+  declare -A ticks_before=()
+  for server in $LIVE; do
+    targets+=(--target "$server=http://127.0.0.1:${PORT[$server]}/")
+    ticks_before[$server]=$(cpu_ticks "${PID[$server]}")
+  done
   log "measuring $name ($workload) on:$LIVE"
   # shellcheck disable=SC2086
   flock /tmp/ampd-bench.lock taskset -c "$CLIENT_CPU" "$BENCH" "$workload" "${targets[@]}" \
     --clients "$CLIENTS" --duration "$DURATION" --warmup "$WARMUP" --repeat "$REPEAT" \
     --json "$RESULTS/$name.json" --csv "$RESULTS/$name.csv" $EXTRA "$@" | tee "$RESULTS/$name.txt"
+  {
+    echo "server,ticks,clk_tck"
+    for server in $LIVE; do
+      echo "$server,$(($(cpu_ticks "${PID[$server]}") - ${ticks_before[$server]})),$(getconf CLK_TCK)"
+    done
+  } > "$RESULTS/$name-cpu.csv"
   "$BENCH" plot "$RESULTS/$name.json" -o "$RESULTS/$name.svg" --title "${TITLE:-$name}"
   "$BENCH" plot "$RESULTS/$name.json" -o "$RESULTS/$name-mbit.svg" --metric mbit_per_second \
     --title "${TITLE:-$name}: output bandwidth"

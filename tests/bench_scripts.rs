@@ -397,3 +397,79 @@ fn h2_bench_configurations_and_page_are_accepted() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The experiments of docs/evaluation.md that bench/evaluation/ runs over the peers explain
+/// themselves (`--help`), and bench/peers_lib.sh turns their `ampd-ENGINE[-N]` servers into
+/// `ampd serve` commands on ports of their own, for engines `ampd serve --help` lists.
+#[test]
+fn evaluation_scripts_explain_themselves_and_name_real_engines() {
+    for (script, words) in [
+        (
+            "single_file.sh",
+            &["SIZES", "Howl", "DURATION", "sped", "mp-1"][..],
+        ),
+        ("specweb96.sh", &["DIRS", "Howl", "15,027", "KEEPALIVE"][..]),
+        (
+            "webstone.sh",
+            &["COUNTS", "THRESHOLD_SIZES", "sendfile", "writev", "tpc"][..],
+        ),
+    ] {
+        let help = Command::new("bash")
+            .arg(project().join("bench/evaluation").join(script))
+            .arg("--help")
+            .output()
+            .expect("bash");
+        assert!(help.status.success(), "{script} --help");
+        let text = String::from_utf8_lossy(&help.stdout);
+        for word in words {
+            assert!(text.contains(word), "{script} --help lacks {word}: {text}");
+        }
+    }
+
+    let engines = Command::new(env!("CARGO_BIN_EXE_ampd"))
+        .args(["serve", "--help"])
+        .output()
+        .expect("ampd serve --help");
+    let engines = String::from_utf8_lossy(&engines.stdout);
+    let listed = |engine: &str| {
+        engines
+            .lines()
+            .any(|line| line.trim_start().starts_with(&format!("{engine} ")))
+    };
+    let script = r#"
+        SERVERS="ampd-sped ampd-mt-1 nginx ampd-uring-1"
+        BASE_PORT=30000
+        source bench/peers_lib.sh
+        for name in $SERVERS; do echo "$name ${PORT[$name]} $(server_cmd "$name")"; done
+    "#;
+    let output = Command::new("bash")
+        .current_dir(project())
+        .args(["-c", script])
+        .env("PRIO", "0")
+        .output()
+        .expect("bash");
+    assert!(output.status.success(), "{output:?}");
+    let lines: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for (line, (name, port, arch, threads)) in lines.iter().zip([
+        ("ampd-sped", 30010, Some("sped"), None),
+        ("ampd-mt-1", 30011, Some("mt"), Some("1")),
+        ("nginx", 30001, None, None),
+        ("ampd-uring-1", 30012, Some("uring"), Some("1")),
+    ]) {
+        assert!(line.starts_with(&format!("{name} {port} ")), "{line}");
+        let Some(arch) = arch else { continue };
+        assert!(listed(arch), "ampd serve --help lists no engine {arch}");
+        assert!(
+            line.contains(&format!("--listen 127.0.0.1:{port} --arch {arch}")),
+            "{line}"
+        );
+        assert_eq!(line.contains("--threads"), threads.is_some(), "{line}");
+        if let Some(threads) = threads {
+            assert!(line.ends_with(&format!("--threads {threads}")), "{line}");
+        }
+    }
+}

@@ -433,9 +433,10 @@ fn metric_short_label(name: &str) -> &str {
         .unwrap_or(name)
 }
 
-/// A different marker shape per series: circle, square, triangle, diamond.
+/// A different marker shape per series: circle, square, triangle, diamond. Past the eighth
+/// series the colours repeat, so the shapes shift by one: series N and N+8 never look alike.
 fn marker(index: usize, x: f64, y: f64, colour: &str) -> String {
-    match index % 4 {
+    match (index + index / COLOURS.len()) % 4 {
         0 => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="4.5" fill="{colour}"/>"#),
         1 => format!(
             r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="{colour}"/>"#,
