@@ -804,7 +804,7 @@ impl Conn {
                 let exchange = Exchange {
                     head,
                     persistence: Persistence::Close,
-                    started: Instant::now(),
+                    started: context.clock.now(),
                     user: None,
                     body: None,
                     internal: false,
@@ -832,7 +832,7 @@ impl Conn {
                 let exchange = Exchange {
                     head,
                     persistence,
-                    started: Instant::now(),
+                    started: context.clock.now(),
                     user: None,
                     body,
                     internal: false,
@@ -855,7 +855,7 @@ impl Conn {
                 let exchange = Exchange {
                     head,
                     persistence: Persistence::Close,
-                    started: Instant::now(),
+                    started: context.clock.now(),
                     user: None,
                     body: None,
                     internal: false,
@@ -874,7 +874,7 @@ impl Conn {
         let exchange = Exchange {
             head,
             persistence,
-            started: Instant::now(),
+            started: context.clock.now(),
             user: None,
             body: None,
             internal: false,

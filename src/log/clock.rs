@@ -2,15 +2,19 @@
 //! Format time and the ISO 8601 time of JSON log lines.
 //!
 //! Owns: `Clock`. Each loop keeps its own and ticks it once per wake-up; formatting happens
-//! only when the second changes (nginx `ngx_times.c`).
+//! only when the second changes (nginx `ngx_times.c`). The monotonic instant of the tick is
+//! kept too: what a turn does for its requests (when a request started, how old a cached
+//! path translation is) reads it rather than the system clock per request.
 //! Must not touch: anything else.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ampd_http::date::format_http_date;
 
 #[derive(Clone, Debug)]
 pub struct Clock {
+    /// When the clock was last ticked.
+    now: Instant,
     unix: u64,
     date: [u8; 29],
     /// `10/Oct/2000:13:55:36 +0000`
@@ -29,6 +33,7 @@ impl Clock {
     #[must_use]
     pub fn at(unix: u64) -> Clock {
         let mut clock = Clock {
+            now: Instant::now(),
             unix,
             date: [b' '; 29],
             log_time: [b' '; 26],
@@ -40,11 +45,18 @@ impl Clock {
 
     /// Read the system clock; re-render when the second changed.
     pub fn tick(&mut self) {
+        self.now = Instant::now();
         let now = unix_now();
         if now != self.unix {
             self.unix = now;
             self.render();
         }
+    }
+
+    /// The monotonic time of the last tick (this turn's "now").
+    #[must_use]
+    pub fn now(&self) -> Instant {
+        self.now
     }
 
     #[must_use]

@@ -6,7 +6,6 @@
 //! into a response. Must not touch: how files are found and sent (`content`), sockets.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use ampd_http::request::Method;
 
@@ -67,10 +66,8 @@ impl Conn {
             resolved: None,
             retried: false,
         };
-        let previous = match context
-            .caches
-            .lookup(root.id, pending.path.as_str(), Instant::now())
-        {
+        let now = context.clock.now();
+        let previous = match context.caches.lookup(root.id, pending.path.as_str(), now) {
             Lookup::Fresh(resolved) => {
                 let disk = context.disk;
                 let outcome = self.respond(pending, resolved, context, disk);

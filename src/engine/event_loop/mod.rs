@@ -226,8 +226,8 @@ impl EventLoop {
         loop {
             let timeout = self.wait_timeout();
             self.epoll.wait(&mut events, timeout)?;
-            let now = Instant::now();
             self.clock.tick();
+            let now = self.clock.now();
             if self
                 .settings
                 .control
