@@ -27,16 +27,5 @@ export CHART_SERVERS=${CHART_SERVERS:-"sped amped mt mp default nginx-aio"}
 
 rm -rf "$OUT/runs"
 RESULTS=$OUT/runs bash "$PROJECT_DIR/bench/disk_bound.sh" clients
-charts=()
-for device in $DEVICES; do
-  json=$OUT/runs/clients-$device.json
-  [ -e "$json" ] || continue
-  cp "$json" "$OUT/adding-clients-$device.json"
-  redraw "$json" "$OUT/adding-clients-$device.svg" mbit_per_second \
-    "Concurrent clients against output bandwidth, $device device" \
-    "$(conditions "$CLIENTS_FILES files of 100 KiB, uniform requests, ${DURATION} s x $REPEAT, median; $(disk_conditions)")"
-  charts+=("$OUT/adding-clients-$device.svg")
-done
-cp "$OUT/runs/results.md" "$OUT/results.md"
-[ ${#charts[@]} -eq 0 ] || publish "${charts[@]}"
-echo "results: $OUT/results.md; charts: ${charts[*]}"
+bandwidth_charts clients adding-clients "Concurrent clients against output bandwidth" \
+  "$CLIENTS_FILES files of 100 KiB, uniform requests, ${DURATION} s x $REPEAT, median"

@@ -27,16 +27,5 @@ export CHART_SERVERS=${CHART_SERVERS:-"sped amped mt mp default nginx-aio"}
 
 rm -rf "$OUT/runs"
 RESULTS=$OUT/runs bash "$PROJECT_DIR/bench/disk_bound.sh" sweep
-charts=()
-for device in $DEVICES; do
-  json=$OUT/runs/sweep-$device.json
-  [ -e "$json" ] || continue
-  cp "$json" "$OUT/dataset-size-$device.json"
-  redraw "$json" "$OUT/dataset-size-$device.svg" mbit_per_second \
-    "Data-set size against output bandwidth, $device device" \
-    "$(conditions "$CLIENTS clients replaying uniform requests to 100 KiB files, ${DURATION} s x $REPEAT, median; $(disk_conditions)")"
-  charts+=("$OUT/dataset-size-$device.svg")
-done
-cp "$OUT/runs/results.md" "$OUT/results.md"
-[ ${#charts[@]} -eq 0 ] || publish "${charts[@]}"
-echo "results: $OUT/results.md; charts: ${charts[*]}"
+bandwidth_charts sweep dataset-size "Data-set size against output bandwidth" \
+  "$CLIENTS clients replaying uniform requests to 100 KiB files, ${DURATION} s x $REPEAT, median"

@@ -15,6 +15,25 @@ redraw() {
     --subtitle "$5"
 }
 
+# bandwidth_charts PART NAME TITLE WHAT: bench/disk_bound.sh PART's report for each of $DEVICES
+# ($OUT/runs/PART-DEVICE.json) kept as NAME-DEVICE.json and drawn as NAME-DEVICE.svg (output
+# bandwidth), titled "TITLE, DEVICE device", the subtitle WHAT and the device's conditions; then
+# the charts published and the run's results.md kept.
+bandwidth_charts() {
+  local part=$1 name=$2 title=$3 what=$4 device json charts=()
+  for device in $DEVICES; do
+    json=$OUT/runs/$part-$device.json
+    [ -e "$json" ] || continue
+    cp "$json" "$OUT/$name-$device.json"
+    redraw "$json" "$OUT/$name-$device.svg" mbit_per_second "$title, $device device" \
+      "$(conditions "$what; $(disk_conditions)")"
+    charts+=("$OUT/$name-$device.svg")
+  done
+  cp "$OUT/runs/results.md" "$OUT/results.md"
+  [ ${#charts[@]} -eq 0 ] || publish "${charts[@]}"
+  echo "results: $OUT/results.md; charts: ${charts[*]}"
+}
+
 # subset JSON OUT NAME[=LABEL]...: the points of JSON (an ampd-bench report) whose target is one
 # of the NAMEs, in that order, each renamed LABEL when one is given, written to OUT.
 subset() {
