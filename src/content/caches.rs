@@ -131,6 +131,9 @@ impl Caches {
             resolved.resolution,
             Resolution::Listing(_) | Resolution::Failed | Resolution::Exhausted
         ) {
+            // Not kept; a stale translation it replaces goes, so no lookup is served from it
+            // while another check would be out.
+            self.paths.invalidate(path);
             return;
         }
         // Unwatched entries live only until `revalidate_after`; caching them is still safe.

@@ -4,7 +4,9 @@
 //! Owns: the entries and their age, in shards (one for an event loop's own cache, several when
 //! threads share it). Entries are dropped by `Caches` when inotify reports a change in their
 //! directory, and treated as misses once older than `revalidate_after` (the bound for changes
-//! inotify cannot see).
+//! inotify cannot see). One lookup at a time checks a stale entry; the others are served from
+//! it while the check is out (for at most another `revalidate_after`), so a hot path costs one
+//! check per period rather than one per request that arrives during the check.
 //!
 //! Every cached file is an open descriptor (and one more per precompressed sibling), so the
 //! translations to files are kept apart from the others and bounded by the descriptors they
@@ -30,9 +32,15 @@ struct Shard {
     /// Everything else (negative answers, redirects to a slash, 403s), one each: they hold no
     /// descriptor, so a flood of files does not push them out, nor they the files.
     others: Lru<String, Arc<Resolved>>,
+    /// Stale paths one lookup is checking, and since when.
+    checking: Vec<(String, Instant)>,
     hits: u64,
     misses: u64,
 }
+
+/// Checks out at once per shard that others wait for; past it a stale lookup checks for
+/// itself.
+const MAX_CHECKING: usize = 64;
 
 impl Shard {
     fn get(&mut self, path: &str) -> Option<&Arc<Resolved>> {
@@ -44,7 +52,30 @@ impl Shard {
     }
 
     fn remove(&mut self, path: &str) -> Option<Arc<Resolved>> {
+        self.settle_check(path);
         self.files.remove(path).or_else(|| self.others.remove(path))
+    }
+
+    /// Whether the lookup that found `path` stale at `now` is the one to check it: no other
+    /// check of it is out, or the one out is older than `window` (its answer never came).
+    fn claim_check(&mut self, path: &str, now: Instant, window: Duration) -> bool {
+        self.checking
+            .retain(|(_, since)| now.saturating_duration_since(*since) < window);
+        if self.checking.iter().any(|(checked, _)| checked == path) {
+            return false;
+        }
+        if self.checking.len() < MAX_CHECKING {
+            self.checking.push((path.to_owned(), now));
+        }
+        true
+    }
+
+    /// The check of `path`, if one was out, is over (its answer was remembered, or the entry
+    /// went).
+    fn settle_check(&mut self, path: &str) {
+        if !self.checking.is_empty() {
+            self.checking.retain(|(checked, _)| checked != path);
+        }
     }
 
     /// Drop least recently used files until they hold at most `target` descriptors.
@@ -104,6 +135,7 @@ impl PathCache {
                     // Each file weighs at least one: no more files than entries either.
                     files: Lru::new(descriptors_per_shard.min(per_shard)),
                     others: Lru::new(per_shard),
+                    checking: Vec::new(),
                     hits: 0,
                     misses: 0,
                 })
@@ -126,6 +158,12 @@ impl PathCache {
             }
             Some(resolved) => Lookup::Stale(resolved.clone()),
             None => Lookup::Missing,
+        };
+        let found = match found {
+            Lookup::Stale(resolved) if !shard.claim_check(path, now, self.revalidate_after) => {
+                Lookup::Fresh(resolved)
+            }
+            other => other,
         };
         if matches!(found, Lookup::Fresh(_)) {
             shard.hits += 1;
@@ -324,6 +362,33 @@ mod tests {
         // A renewed translation is fresh again.
         cache.insert("/a".to_owned(), not_found(later));
         assert!(matches!(cache.lookup("/a", later), Lookup::Fresh(_)));
+    }
+
+    #[test]
+    fn one_lookup_checks_a_stale_entry_while_the_others_are_served_from_it() {
+        let cache = PathCache::new(true, 16, 16, Duration::from_secs(1), 1);
+        let at = Instant::now();
+        cache.insert("/a".to_owned(), not_found(at));
+        let later = at + Duration::from_secs(2);
+        assert!(matches!(cache.lookup("/a", later), Lookup::Stale(_)));
+        assert!(matches!(cache.lookup("/a", later), Lookup::Fresh(_)));
+        assert!(matches!(cache.lookup("/a", later), Lookup::Fresh(_)));
+        // The check's answer is remembered: fresh, and the next staleness is checked again.
+        cache.insert("/a".to_owned(), not_found(later));
+        let next = later + Duration::from_secs(2);
+        assert!(matches!(cache.lookup("/a", next), Lookup::Stale(_)));
+        assert!(matches!(cache.lookup("/a", next), Lookup::Fresh(_)));
+        // A check whose answer never comes (not remembered) lets another lookup check once
+        // `revalidate_after` has passed again.
+        let abandoned = next + Duration::from_secs(1);
+        assert!(matches!(cache.lookup("/a", abandoned), Lookup::Stale(_)));
+        // An entry dropped while its check is out is a miss, and its next check is claimed
+        // afresh.
+        cache.invalidate("/a");
+        assert!(matches!(cache.lookup("/a", abandoned), Lookup::Missing));
+        cache.insert("/a".to_owned(), not_found(abandoned));
+        let last = abandoned + Duration::from_secs(2);
+        assert!(matches!(cache.lookup("/a", last), Lookup::Stale(_)));
     }
 
     #[test]
