@@ -5,7 +5,7 @@ mod support;
 
 use std::sync::atomic::Ordering;
 
-use support::{ampd_bench, json, log_line, temp_dir, BrokenServer};
+use support::{ampd_bench, assert_succeeded, json, log_line, temp_dir, BrokenServer};
 
 #[test]
 fn a_run_against_the_broken_server_reports_exactly_its_errors() {
@@ -50,11 +50,7 @@ fn a_run_against_the_broken_server_reports_exactly_its_errors() {
         "--json",
         report.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let report = json(&report);
     let median = &report["points"][0]["median"];
     let errors = &median["errors"];
@@ -96,11 +92,7 @@ fn a_slow_first_byte_within_the_timeout_is_measured_not_an_error() {
         "--json",
         report.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let median = json(&report)["points"][0]["median"].clone();
     assert_eq!(median["errors_total"], 0);
     assert!(median["responses"].as_u64().unwrap() >= 4);
@@ -132,11 +124,7 @@ fn connection_per_request_pipelining_and_open_loop() {
         arguments[2] = &url;
         arguments.extend_from_slice(extra);
         let output = ampd_bench(&arguments);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_succeeded(&output);
         json(&report)["points"][0]["median"].clone()
     };
     // A new connection per request: the server accepts one per response.

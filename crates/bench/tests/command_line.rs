@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::{ampd_bench, json, log_line, temp_dir, BrokenServer};
+use support::{ampd_bench, assert_succeeded, json, log_line, temp_dir, BrokenServer};
 
 /// Runs ampd-bench expecting failure; returns its one line of stderr.
 fn fails(arguments: &[&str]) -> String {
@@ -103,11 +103,7 @@ fn create_writes_each_workloads_file_set() {
         let mut arguments = arguments.clone();
         arguments.extend(["--create", root.to_str().unwrap()]);
         let output = ampd_bench(&arguments);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_succeeded(&output);
     }
     let size = |path: &str| std::fs::metadata(root.join(path)).unwrap().len();
     assert_eq!(size("specweb/dir00000/class3_8"), 921_600);
@@ -154,11 +150,7 @@ fn a_replay_sends_the_logged_paths_in_order_over_the_wire() {
         "12",
         "--quiet",
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let seen = server.paths.lock().unwrap().clone();
     // Twice round the log; one more request may have left as the run stopped.
     assert!((12..=13).contains(&seen.len()), "{seen:?}");
@@ -196,11 +188,7 @@ fn targets_interleave_and_plot_and_compare_read_the_results() {
         "--csv",
         csv.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let order: Vec<String> = String::from_utf8_lossy(&output.stderr)
         .lines()
         .filter_map(|line| line.split(':').next())
@@ -233,11 +221,7 @@ fn targets_interleave_and_plot_and_compare_read_the_results() {
         "--title",
         "Adding clients",
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.contains("Adding clients") && svg.contains("simultaneous clients"));
     assert_eq!(svg.matches("<polyline").count(), 2);

@@ -8,7 +8,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{ampd_bench, json, temp_dir, BrokenServer};
+use support::{ampd_bench, assert_succeeded, json, temp_dir, BrokenServer};
 
 /// One round's figures: requests/s, p50 latency (ms; p99 is twice it), threads, CPU time (ns)
 /// over the run.
@@ -93,11 +93,7 @@ fn clients_part_shows_medians_ratios_resources_and_a_chart() {
         "--json",
         template_path.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let template = json(&template_path);
     std::fs::remove_file(&template_path).unwrap();
     std::fs::write(
@@ -143,11 +139,7 @@ fn clients_part_shows_medians_ratios_resources_and_a_chart() {
         .arg(env!("CARGO_BIN_EXE_ampd-bench"))
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let markdown = std::fs::read_to_string(results.join("results.md")).unwrap();
     let section = markdown
         .split("## Concurrent clients, latency device: 188 MiB (1920 files)")

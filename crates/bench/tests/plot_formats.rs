@@ -31,11 +31,7 @@ fn results(dir: &Path) -> PathBuf {
         "--json",
         report.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     report
 }
 
@@ -61,11 +57,7 @@ fn png_output_is_a_png_of_the_chart() {
             "-o",
             out.to_str().unwrap(),
         ]);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_succeeded(&output);
     }
     let svg_text = std::fs::read_to_string(&svg).unwrap();
     assert!(svg_text.starts_with("<svg"), "{svg_text}");

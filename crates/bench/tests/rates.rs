@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use support::{ampd_bench, json, temp_dir, BrokenServer};
+use support::{ampd_bench, assert_succeeded, json, temp_dir, BrokenServer};
 
 #[test]
 fn each_offered_rate_is_one_point_served_on_a_new_connection_per_request() {
@@ -32,11 +32,7 @@ fn each_offered_rate_is_one_point_served_on_a_new_connection_per_request() {
         "--json",
         report.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let results = json(&report);
     assert_eq!(results["workload"], "rates (file)");
     assert_eq!(results["swept"], "offered request rate (requests/s)");
@@ -126,11 +122,7 @@ fn past_saturation_requests_time_out_as_errors_and_the_run_ends_on_time() {
         "--json",
         report.to_str().unwrap(),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert!(started.elapsed().as_secs_f64() < 5.0);
     let results = json(&report);
     let median = &results["points"][0]["median"];

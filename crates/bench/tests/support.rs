@@ -131,6 +131,15 @@ pub fn ampd_bench(arguments: &[&str]) -> Output {
 }
 
 /// A fresh temporary directory for one test.
+/// `ampd-bench` exited 0; its standard error otherwise.
+pub fn assert_succeeded(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 pub fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ampd-bench-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -15,16 +15,9 @@
 use super::fields::ResponseFields;
 use super::hpack::Encoder;
 
-/// Credentials are never put in a table an intermediary could probe (RFC 7541 §7.1.3).
-fn never_index(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b"set-cookie" | b"cookie" | b"authorization" | b"proxy-authorization"
-    )
-}
-
 /// Append the block of `response` (a pending table size update first, then `:status`, then
-/// the fields in order).
+/// the fields in order). Credentials are never indexed: the encoder sees to that for every
+/// caller (RFC 7541 §7.1.3).
 pub(super) fn encode(encoder: &mut Encoder, response: &ResponseFields, out: &mut Vec<u8>) {
     encoder.begin(out);
     let status = response.status.min(999);
@@ -35,7 +28,7 @@ pub(super) fn encode(encoder: &mut Encoder, response: &ResponseFields, out: &mut
     ];
     encoder.field(b":status", &digits, false, out);
     for (name, value) in response.iter() {
-        encoder.field(name, value, never_index(name), out);
+        encoder.field(name, value, false, out);
     }
 }
 
