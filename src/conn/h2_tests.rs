@@ -10,6 +10,7 @@ use ampd_http::h2::PREFACE;
 
 use super::harness::{big_body, Harness, INDEX};
 use super::{Need, Phase, State};
+use crate::content::job::{self, Job};
 use crate::tls::TlsInfo;
 
 /// The client's side of one connection.
@@ -377,6 +378,100 @@ fn a_large_file_waits_for_window_updates_and_a_small_one_is_not_held_behind_it()
     assert_eq!(body.len(), big.len());
     assert!(body == big, "the body arrives exact");
     assert!(rest[&1].ended);
+    assert_eq!(harness.conn.phase(), Phase::Idle);
+}
+
+#[test]
+fn requests_that_arrive_together_are_started_a_few_at_a_time_and_all_answered() {
+    // A page's requests arrive in one read; the first responses must not wait until every
+    // request has been served (`OPEN_BATCH`), and none may be lost on the way.
+    let mut harness = h2_harness(|_| {});
+    let mut client = Client::new();
+    let mut bytes = client.start();
+    bytes.extend(window_update(0, 16 << 20));
+    // The file's translation cached first, as for a page's second visitor.
+    bytes.extend(client.request(1, "GET", "/big.bin", true));
+    bytes.extend(window_update(1, 1 << 20));
+    harness.feed(&bytes);
+    let first = client.answers(&frames(&harness.take_raw()));
+    assert!(first[&1].ended);
+    bytes.clear();
+    let streams: Vec<u32> = (1..41).map(|at| 1 + 2 * at).collect();
+    for &stream in &streams {
+        bytes.extend(client.request(stream, "GET", "/big.bin", true));
+        bytes.extend(window_update(stream, 1 << 20));
+    }
+    let need = harness.feed_unread(&bytes);
+    assert!(matches!(need, Need::Flush), "{need:?}");
+    let State::Http2(session) = &harness.conn.state else {
+        panic!("not HTTP/2: {:?}", harness.conn.state);
+    };
+    let waiting = session.waiting_to_start();
+    assert!(
+        waiting > 0 && waiting < streams.len(),
+        "{waiting} of {} requests not started when the first output is ready",
+        streams.len()
+    );
+    assert!(!harness.conn.output.is_empty());
+
+    let need = harness.run();
+    assert!(matches!(need, Need::Read), "{need:?}");
+    let answers = client.answers(&frames(&harness.take_raw()));
+    let big = big_body();
+    for stream in streams {
+        let answer = &answers[&stream];
+        assert_eq!(answer.field(":status"), Some("200"), "stream {stream}");
+        assert!(answer.ended, "stream {stream}");
+        assert!(
+            answer.body == big,
+            "stream {stream}: the body arrives exact"
+        );
+    }
+    assert_eq!(harness.conn.phase(), Phase::Idle);
+}
+
+#[test]
+fn streams_that_each_need_a_job_get_them_done_as_one_batch() {
+    // One job per connection is out at a time; a page's requests that all need their
+    // translations (a cold cache, or entries due for their check) go to a helper together,
+    // not one round trip after another.
+    let mut harness = h2_harness(|_| {});
+    let mut client = Client::new();
+    let mut bytes = client.start();
+    let paths = [
+        "/index.html",
+        "/big.bin",
+        "/missing-a",
+        "/missing-b",
+        "/missing-c",
+    ];
+    for (at, path) in paths.iter().enumerate() {
+        bytes.extend(client.request(1 + 2 * at as u32, "GET", path, true));
+    }
+    bytes.extend(window_update(0, 1 << 20));
+    bytes.extend(window_update(3, 1 << 20));
+    let Need::Job(Job::Batch(jobs)) = harness.feed_once(&bytes) else {
+        panic!("not one batch of jobs");
+    };
+    assert_eq!(jobs.len(), paths.len());
+    assert!(jobs.iter().all(|job| matches!(job, Job::Resolve { .. })));
+    // Its results go back to their streams; the next needs (the small file's data to load)
+    // are handed when the engine drives the connection again.
+    assert!(harness.job_done(job::run(Job::Batch(jobs))).is_none());
+    harness.run();
+    let answers = client.answers(&frames(&harness.take_raw()));
+    assert_eq!(answers[&1].field(":status"), Some("200"));
+    assert_eq!(answers[&1].body, INDEX);
+    assert_eq!(answers[&3].field(":status"), Some("200"));
+    assert!(answers[&3].body == big_body());
+    for stream in [5, 7, 9] {
+        assert_eq!(
+            answers[&stream].field(":status"),
+            Some("404"),
+            "stream {stream}"
+        );
+        assert!(answers[&stream].ended);
+    }
     assert_eq!(harness.conn.phase(), Phase::Idle);
 }
 

@@ -28,7 +28,7 @@ use crate::config::{
 };
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
-use crate::content::job;
+use crate::content::job::{self, Job, JobDone};
 use crate::content::serve::DiskAccess;
 use crate::log::access::{AccessLog, LogFile, LogThread};
 use crate::log::clock::Clock;
@@ -238,6 +238,18 @@ impl Harness {
     pub fn feed_unread(&mut self, bytes: &[u8]) -> Need {
         self.conn.receive(bytes);
         self.step()
+    }
+
+    /// Hand `bytes` over and advance once: the `Need` as the engine would get it, a job not
+    /// run (`job_done` gives its result back).
+    pub fn feed_once(&mut self, bytes: &[u8]) -> Need {
+        self.conn.receive(bytes);
+        self.conn.advance(&mut self.world.context())
+    }
+
+    /// A job's result, as the engine hands it back.
+    pub fn job_done(&mut self, done: JobDone) -> Option<Job> {
+        self.conn.job_done(done, &mut self.world.context())
     }
 
     /// Advance until the connection needs something other than a job; each job runs at once

@@ -744,8 +744,8 @@ impl Conn {
                 self.respond(*pending, resolved, context, DiskAccess::Inline)
             }
             // Page-ins are the engine's business (they serve output already queued); a
-            // verification belongs to `Authenticating`.
-            JobDone::PagedIn { .. } | JobDone::Verified(_) => {
+            // verification belongs to `Authenticating`; batches are an HTTP/2 session's.
+            JobDone::PagedIn { .. } | JobDone::Verified(_) | JobDone::Batch(_) => {
                 self.state = State::Waiting(pending);
                 return None;
             }

@@ -49,6 +49,13 @@ pub enum Job {
         hash: Arc<str>,
         verify: fn(&[u8], &str) -> bool,
     },
+    /// Jobs of several streams of one HTTP/2 connection, done one after another by one helper
+    /// and answered together (`JobDone::Batch`, in the same order). An engine has one job out
+    /// per connection; a page's requests often need work together (their translations
+    /// re-checked once a second), and one at a time each would wait for the others' round
+    /// trips through the helper queue. Never holds a page-in (the engine's own, per
+    /// connection) or another batch.
+    Batch(Vec<Job>),
 }
 
 impl Job {
@@ -56,13 +63,13 @@ impl Job {
     /// but a page-in that sends on the connection (part of its range may have gone out).
     #[must_use]
     pub fn repeatable(&self) -> bool {
-        !matches!(
-            self,
+        match self {
             Job::PageIn {
-                send_to: Some(_),
-                ..
-            }
-        )
+                send_to: Some(_), ..
+            } => false,
+            Job::Batch(jobs) => jobs.iter().all(Job::repeatable),
+            _ => true,
+        }
     }
 }
 
@@ -82,6 +89,8 @@ pub enum JobDone {
     },
     /// Whether the password matched.
     Verified(bool),
+    /// A `Job::Batch`'s results, in its order.
+    Batch(Vec<JobDone>),
 }
 
 impl JobDone {
@@ -134,6 +143,7 @@ pub fn run(job: Job) -> JobDone {
             hash,
             verify,
         } => JobDone::Verified(verify(&password, &hash)),
+        Job::Batch(jobs) => JobDone::Batch(jobs.into_iter().map(run).collect()),
     }
 }
 
@@ -258,6 +268,28 @@ mod tests {
         file.sync_all().unwrap();
         drop(file);
         (path.clone(), File::open(&path).unwrap())
+    }
+
+    #[test]
+    fn a_batch_is_done_job_by_job_and_answered_in_its_order() {
+        fn matches_open(password: &[u8], hash: &str) -> bool {
+            password == hash.as_bytes()
+        }
+        let verify = |password: &str| Job::Verify {
+            password: password.as_bytes().into(),
+            hash: "open".into(),
+            verify: matches_open,
+        };
+        let batch = Job::Batch(vec![verify("open"), verify("shut"), verify("open")]);
+        assert!(batch.repeatable());
+        let JobDone::Batch(dones) = run(batch) else {
+            panic!("a batch is answered by a batch");
+        };
+        let matched: Vec<bool> = dones
+            .iter()
+            .map(|done| matches!(done, JobDone::Verified(true)))
+            .collect();
+        assert_eq!(matched, [true, false, true]);
     }
 
     #[test]

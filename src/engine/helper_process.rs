@@ -93,6 +93,14 @@ impl HelperProcess {
         {
             return Ok(JobDone::Verified(verify(password, hash)));
         }
+        // Each job of a batch crosses on its own: the wire format stays one job per frame.
+        if let Job::Batch(jobs) = job {
+            return jobs
+                .iter()
+                .map(|job| self.run(job))
+                .collect::<Result<_, _>>()
+                .map(JobDone::Batch);
+        }
         let mut frame = Vec::with_capacity(256);
         let fds = encode_job(job, &mut frame);
         send_frame(self.socket.as_fd(), &frame, &fds).map_err(Failure::Lost)?;
@@ -128,6 +136,9 @@ impl HelperProcess {
                 watch: None,
                 at: Instant::now(),
             }),
+            Job::Batch(jobs) => {
+                JobDone::Batch(jobs.into_iter().map(HelperProcess::exhausted).collect())
+            }
             other => HelperProcess::failed(other),
         }
     }
@@ -152,6 +163,9 @@ impl HelperProcess {
             } => JobDone::paged_in(&file, offset, len, 0),
             // Never sent to a helper process (see `helpers::Runner::run`).
             Job::Verify { .. } => JobDone::Verified(false),
+            Job::Batch(jobs) => {
+                JobDone::Batch(jobs.into_iter().map(HelperProcess::failed).collect())
+            }
         }
     }
 }
@@ -519,7 +533,7 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
                 .collect()
         }
         // Answered by `HelperProcess::run` itself, never encoded.
-        Job::Verify { .. } => Vec::new(),
+        Job::Verify { .. } | Job::Batch(_) => Vec::new(),
     }
 }
 

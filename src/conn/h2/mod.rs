@@ -5,14 +5,17 @@
 //! every handler — static files with their caches, ranges and conditionals, status, health,
 //! the proxy, FastCGI and CGI — answers HTTP/2 as it answers HTTP/1; arbitration of what the
 //! engine can do for one connection at a time (one job, one upstream link: the streams that
-//! need one wait their turn); fairness (response bytes are framed round-robin, one share per
-//! stream per pass, so one large download does not starve the others); the connection's
-//! phase for the engine's timeouts; GOAWAY on a graceful stop.
+//! need one wait their turn); pacing (requests that arrive together are started a few at a
+//! time, so the first responses leave while the rest are served); fairness (response bytes
+//! are framed round-robin, one share per stream per pass, so one large download does not
+//! starve the others); the connection's phase for the engine's timeouts; GOAWAY on a
+//! graceful stop.
 //! Must not touch: the protocol (`ampd_http::h2::Connection` owns frames, HPACK, windows and
 //! stream states), sockets and threads (the engine drives `Conn` exactly as for HTTP/1).
 
 mod stream;
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +41,17 @@ const QUANTUM: u32 = 16 << 10;
 /// answered before a large download's next share.
 const FRAMED_HIGH_WATER: u64 = 128 << 10;
 
+/// Requests without a body that arrived together are started this many at a time, and no more
+/// are started while `FIRST_WRITE` bytes wait for the socket: a browser's page sends its
+/// dozens of requests in one packet, and serving all of them before writing anything held the
+/// first response back by the time of all the others (a page of 120: about half a
+/// millisecond), while the client had nothing to do. Started in batches, the first responses
+/// leave at once and the rest are served while the client reads them.
+const OPEN_BATCH: usize = 8;
+
+/// See `OPEN_BATCH`: two full TLS records, half the default connection window.
+const FIRST_WRITE: u64 = 32 << 10;
+
 /// Inner `Conn`s of ended streams kept for the next streams (`Conn::renew`): a client that
 /// keeps several requests in flight reuses them rather than allocating a `Conn` and its
 /// buffers per request. Bounded so an idle connection keeps only a few kilobytes.
@@ -61,11 +75,14 @@ struct Origin {
 pub(super) struct Session {
     connection: Connection,
     streams: Vec<Stream>,
+    /// Requests without a body received but not started yet (`OPEN_BATCH`), in arrival order.
+    deferred: VecDeque<(StreamId, RequestHead)>,
     origin: Origin,
     /// The response head being converted (reused for every response).
     head: Vec<u8>,
-    /// The stream whose job is out (the engine runs one per connection).
-    job_owner: Option<StreamId>,
+    /// The streams whose jobs are out, in the order of the job handed (the engine runs one
+    /// per connection: a single job, or a `Job::Batch` of every stream that needed one).
+    job_owners: Vec<StreamId>,
     /// The stream the upstream link is attached to (one per connection).
     link_owner: Option<StreamId>,
     /// An upstream socket a reset or finished stream let go of, for `take_upstream_release`.
@@ -89,6 +106,7 @@ impl Session {
         Session {
             connection: Connection::new(&context.config.http2.limits),
             streams: Vec::new(),
+            deferred: VecDeque::new(),
             origin: Origin {
                 peer: conn.peer,
                 peer_port: conn.peer_port,
@@ -97,7 +115,7 @@ impl Session {
                 tls: conn.tls.clone(),
             },
             head: Vec::new(),
-            job_owner: None,
+            job_owners: Vec::new(),
             link_owner: None,
             release: None,
             cursor: 0,
@@ -111,6 +129,12 @@ impl Session {
     #[cfg(test)]
     pub(super) fn spare_conns(&self) -> usize {
         self.spare.len()
+    }
+
+    /// Requests received and not started yet.
+    #[cfg(test)]
+    pub(super) fn waiting_to_start(&self) -> usize {
+        self.deferred.len()
     }
 
     pub(super) fn served(&self) -> u32 {
@@ -135,12 +159,18 @@ impl Session {
             self.announced_stop = true;
             self.connection.go_away(ErrorCode::NoError);
         }
-        let handed = self.serve_streams(context);
         use crate::content::serve::Sink as _;
-        self.connection.write_control(output.bytes());
-        let more = self.frame(output);
-        self.settle_ended();
-        self.connection.write_control(output.bytes());
+        let (handed, more) = loop {
+            self.open_deferred(context);
+            let handed = self.serve_streams(context);
+            self.connection.write_control(output.bytes());
+            let more = self.frame(output);
+            self.settle_ended();
+            self.connection.write_control(output.bytes());
+            if handed.is_some() || self.deferred.is_empty() || output.pending() >= FIRST_WRITE {
+                break (handed, more || !self.deferred.is_empty());
+            }
+        };
 
         if self.connection.is_closing() {
             self.drop_streams();
@@ -155,7 +185,10 @@ impl Session {
         }
         // A client's GOAWAY alone does not end the connection: it may still send frames
         // (a PING is answered, RFC 9113 §6.8); it closes, or the idle timeout does.
-        if (self.connection.is_going_away() || finished_reading) && self.streams.is_empty() {
+        if (self.connection.is_going_away() || finished_reading)
+            && self.streams.is_empty()
+            && self.deferred.is_empty()
+        {
             return (used, Need::Close(Ending::Close));
         }
         if more {
@@ -166,11 +199,17 @@ impl Session {
 
     fn on_event(&mut self, event: Event<'_>, context: &mut Context<'_>) {
         match event {
+            // A request with a body starts at once: its DATA frames are fed to its stream.
             Event::Request {
                 stream,
                 head,
-                end_stream,
-            } => self.open(stream, head, end_stream, context),
+                end_stream: true,
+            } => self.deferred.push_back((stream, head)),
+            Event::Request {
+                stream,
+                head,
+                end_stream: false,
+            } => self.open(stream, head, false, context),
             Event::Refused { stream, status } => {
                 let mut conn = self.inner_conn(context);
                 conn.reply_to(None, status, Persistence::Close, &[], context);
@@ -218,6 +257,16 @@ impl Session {
         self.streams.push(stream);
     }
 
+    /// Start up to `OPEN_BATCH` of the requests waiting.
+    fn open_deferred(&mut self, context: &mut Context<'_>) {
+        for _ in 0..OPEN_BATCH {
+            let Some((id, head)) = self.deferred.pop_front() else {
+                return;
+            };
+            self.open(id, head, true, context);
+        }
+    }
+
     fn inner_conn(&mut self, context: &Context<'_>) -> Box<Conn> {
         let mut conn = match self.spare.pop() {
             Some(mut spare) => {
@@ -237,6 +286,7 @@ impl Session {
 
     /// The client (or the protocol) reset `id`: its work is dropped.
     fn forget(&mut self, id: StreamId) {
+        self.deferred.retain(|(deferred, _)| *deferred != id);
         let Some(at) = self.streams.iter().position(|entry| entry.id == id) else {
             return;
         };
@@ -248,7 +298,7 @@ impl Session {
                 self.release = Some(release);
             }
         }
-        if self.job_owner == Some(id) {
+        if self.job_owners.contains(&id) {
             // The engine still runs its job: the stream stays until `job_done`.
             self.streams[at].cancelled = true;
             return;
@@ -282,12 +332,11 @@ impl Session {
             }
         }
         self.settle_link();
+        if let Some(job) = self.take_jobs() {
+            return Some(Need::Job(job));
+        }
         for stream in &mut self.streams {
             match std::mem::replace(&mut stream.queued, Queued::Nothing) {
-                Queued::Job(job) if self.job_owner.is_none() => {
-                    self.job_owner = Some(stream.id);
-                    return Some(Need::Job(job));
-                }
                 Queued::Connect(connect) if self.link_owner.is_none() => {
                     self.link_owner = Some(stream.id);
                     return Some(Need::Connect(connect));
@@ -296,6 +345,29 @@ impl Session {
             }
         }
         None
+    }
+
+    /// Every stream's queued job, as one job (a `Job::Batch` when several wait), if none is
+    /// out.
+    fn take_jobs(&mut self) -> Option<Job> {
+        if !self.job_owners.is_empty() {
+            return None;
+        }
+        let mut jobs = Vec::new();
+        for stream in &mut self.streams {
+            if !matches!(stream.queued, Queued::Job(_)) {
+                continue;
+            }
+            if let Queued::Job(job) = std::mem::replace(&mut stream.queued, Queued::Nothing) {
+                self.job_owners.push(stream.id);
+                jobs.push(job);
+            }
+        }
+        match jobs.len() {
+            0 => None,
+            1 => jobs.pop(),
+            _ => Some(Job::Batch(jobs)),
+        }
     }
 
     /// Frame responses round-robin until the queue reaches its high water. Returns whether
@@ -331,7 +403,7 @@ impl Session {
         let mut at = 0;
         while at < self.streams.len() {
             let stream = &self.streams[at];
-            if stream.framing != Framing::Ended || self.job_owner == Some(stream.id) {
+            if stream.framing != Framing::Ended || self.job_owners.contains(&stream.id) {
                 at += 1;
                 continue;
             }
@@ -362,6 +434,7 @@ impl Session {
     }
 
     fn drop_streams(&mut self) {
+        self.deferred.clear();
         if let Some(owner) = self.link_owner.take() {
             if let Some(stream) = self.streams.iter_mut().find(|entry| entry.id == owner) {
                 stream.conn.drop_link(Release::Close);
@@ -370,26 +443,46 @@ impl Session {
                 }
             }
         }
-        let job_owner = self.job_owner;
-        self.streams.retain(|stream| job_owner == Some(stream.id));
+        let job_owners = &self.job_owners;
+        self.streams
+            .retain(|stream| job_owners.contains(&stream.id));
         for stream in &mut self.streams {
             stream.cancelled = true;
         }
     }
 
-    /// The job of the stream that owns it finished.
+    /// The job out finished: each result goes to the stream that asked for it. A stream's
+    /// next job (a translation's file data to load) waits in its queue, and the engine, which
+    /// drives the connection next, gets every queued job in one (`serve_streams`), after the
+    /// answers this job made possible are framed.
     pub(super) fn job_done(&mut self, done: JobDone, context: &mut Context<'_>) -> Option<Job> {
-        let owner = self.job_owner.take()?;
-        let at = self.streams.iter().position(|entry| entry.id == owner)?;
+        let owners = std::mem::take(&mut self.job_owners);
+        match done {
+            JobDone::Batch(dones) => {
+                for (owner, done) in owners.into_iter().zip(dones) {
+                    self.finish_job(owner, done, context);
+                }
+            }
+            done => {
+                if let Some(&owner) = owners.first() {
+                    self.finish_job(owner, done, context);
+                }
+            }
+        }
+        None
+    }
+
+    fn finish_job(&mut self, owner: StreamId, done: JobDone, context: &mut Context<'_>) {
+        let Some(at) = self.streams.iter().position(|entry| entry.id == owner) else {
+            return;
+        };
         if self.streams[at].cancelled {
             self.streams.remove(at);
-            return None;
+            return;
         }
-        let next = self.streams[at].conn.job_done(done, context);
-        if next.is_some() {
-            self.job_owner = Some(owner);
+        if let Some(next) = self.streams[at].conn.job_done(done, context) {
+            self.streams[at].queued = Queued::Job(next);
         }
-        next
     }
 
     /// The connection timed out in its phase, or a stop closes it: GOAWAY, then close.
@@ -416,7 +509,7 @@ impl Session {
                 return Phase::Upstream;
             }
         }
-        if self.streams.iter().any(|stream| !stream.cancelled) {
+        if !self.deferred.is_empty() || self.streams.iter().any(|stream| !stream.cancelled) {
             return Phase::Busy;
         }
         if self.connection.awaiting_preface() || buffered_input > 0 {
