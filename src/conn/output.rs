@@ -157,7 +157,7 @@ impl Output {
     /// a file range.
     pub fn memory_slices(&mut self) -> Vec<IoSlice<'_>> {
         self.seal();
-        let mut slices = Vec::new();
+        let mut slices = Vec::with_capacity(self.segments.len().min(MAX_SLICES));
         for segment in &self.segments {
             if slices.len() == MAX_SLICES {
                 break;

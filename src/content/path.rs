@@ -7,6 +7,7 @@
 //! Must not touch: the file system. The kernel's `RESOLVE_BENEATH` is the second line of defence;
 //! this module is the first, and must be safe on its own.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Per-location choices that change how a path is judged.
@@ -180,8 +181,16 @@ fn hex_value(byte: u8) -> Option<u8> {
 }
 
 /// Decodes `%XX` once, refusing what must never reach a file name.
-fn percent_decode(raw: &str) -> Result<String, PathError> {
+fn percent_decode(raw: &str) -> Result<Cow<'_, str>, PathError> {
     let bytes = raw.as_bytes();
+    // Most paths have nothing to decode: checked in place, they need no copy and no second
+    // UTF-8 validation.
+    if !bytes.contains(&b'%') {
+        return match bytes.iter().find(|&&byte| is_refused(byte)) {
+            Some(&byte) => Err(refusal(byte)),
+            None => Ok(Cow::Borrowed(raw)),
+        };
+    }
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut index = 0;
     while index < bytes.len() {
@@ -200,15 +209,31 @@ fn percent_decode(raw: &str) -> Result<String, PathError> {
             index += 1;
             (byte, false)
         };
-        match value {
-            0 => return Err(PathError::Nul),
-            b'\\' => return Err(PathError::Backslash),
-            b'/' if encoded => return Err(PathError::EncodedSlash),
-            1..=0x1f | 0x7f => return Err(PathError::ControlCharacter),
-            _ => decoded.push(value),
+        if value == b'/' && encoded {
+            return Err(PathError::EncodedSlash);
         }
+        if is_refused(value) {
+            return Err(refusal(value));
+        }
+        decoded.push(value);
     }
-    String::from_utf8(decoded).map_err(|_| PathError::NotUtf8)
+    String::from_utf8(decoded)
+        .map(Cow::Owned)
+        .map_err(|_| PathError::NotUtf8)
+}
+
+/// A byte no path may hold, encoded or not: NUL, a backslash, a control character.
+fn is_refused(byte: u8) -> bool {
+    matches!(byte, 0..=0x1f | 0x7f | b'\\')
+}
+
+/// Why `is_refused` refused `byte`.
+fn refusal(byte: u8) -> PathError {
+    match byte {
+        0 => PathError::Nul,
+        b'\\' => PathError::Backslash,
+        _ => PathError::ControlCharacter,
+    }
 }
 
 /// Turns the path part of a request target (before '?', still percent-encoded) into a
@@ -226,7 +251,9 @@ pub fn normalize(raw_path: &str, opts: &PathOptions) -> Result<CleanPath, PathEr
         return Err(PathError::NotAbsolute);
     }
     let decoded = percent_decode(raw_path)?;
-    let mut segments: Vec<&str> = Vec::new();
+    // Segments are appended to `clean` as they come and `..` cuts the last one off again.
+    let mut clean = String::with_capacity(decoded.len() + 1);
+    let mut kept = 0;
     // The number of leading segments `..` may not pop: 1 under `/~user` with userdirs on.
     let mut floor = 0;
     let mut trailing_slash = false;
@@ -235,32 +262,31 @@ pub fn normalize(raw_path: &str, opts: &PathOptions) -> Result<CleanPath, PathEr
         match segment {
             "" | "." => {}
             ".." => {
-                if segments.len() <= floor {
+                if kept <= floor {
                     return Err(PathError::EscapesRoot);
                 }
-                segments.pop();
+                clean.truncate(clean.rfind('/').unwrap_or(0));
+                kept -= 1;
             }
             _ => {
-                if segments.is_empty() && opts.userdir && user_name(segment).is_some() {
+                if kept == 0 && opts.userdir && user_name(segment).is_some() {
                     floor = 1;
                 }
-                segments.push(segment);
+                clean.push('/');
+                clean.push_str(segment);
+                kept += 1;
             }
         }
     }
     if !opts.allow_dotfiles {
-        let hidden = segments
-            .iter()
+        let hidden = clean
+            .split('/')
+            .skip(1)
             .enumerate()
             .any(|(index, segment)| segment.starts_with('.') && !is_well_known(index, segment));
         if hidden {
             return Err(PathError::Hidden);
         }
-    }
-    let mut clean = String::with_capacity(decoded.len());
-    for segment in &segments {
-        clean.push('/');
-        clean.push_str(segment);
     }
     if clean.is_empty() || trailing_slash {
         clean.push('/');

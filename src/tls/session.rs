@@ -338,17 +338,22 @@ impl TlsSession {
                 // less per response; docs/benchmarks.md, "Over TLS").
                 let room = usize::try_from(SEAL_BATCH - taken).unwrap_or(usize::MAX);
                 let slices = output.memory_slices();
-                let mut parts = Vec::with_capacity(slices.len());
-                let mut sealed = 0usize;
-                for slice in &slices {
-                    let part = &slice[..slice.len().min(room - sealed)];
-                    parts.push(IoSlice::new(part));
-                    sealed += part.len();
-                    if sealed == room {
-                        break;
+                let total: usize = slices.iter().map(|slice| slice.len()).sum();
+                let (written, sealed) = if total <= room {
+                    (connection.writer().write_vectored(&slices)?, total)
+                } else {
+                    let mut parts = Vec::with_capacity(slices.len());
+                    let mut sealed = 0usize;
+                    for slice in &slices {
+                        let part = &slice[..slice.len().min(room - sealed)];
+                        parts.push(IoSlice::new(part));
+                        sealed += part.len();
+                        if sealed == room {
+                            break;
+                        }
                     }
-                }
-                let written = connection.writer().write_vectored(&parts)?;
+                    (connection.writer().write_vectored(&parts)?, sealed)
+                };
                 drop(slices);
                 output.advance(written as u64);
                 taken += written as u64;
