@@ -285,10 +285,7 @@ mod tests {
         let open = || {
             let file = std::fs::File::open(file!()).unwrap();
             let stat = ampd_sys::file::fstat(std::os::fd::AsFd::as_fd(&file)).unwrap();
-            OpenFile {
-                file,
-                key: FileKey::of(&stat),
-            }
+            OpenFile::new(file, FileKey::of(&stat))
         };
         Arc::new(Resolved {
             resolution: Resolution::File(Arc::new(StaticFile {

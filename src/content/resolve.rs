@@ -279,7 +279,7 @@ fn static_file(
     key: FileKey,
     options: &StaticOptions,
 ) -> Resolution {
-    let identity = Representation::new(Coding::Identity, OpenFile { file, key });
+    let identity = Representation::new(Coding::Identity, OpenFile::new(file, key));
     let mut encoded = Vec::new();
     let mut directory = None;
     if options.precompressed {
@@ -359,10 +359,7 @@ fn open_regular(
     let Ok(stat) = file::fstat(fd.as_fd()) else {
         return Ok(None);
     };
-    Ok((stat.kind == FileKind::Regular).then(|| OpenFile {
-        file: File::from(fd),
-        key: FileKey::of(&stat),
-    }))
+    Ok((stat.kind == FileKind::Regular).then(|| OpenFile::new(File::from(fd), FileKey::of(&stat))))
 }
 
 fn directory(

@@ -288,6 +288,19 @@ pub fn resident(file: &OpenFile) -> bool {
 /// Whether `[offset, offset + len)` of the file is in the page cache.
 #[must_use]
 pub fn range_resident(file: &OpenFile, offset: u64, len: u64) -> bool {
+    let end = offset.saturating_add(len);
+    if file.residency.vouches(end) {
+        return true;
+    }
+    let resident = test_range_resident(file, offset, len);
+    // A range from the start is what a whole response sends: remembered for the next ones.
+    if resident && offset == 0 {
+        file.residency.found(end);
+    }
+    resident
+}
+
+fn test_range_resident(file: &OpenFile, offset: u64, len: u64) -> bool {
     use std::os::fd::AsFd;
     match ampd_sys::file::cachestat(file.file.as_fd(), offset, len) {
         Ok(stat) => stat.cached_pages >= pages(offset, len),
@@ -377,7 +390,7 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let stat = ampd_sys::file::fstat(file.as_fd()).unwrap();
         let key = crate::content::file::FileKey::of(&stat);
-        (path, OpenFile { file, key })
+        (path, OpenFile::new(file, key))
     }
 
     /// The `mincore` fallback (kernels before `cachestat`) agrees with `cachestat` on a file

@@ -718,10 +718,7 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                     for _ in 0..count {
                         let coding = coding_of(reader.u8()?)?;
                         let key = reader.key()?;
-                        let file = OpenFile {
-                            file: std::fs::File::from(fds.next()?),
-                            key,
-                        };
+                        let file = OpenFile::new(std::fs::File::from(fds.next()?), key);
                         representations.push(Representation::new(coding, file));
                     }
                     let mut representations = representations.into_iter();

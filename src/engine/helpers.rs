@@ -572,7 +572,7 @@ mod tests {
         let stat = ampd_sys::file::fstat(file.as_fd()).unwrap();
         ampd_sys::file::fadvise(file.as_fd(), 0, 0, ampd_sys::file::Advice::DontNeed).unwrap();
         let key = FileKey::of(&stat);
-        (path, Arc::new(OpenFile { file, key }))
+        (path, Arc::new(OpenFile::new(file, key)))
     }
 
     fn resident_pages(file: &crate::content::file::OpenFile) -> Option<u64> {

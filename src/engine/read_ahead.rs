@@ -284,7 +284,7 @@ mod tests {
         file.sync_all().unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let key = FileKey::of(&ampd_sys::file::fstat(file.as_fd()).unwrap());
-        (path, Arc::new(OpenFile { file, key }))
+        (path, Arc::new(OpenFile::new(file, key)))
     }
 
     fn page_in(file: &Arc<OpenFile>, offset: u64, len: u64) -> Job {

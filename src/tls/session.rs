@@ -504,7 +504,7 @@ mod tests {
             .unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let key = FileKey::of(&ampd_sys::file::fstat(file.as_fd()).unwrap());
-        let file = Arc::new(OpenFile { file, key });
+        let file = Arc::new(OpenFile::new(file, key));
         std::fs::remove_file(&path).unwrap();
         // Two DATA frames as HTTP/2 queues them: a 9-byte header, then file bytes.
         let mut output = Output::default();
