@@ -358,25 +358,12 @@ run_page() {
   tail -n 1 "$RESULTS/runs.csv" | awk -F, '{printf "  %-7s %-5s run %s: %8s ms to load (median of '"$PAGE_LOADS"')  %s ms CPU/load  client %s%%  errors %s\n", $1, $2, $3, $10, $11, $7, $9}' >&2
 }
 
-# profile SERVER: one more PROFILE_ROW run with `perf record -g` on the server; its share of
-# samples by object (kernel, libc, the TLS library, the server) and by function into
-# perf-SERVER.txt, the samples with their call chains in perf-SERVER.data (`perf report -i`).
+# profile SERVER: one more PROFILE_ROW run under `perf record -g` (perf_profile): perf-SERVER.txt
+# and perf-SERVER.data.
 profile() {
-  local server=$1 data=$RESULTS/perf-$1.data
-  log "profiling $server (row $PROFILE_ROW, ${DUR}s, perf record -g)"
-  # Every process of the server: nginx's worker is its master's child.
-  taskset -c "$CLIENT_CPU" perf record -g -q -o "$data" -p "$(tree "${PROC[$server]}" | paste -sd,)" \
-    -- sleep "$((DUR + 1))" \
-    > "$RESULTS/perf-$server.out" 2>&1 &
-  local perf_pid=$!
-  sleep 0.5
-  h2load_run "$PROFILE_ROW" "$server" "$DUR" "$RESULTS/raw/profile-$server.txt"
-  wait "$perf_pid" || true
-  {
-    perf report -i "$data" --stdio --no-children -g none --sort dso 2>/dev/null | grep -v '^#' || true
-    perf report -i "$data" --stdio --no-children -g none --percent-limit 0.3 --sort dso,symbol \
-      2>/dev/null | grep -v '^#' | head -n 200 || true
-  } > "$RESULTS/perf-$server.txt"
+  log "profiling $1 (row $PROFILE_ROW, ${DUR}s, perf record -g)"
+  perf_profile "${PROC[$1]}" "$RESULTS/perf-$1" \
+    h2load_run "$PROFILE_ROW" "$1" "$DUR" "$RESULTS/raw/profile-$1.txt"
 }
 
 mkdir -p "$RUN" "$RESULTS/raw"

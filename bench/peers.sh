@@ -20,9 +20,14 @@
 # is the figure that tells servers apart), peak resident memory (VmHWM, reset before the row) and
 # latency p50/p99. Written to $RESULTS: summary.md, runs.csv, the raw wrk output.
 #
+# PROFILE="ampd nginx": afterwards, one more run of row PROFILE_ROW per server listed under
+# `perf record -g` (not measured): where each server's time goes, by object and by function, in
+# perf-SERVER.txt (perf_profile in bench/peers_lib.sh).
+#
 # Knobs [defaults]: SERVERS ["nginx lighttpd apache2 h2o howl ampd"]  ROWS ["a b c d e"]
 #   DUR [5] seconds per run  REPS [3]  WARM [1] seconds of warm-up per row and server
-#   CONNS [50]  AMPD_ARCH [amped]  WRK_EXTRA [] more wrk arguments  and those of
+#   CONNS [50]  AMPD_ARCH [amped]  WRK_EXTRA [] more wrk arguments  PROFILE []
+#   PROFILE_ROW [c]  and those of
 #   bench/peers_lib.sh (BASE_PORT, SERVER_CPU, CLIENT_CPU, WWW, RESULTS, PRIO).
 # Every wrk run is bounded by `timeout`; only the servers this script started are signalled.
 SERVERS=${SERVERS:-"nginx lighttpd apache2 h2o howl ampd"}
@@ -33,6 +38,8 @@ REPS=${REPS:-3}
 WARM=${WARM:-1}
 CONNS=${CONNS:-50}
 WRK_EXTRA=${WRK_EXTRA:-}
+PROFILE=${PROFILE:-}
+PROFILE_ROW=${PROFILE_ROW:-c}
 WRK_DIR=$REPO/bench/wrk
 HZ=$(getconf CLK_TCK)
 
@@ -43,6 +50,7 @@ declare -A ROW_NAME=([a]="1 KiB, keep-alive" [b]="1 KiB, new connection per requ
                      [e]="SPECweb96-like mix, keep-alive")
 
 command -v wrk >/dev/null || die "wrk is not installed: run bench/setup.sh"
+[ -n "${ROW_PATH[$PROFILE_ROW]:-}" ] || die "unknown PROFILE_ROW $PROFILE_ROW (a b c d e)"
 [ -d "$WWW/specweb" ] || die "no $WWW/specweb: run bench/setup.sh"
 DIRS=$(find "$WWW/specweb" -mindepth 1 -maxdepth 1 -name 'dir*' -type d | wc -l)
 
@@ -138,6 +146,10 @@ for server in $LIVE; do
 done
 [ -n "$ALIVE" ] || die "no server passed the preflight"
 
+# One benchmark at a time on this machine (the lock every bench script takes).
+exec 9> /tmp/ampd-bench.lock
+flock -n 9 || { log "waiting for another benchmark (/tmp/ampd-bench.lock)"; flock 9; }
+
 declare -A PEAK=()
 for row in $ROWS; do
   servers=""
@@ -152,6 +164,17 @@ for row in $ROWS; do
   done
   for server in $servers; do PEAK[$row,$server]=$(peak_kib "${PID[$server]}"); done
 done
+
+for server in $PROFILE; do
+  if [[ " $ALIVE " != *" $server "* ]] || ! in_row "$server" "$PROFILE_ROW"; then
+    log "PROFILE: $server does not take part in row $PROFILE_ROW"
+    continue
+  fi
+  log "profiling $server (row $PROFILE_ROW, ${DUR}s, perf record -g)"
+  perf_profile "${PID[$server]}" "$RESULTS/perf-$server" \
+    wrk_run "$PROFILE_ROW" "$server" "$DUR" "$RESULTS/raw/profile-$server.txt"
+done
+flock -u 9
 
 {
   echo "# bench/peers.sh, $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -120,6 +120,29 @@ tree() {
   for child in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do tree "$child"; done
 }
 
+# perf_profile PID OUT COMMAND...: `perf record -g` of the processes of server PID (`tree`) on
+# CPU $CLIENT_CPU while COMMAND runs (a client run: not measured); the samples with their call
+# chains into OUT.data (`perf report -i`), and into OUT.txt the server's time by object (kernel,
+# libc, the server's own code) and by function, so two servers' profiles of one run read side by
+# side.
+perf_profile() {
+  local pid=$1 out=$2 perf_pid
+  shift 2
+  command -v perf >/dev/null || { log "perf is not installed: no profile"; return 0; }
+  taskset -c "$CLIENT_CPU" perf record -g -q -o "$out.data" -p "$(tree "$pid" | paste -sd,)" \
+    > "$out.perf.log" 2>&1 &
+  perf_pid=$!
+  sleep 0.5
+  "$@"
+  kill -INT "$perf_pid" 2>/dev/null || true
+  wait "$perf_pid" || true
+  {
+    perf report -i "$out.data" --stdio --no-children -g none --sort dso 2>/dev/null | grep -v '^#' || true
+    perf report -i "$out.data" --stdio --no-children -g none --percent-limit 0.3 --sort dso,symbol \
+      2>/dev/null | grep -v '^#' | head -n 200 || true
+  } > "$out.txt"
+}
+
 # user + system clock ticks of every thread of the server's processes (/proc/PID/stat 14, 15).
 cpu_ticks() {
   local total=0 pid ticks
