@@ -92,10 +92,8 @@ impl Output {
     pub fn written_since(&self, mark: Mark) -> (u64, u64) {
         let total = self.pending().saturating_sub(mark.pending);
         let written = self.buffer.get(mark.buffer_len..).unwrap_or_default();
-        let head = written
-            .windows(4)
-            .position(|window| window == b"\r\n\r\n")
-            .map_or(written.len(), |at| at + 4) as u64;
+        let head =
+            memchr::memmem::find(written, b"\r\n\r\n").map_or(written.len(), |at| at + 4) as u64;
         let head = head.min(total);
         (head, total - head)
     }

@@ -8,7 +8,6 @@
 //! Must not touch: sockets, the disk (a translation is a `Job`).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use ampd_http::request::{split_target, Method, RequestHead};
 
@@ -207,7 +206,7 @@ impl Conn {
             if let Err(wait) =
                 context
                     .rates
-                    .take(self.peer, Instant::now(), &context.config.admission)
+                    .take(self.peer, context.clock.now(), &context.config.admission)
             {
                 context.stats.shed(Shed::Rate);
                 static LIMITED: error::Throttle = error::Throttle::new();

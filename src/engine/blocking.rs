@@ -404,12 +404,16 @@ impl Worker {
             connection.clock.note(
                 connection.conn.phase(),
                 read_any || pumped,
+                Instant::now(),
                 &connection.stats,
             );
             let wrote = self.flush(connection)?;
-            connection
-                .clock
-                .note(connection.conn.phase(), wrote, &connection.stats);
+            connection.clock.note(
+                connection.conn.phase(),
+                wrote,
+                Instant::now(),
+                &connection.stats,
+            );
             match need {
                 Need::Close(ending) => return Ok(self.end(connection, ending, on_wait)),
                 // The output drained (flush blocks until it does): decide again.
@@ -626,7 +630,7 @@ impl Worker {
                 connection.clock.sent(sent as u64);
                 connection
                     .clock
-                    .note(Phase::Sending, true, &connection.stats);
+                    .note(Phase::Sending, true, Instant::now(), &connection.stats);
                 Ok(Some(sent))
             }
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
@@ -761,7 +765,7 @@ impl Worker {
         connection.lingering = true;
         connection
             .clock
-            .note(Phase::Closing, false, &connection.stats);
+            .note(Phase::Closing, false, Instant::now(), &connection.stats);
         self.linger(connection, on_wait)
     }
 

@@ -61,12 +61,11 @@ pub(crate) fn sweep<D: Driver>(driver: &mut D, now: Instant, limits: &Limits) {
 
 /// Whether connection `index` is done with while draining: idle, nothing in flight.
 pub(crate) fn drained<D: Driver>(driver: &mut D, index: usize) -> bool {
-    let now = Instant::now();
     driver.draining()
         && driver
             .slots()
             .get(index)
-            .is_some_and(|slot| slot.client().drain_may_close(slot.busy(), now))
+            .is_some_and(|slot| slot.client().drain_may_close(slot.busy(), Instant::now()))
 }
 
 /// While draining, a connection with nothing left to do closes at once, FIN after its last

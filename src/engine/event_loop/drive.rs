@@ -121,9 +121,12 @@ impl EventLoop {
 
     fn note_phase(&mut self, index: usize, progressed: bool) {
         if let Some(slot) = self.slots.get_mut(index) {
-            slot.client
-                .clock
-                .note(slot.client.conn.phase(), progressed, &self.link.stats);
+            slot.client.clock.note(
+                slot.client.conn.phase(),
+                progressed,
+                self.clock.now(),
+                &self.link.stats,
+            );
         }
     }
 
@@ -356,7 +359,7 @@ impl EventLoop {
         slot.client.lingering = true;
         slot.client
             .clock
-            .note(Phase::Closing, false, &self.link.stats);
+            .note(Phase::Closing, false, self.clock.now(), &self.link.stats);
         self.linger(index);
     }
 

@@ -441,9 +441,12 @@ impl EventLoop {
                     slot.client.conn.output.advance(sent);
                     slot.client.clock.sent(sent);
                     // The helper's bytes are progress: the send timeout starts again.
-                    slot.client
-                        .clock
-                        .note(slot.client.conn.phase(), sent > 0, &self.link.stats);
+                    slot.client.clock.note(
+                        slot.client.conn.phase(),
+                        sent > 0,
+                        self.clock.now(),
+                        &self.link.stats,
+                    );
                     self.drive(index);
                     continue;
                 }

@@ -437,7 +437,9 @@ impl Proactor {
             }
             _ => {
                 let phase = slot.client.conn.phase();
-                slot.client.clock.note(phase, true, &self.link.stats);
+                slot.client
+                    .clock
+                    .note(phase, true, self.clock.now(), &self.link.stats);
             }
         }
         self.ready.push_back(index);
@@ -561,7 +563,9 @@ impl Proactor {
     fn note_phase(&mut self, index: usize, progressed: bool) {
         if let Some(slot) = self.slots.get_mut(index) {
             let phase = slot.client.conn.phase();
-            slot.client.clock.note(phase, progressed, &self.link.stats);
+            slot.client
+                .clock
+                .note(phase, progressed, self.clock.now(), &self.link.stats);
         }
     }
 
@@ -596,7 +600,7 @@ impl Proactor {
         slot.client.lingering = true;
         slot.client
             .clock
-            .note(Phase::Closing, false, &self.link.stats);
+            .note(Phase::Closing, false, self.clock.now(), &self.link.stats);
         self.arm_receive(index);
     }
 

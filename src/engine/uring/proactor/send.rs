@@ -100,7 +100,9 @@ impl Proactor {
             return;
         }
         let phase = slot.client.conn.phase();
-        slot.client.clock.note(phase, true, &self.link.stats);
+        slot.client
+            .clock
+            .note(phase, true, self.clock.now(), &self.link.stats);
         slot.sending = Sending::Splice { in_pipe: left };
         let Some((pipe_out, _)) = slot.pipe.as_ref() else {
             return self.close(index);
