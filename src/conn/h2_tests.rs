@@ -475,6 +475,66 @@ fn streams_that_each_need_a_job_get_them_done_as_one_batch() {
     assert_eq!(harness.conn.phase(), Phase::Idle);
 }
 
+/// The streams, in the order their DATA frames were sent, runs of one stream merged.
+fn data_order(frames: &[Frame]) -> Vec<u32> {
+    let mut order: Vec<u32> = Vec::new();
+    for frame in frames
+        .iter()
+        .filter(|frame| frame.header.kind == Kind::Data)
+    {
+        if order.last() != Some(&frame.header.stream) {
+            order.push(frame.header.stream);
+        }
+    }
+    order
+}
+
+#[test]
+fn the_most_urgent_response_goes_first_and_whole_ones_go_one_at_a_time() {
+    // RFC 9218: urgency 1 before urgency 5 whatever the order of the requests; two responses
+    // of one urgency asked for whole (no `i`) go one after the other, in stream order; two
+    // incremental ones share the connection.
+    let mut harness = h2_harness(|_| {});
+    let mut client = Client::new();
+    let mut bytes = client.start();
+    bytes.extend(window_update(0, 16 << 20));
+    let requests = [
+        (1, "u=5"),
+        (3, "u=1"),
+        (5, "u=2"),
+        (7, "u=2"),
+        (9, "u=6, i"),
+        (11, "u=6, i"),
+    ];
+    for (stream, priority) in requests {
+        bytes.extend(client.request_with(
+            stream,
+            "GET",
+            "/big.bin",
+            &[("priority", priority)],
+            true,
+        ));
+        bytes.extend(window_update(stream, 1 << 20));
+    }
+    harness.feed(&bytes);
+    let frames = frames(&harness.take_raw());
+    let answers = client.answers(&frames);
+    let big = big_body();
+    for (stream, _) in requests {
+        assert!(answers[&stream].ended, "stream {stream}");
+        assert!(
+            answers[&stream].body == big,
+            "stream {stream}: the body arrives exact"
+        );
+    }
+    let order = data_order(&frames);
+    assert_eq!(&order[..4], [3, 5, 7, 1], "{order:?}");
+    assert!(
+        order[4..].len() > 2 && order[4..].iter().all(|stream| [9, 11].contains(stream)),
+        "the incremental pair interleaves at the end: {order:?}"
+    );
+}
+
 #[test]
 fn a_graceful_stop_sends_goaway_and_finishes_the_open_stream() {
     let mut harness = h2_harness(|_| {});

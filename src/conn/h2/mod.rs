@@ -20,7 +20,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ampd_http::h2::{Connection, ErrorCode, Event, StreamId};
+use ampd_http::h2::{Connection, ErrorCode, Event, Priority, StreamId};
 use ampd_http::request::{BodyFraming, RequestHead};
 
 use super::output::Output;
@@ -248,9 +248,19 @@ impl Session {
             BodyFraming::Chunked => BodyFeed::Chunked,
             BodyFraming::None | BodyFraming::Length(_) => BodyFeed::Plain,
         };
+        // Without a `priority` field a response shares its level (see `frame`).
+        let priority = if head.header("priority").is_some() {
+            Priority::of(head.headers_named("priority"))
+        } else {
+            Priority {
+                incremental: true,
+                ..Priority::default()
+            }
+        };
         let mut conn = self.inner_conn(context);
         let job = conn.on_request(head, context);
         let mut stream = Stream::new(id, conn, feed, end_stream);
+        stream.priority = priority;
         if let Some(job) = job {
             stream.queued = Queued::Job(job);
         }
@@ -370,31 +380,75 @@ impl Session {
         }
     }
 
-    /// Frame responses round-robin until the queue reaches its high water. Returns whether
-    /// more could be framed at once.
+    /// Frame responses until the queue reaches its high water, the most urgent first (RFC 9218
+    /// §10): a pass frames the most urgent level that has something to move, and the levels
+    /// after it wait. Within a level, a response whose `priority` field asked for it whole (no
+    /// `i`) goes first, one at a time in stream order; the others share the pass round-robin,
+    /// a quantum each. A stream without the field is one of those others (not the RFC's
+    /// default): one large download must not hold back the small responses beside it.
+    /// Returns whether more could be framed at once.
     fn frame(&mut self, output: &mut Output) -> bool {
         let count = self.streams.len();
         if count == 0 {
             return false;
         }
         loop {
+            let levels = self
+                .streams
+                .iter()
+                .filter(|stream| !stream.cancelled)
+                .fold(0u8, |levels, stream| levels | 1 << stream.priority.urgency);
             let mut moved = 0;
-            for turn in 0..count {
-                if output.pending() >= FRAMED_HIGH_WATER {
-                    self.cursor = (self.cursor + turn) % count;
+            for urgency in (0..8).filter(|urgency| levels & 1 << urgency != 0) {
+                if self.frame_level(urgency, output, &mut moved) {
                     return true;
                 }
-                let stream = &mut self.streams[(self.cursor + turn) % count];
-                if stream.cancelled {
-                    continue;
+                if moved > 0 {
+                    break;
                 }
-                moved += stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
             }
             self.cursor = (self.cursor + 1) % count;
             if moved == 0 {
                 return false;
             }
         }
+    }
+
+    /// One pass over the streams of `urgency` (see `frame`), adding the bytes framed to
+    /// `moved`. Returns true when the queue reached its high water.
+    fn frame_level(&mut self, urgency: u8, output: &mut Output, moved: &mut u64) -> bool {
+        let count = self.streams.len();
+        let at_level = |stream: &Stream| !stream.cancelled && stream.priority.urgency == urgency;
+        // Streams are kept in the order they opened, which is stream-id order.
+        for stream in &mut self.streams {
+            if !at_level(stream) || stream.priority.incremental {
+                continue;
+            }
+            loop {
+                if output.pending() >= FRAMED_HIGH_WATER {
+                    return true;
+                }
+                let framed = stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
+                *moved += framed;
+                if framed == 0 {
+                    break;
+                }
+            }
+            if *moved > 0 {
+                return false;
+            }
+        }
+        for turn in 0..count {
+            if output.pending() >= FRAMED_HIGH_WATER {
+                self.cursor = (self.cursor + turn) % count;
+                return true;
+            }
+            let stream = &mut self.streams[(self.cursor + turn) % count];
+            if at_level(stream) {
+                *moved += stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
+            }
+        }
+        false
     }
 
     /// Streams whose response has ended are done: a client still sending a body we will not

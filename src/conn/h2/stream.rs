@@ -9,7 +9,7 @@
 
 use std::io::Write as _;
 
-use ampd_http::h2::{Connection, StreamId};
+use ampd_http::h2::{Connection, Priority, StreamId};
 
 use crate::conn::output::Output;
 use crate::conn::upstream::Connect;
@@ -62,6 +62,8 @@ pub(super) struct Stream {
     pub queued: Queued,
     /// The client reset the stream while a job for it was out: dropped when the job returns.
     pub cancelled: bool,
+    /// When its response is framed beside others (`Session::frame`).
+    pub priority: Priority,
 }
 
 impl Stream {
@@ -76,6 +78,7 @@ impl Stream {
             unreleased: 0,
             queued: Queued::Nothing,
             cancelled: false,
+            priority: Priority::default(),
         }
     }
 

@@ -4,7 +4,8 @@
 //! state (`connection`: the preface, SETTINGS, stream states, flow control both ways, PING,
 //! GOAWAY, RST_STREAM, the flood budgets of `flood`), and the mapping between HTTP/2 fields
 //! and the HTTP/1 types the rest of ampd serves (`fields`: a request's pseudo-headers into a
-//! `RequestHead`, a response head into the fields HEADERS carries).
+//! `RequestHead`, a response head into the fields HEADERS carries), the `priority` field of
+//! RFC 9218 (`priority`).
 //! Must not touch: sockets, clocks (the caller passes `Instant`s), configuration files, what
 //! a request is answered with. The server (`src/conn/h2/`) feeds a `Connection` the bytes it
 //! reads and writes the frames it is handed.
@@ -16,11 +17,13 @@ mod flood;
 pub mod frame;
 mod head_block;
 pub mod hpack;
+pub mod priority;
 mod stream;
 
 pub use connection::{Connection, Event, Limits, StreamId};
 pub use error::ErrorCode;
 pub use fields::ResponseFields;
+pub use priority::Priority;
 
 /// The client connection preface (RFC 9113 §3.4): a cleartext listener that speaks HTTP/2
 /// with prior knowledge tells it from an HTTP/1 request by these bytes.
