@@ -1,6 +1,7 @@
 //! What a resolved request path is: an open file with its metadata and representations.
 //!
-//! Owns: `OpenFile`, `StaticFile`, `Representation`, `Resolution`, `FileKey`.
+//! Owns: `OpenFile` (with its `ResidencyMemo`), `StaticFile`, `Representation`, `Resolution`,
+//! `FileKey`.
 //! Must not touch: the disk (these are built by `resolve`, which runs on a helper thread).
 
 use std::fs::File;
@@ -72,7 +73,8 @@ pub const RESIDENCY_TRUST: Duration = Duration::from_millis(50);
 
 /// The last positive residency test of a file's first `through` bytes, and when it was made
 /// (milliseconds since the process's first test, plus one: zero is "never"). Shared by every
-/// connection sending the file; a race between two updates at worst costs a test.
+/// connection sending the file; a race between two updates can only mix two findings that
+/// were both positive.
 #[derive(Debug, Default)]
 pub struct ResidencyMemo {
     through: AtomicU64,

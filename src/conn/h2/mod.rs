@@ -6,10 +6,10 @@
 //! the proxy, FastCGI and CGI — answers HTTP/2 as it answers HTTP/1; arbitration of what the
 //! engine can do for one connection at a time (one job, one upstream link: the streams that
 //! need one wait their turn); pacing (requests that arrive together are started a few at a
-//! time, so the first responses leave while the rest are served); fairness (response bytes
-//! are framed round-robin, one share per stream per pass, so one large download does not
-//! starve the others); the connection's phase for the engine's timeouts; GOAWAY on a
-//! graceful stop.
+//! time, so the first responses leave while the rest are served); the order responses go in
+//! (the most urgent first, RFC 9218; round-robin within an urgency, one share per stream per
+//! pass, so one large download does not starve the others); the connection's phase for the
+//! engine's timeouts; GOAWAY on a graceful stop.
 //! Must not touch: the protocol (`ampd_http::h2::Connection` owns frames, HPACK, windows and
 //! stream states), sockets and threads (the engine drives `Conn` exactly as for HTTP/1).
 
@@ -199,7 +199,8 @@ impl Session {
 
     fn on_event(&mut self, event: Event<'_>, context: &mut Context<'_>) {
         match event {
-            // A request with a body starts at once: its DATA frames are fed to its stream.
+            // A request without a body waits its turn (`OPEN_BATCH`); one with a body starts
+            // at once, so that its DATA frames have a stream to go to.
             Event::Request {
                 stream,
                 head,
