@@ -110,6 +110,14 @@ impl Queue {
         });
     }
 
+    /// Where connection `token`'s page-in of `key` at `offset` is in the queue.
+    fn position_of(&self, token: Token, key: FileKey, offset: u64) -> Option<usize> {
+        self.jobs.iter().position(|queued| {
+            queued.token == token
+                && matches!(&queued.job, Job::PageIn { file, offset: at, .. } if file.key == key && *at == offset)
+        })
+    }
+
     /// Whether a job queued now would wait: every helper not running a job has one queued
     /// for it already.
     fn would_wait(&self) -> bool {
@@ -190,12 +198,14 @@ impl Shared {
     /// still there, with its place in it.
     fn claim(&self, token: Token, key: FileKey, offset: u64) -> Option<(Job, Place)> {
         let mut queue = lock(&self.queue);
-        let index = queue.jobs.iter().position(|queued| {
-            queued.token == token
-                && matches!(&queued.job, Job::PageIn { file, offset: at, .. } if file.key == key && *at == offset)
-        })?;
+        let index = queue.position_of(token, key, offset)?;
         let claimed = queue.jobs.remove(index)?;
         Some((claimed.job, Place(claimed.arrival)))
+    }
+
+    /// Whether connection `token`'s page-in of `key` at `offset` is still waiting for a helper.
+    fn waiting(&self, token: Token, key: FileKey, offset: u64) -> bool {
+        lock(&self.queue).position_of(token, key, offset).is_some()
     }
 
     fn complete(&self, token: Token, done: JobDone) {
@@ -425,9 +435,11 @@ impl Helpers {
             return None;
         }
         let queue = self.shared.clone();
+        let waiting = self.shared.clone();
         let completions = self.shared.clone();
         let given_back = self.shared.clone();
         Some(Lanes {
+            waiting: Box::new(move |token, key, offset| waiting.waiting(token, key, offset)),
             claim: Box::new(move |token, key, offset| queue.claim(token, key, offset)),
             completed: Box::new(move |token, done| completions.complete(token, done)),
             give_back: Box::new(move |token, job, place| {
