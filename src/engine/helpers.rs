@@ -17,9 +17,9 @@
 //! 404), but in the one queue it would wait behind every read that arrived before it. A
 //! translation goes to the helpers when one of them is free to take it at once, so where
 //! nothing waits the lane costs nothing; otherwise to the lane's own threads (`translators`),
-//! started on demand up to `helpers_max` and ended when idle, which take nothing but
-//! translations. Measured (an instrumented build, latency device, 512 clients), translations
-//! waited 110-170 ms behind page-ins in the one queue, under 1 ms in the lane
+//! started on demand up to `helpers` (the pool's start count) and ended when idle, which take
+//! nothing but translations. Measured (an instrumented build, latency device, 512 clients),
+//! translations waited 110-170 ms behind page-ins in the one queue, under 1 ms in the lane
 //! (docs/architectures.md, "Path translations do not wait for reads").
 //!
 //! Owns: the helper threads, the job queues and the completion list of one event loop.
@@ -267,14 +267,13 @@ impl Helpers {
             completions.clone(),
         ));
         // None from the start (a translation finds a helper free while nothing waits), and as
-        // many as the helpers at most: on a latency-bound device (FUSE, NFS) a translation
-        // waits for the device as a read does, and a new server's first translations come all
-        // at once (at 256 clients on the latency device, 4 translators let them wait up to
-        // 96 ms for one).
+        // many as the helpers start with at most: on the latency device up to `helpers_max`
+        // translators (32) did not lower the tail at 256-512 clients and stayed alive, 32
+        // threads more, for 30 s after a new server's first burst of translations.
         let translations = Arc::new(Shared::new(
             PoolSize {
                 start: 0,
-                max: size.max.max(start),
+                max: start,
             },
             retire_after,
             completions.clone(),
