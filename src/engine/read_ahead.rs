@@ -24,8 +24,9 @@
 //! and nothing is claimed: Flash ran disk work in other processes for portability, and the
 //! finisher would be a thread of the server.
 //!
-//! Owns: the read-ahead queue (bounded: a hint that finds it full is dropped, and its page-in
-//! waits for a helper), the finish queue, and their two threads.
+//! Owns: the read-ahead queue (hints wait there, in the order they came, while `MAX_AHEAD`
+//! claimed page-ins wait for the finisher; without a finisher a hint that finds it full is
+//! dropped), the finish queue, and their two threads.
 //! Must not touch: connections, or the helpers' queue except through `Lanes::claim`.
 
 use std::collections::VecDeque;
@@ -50,8 +51,14 @@ const READ_AHEAD_NICE: i32 = 10;
 /// Takes connection `token`'s page-in of a file (by key) at an offset out of the helpers' queue.
 pub type Claim = dyn Fn(Token, FileKey, u64) -> Option<(Job, Place)> + Send + Sync;
 
+/// Whether connection `token`'s page-in of a file (by key) at an offset is in the helpers' queue.
+pub type Claimed = dyn Fn(Token, FileKey, u64) -> bool + Send + Sync;
+
 /// How this module reaches the helpers' queue and the loop.
 pub struct Lanes {
+    /// Whether connection `token`'s page-in of `file` at `offset` is still in the helpers'
+    /// queue (no helper has taken it).
+    pub waiting: Box<Claimed>,
     /// Take the page-in of `file` at `offset` for connection `token` out of the helpers' queue,
     /// if no helper has taken it yet, with its place there.
     pub claim: Box<Claim>,
@@ -136,11 +143,17 @@ impl ReadAhead {
 
     /// Start reading `len` bytes of `file` from `offset` soon; with a finisher, it then takes
     /// connection `token`'s page-in of that range from the helpers' queue if it is still
-    /// there. Dropped when `MAX_AHEAD` are on their way: such a hint would be acted on after a
-    /// helper had read the range anyway.
+    /// there, once fewer than `MAX_AHEAD` are on their way: hints wait for room in the order
+    /// they came, as the helpers take page-ins, so that a page-in is not overtaken by those
+    /// that came after it (a hint dropped for want of room left its page-in to the helpers,
+    /// which are slower to reach it: at 512 clients on the latency device, 60-100 ms against
+    /// 30-50 ms for a page-in read ahead, docs/architectures.md). The hints waiting are at most
+    /// one per connection with a page-in out. Without a finisher (helper processes) nothing
+    /// is claimed and a hint only starts a read, so one that finds `MAX_AHEAD` waiting is
+    /// dropped: it would be acted on after a helper had read the range anyway.
     pub fn hint(&self, file: Arc<OpenFile>, offset: u64, len: u64, token: Token) {
         let mut queues = lock(&self.shared.queues);
-        if queues.ahead() >= MAX_AHEAD {
+        if self.shared.lanes.is_none() && queues.ahead() >= MAX_AHEAD {
             return;
         }
         queues.to_start.push_back(Entry {
@@ -198,10 +211,20 @@ fn start_reads(shared: &Shared) {
     let _ = ampd_sys::process::lower_thread_priority(READ_AHEAD_NICE);
     loop {
         let Some(entry) = next(shared, &shared.start_ready, |queues| {
-            queues.to_start.pop_front()
+            // With a finisher, at most `MAX_AHEAD` claimed page-ins wait for it.
+            (queues.to_finish.len() < MAX_AHEAD)
+                .then(|| queues.to_start.pop_front())
+                .flatten()
         }) else {
             return;
         };
+        // A page-in a helper took while its hint waited: its read is the helper's; a `WILLNEED`
+        // now would at best repeat it, at worst read again pages sent and reclaimed since.
+        if let Some(lanes) = &shared.lanes {
+            if !(lanes.waiting)(entry.token, entry.file.key, entry.offset) {
+                continue;
+            }
+        }
         let hinted = fadvise(
             entry.file.file.as_fd(),
             entry.offset,
@@ -248,7 +271,12 @@ fn finish(shared: &Shared) {
     };
     loop {
         let Some((token, job, place)) = next(shared, &shared.finish_ready, |queues| {
-            queues.to_finish.pop_front()
+            let next = queues.to_finish.pop_front()?;
+            // Room for one more claimed page-in: the read-ahead thread may be waiting for it.
+            if queues.to_finish.len() == MAX_AHEAD - 1 {
+                shared.start_ready.notify_one();
+            }
+            Some(next)
         }) else {
             return;
         };
@@ -310,7 +338,9 @@ mod tests {
         let (gave_back, given_back) = mpsc::channel();
         let (completed, gave_back) = (Mutex::new(completed), Mutex::new(gave_back));
         let claimable = queued.clone();
+        let waiting = queued.clone();
         let lanes = Lanes {
+            waiting: Box::new(move |token, _, _| lock(&waiting).contains_key(&token)),
             claim: Box::new(move |token, _, _| {
                 lock(&claimable).remove(&token).map(|job| (job, Place(0)))
             }),
@@ -439,6 +469,74 @@ mod tests {
             2
         );
         assert!(harness.completions.try_recv().is_err());
+        drop(read_ahead);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// A page-in that finds `MAX_AHEAD` reads on their way waits for room, in the order it
+    /// came, rather than being left to the helpers: those are slower to reach it than the
+    /// read-ahead (measured at 512 clients on the latency device, page-ins left to the helpers
+    /// waited 60-100 ms for one, those read ahead 30-50 ms in all), so a page-in that came
+    /// later would be sent first.
+    #[test]
+    fn a_hint_that_finds_the_read_ahead_full_waits_for_room_in_order() {
+        let (path, file) = test_file("full");
+        if !can_claim(&file) {
+            std::fs::remove_file(path).unwrap();
+            return;
+        }
+        let queued: Arc<Mutex<HashMap<Token, Job>>> = Arc::default();
+        let held = Arc::new((Mutex::new(true), Condvar::new()));
+        let (completed, completions) = mpsc::channel();
+        let completed = Mutex::new(completed);
+        let (claimable, waiting) = (queued.clone(), queued.clone());
+        let hold = held.clone();
+        let lanes = Lanes {
+            waiting: Box::new(move |token, _, _| lock(&waiting).contains_key(&token)),
+            claim: Box::new(move |token, _, _| {
+                lock(&claimable).remove(&token).map(|job| (job, Place(0)))
+            }),
+            // The finisher is held in its first report until the test lets it go.
+            completed: Box::new(move |token, done| {
+                let (holding, released) = &*hold;
+                let mut holding = lock(holding);
+                while *holding {
+                    holding = released.wait(holding).unwrap();
+                }
+                lock(&completed).send((token, done)).unwrap();
+            }),
+            give_back: Box::new(|_, _, _| panic!("nothing is given back")),
+        };
+        let read_ahead = ReadAhead::start("test", Some(lanes)).unwrap();
+        let total = MAX_AHEAD as u64 + 2;
+        for token in 0..total {
+            let offset = token % (FILE_SIZE / 4096) * 4096;
+            lock(&queued).insert(token, page_in(&file, offset, 4096));
+            read_ahead.hint(file.clone(), offset, 4096, token);
+            if token == 0 {
+                // The first is with the finisher, which holds it: the rest fill the queues.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while read_ahead.pending() > 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lock(&queued).len() > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (unclaimed, pending) = (lock(&queued).len(), read_ahead.pending());
+        // Let the finisher go before any assertion, so that a failing one does not leave it
+        // held (and the drop waiting for it).
+        *lock(&held.0) = false;
+        held.1.notify_all();
+        assert_eq!(unclaimed, 1, "one waits for room");
+        assert_eq!(pending, MAX_AHEAD + 1, "hinted, not dropped");
+        let tokens: Vec<Token> = (0..total)
+            .map_while(|_| completions.recv_timeout(Duration::from_secs(5)).ok())
+            .map(|(token, _)| token)
+            .collect();
+        assert_eq!(tokens, (0..total).collect::<Vec<_>>());
         drop(read_ahead);
         std::fs::remove_file(path).unwrap();
     }
