@@ -59,6 +59,17 @@ pub enum Job {
 }
 
 impl Job {
+    /// Whether the job is path translation only (a translation, or a batch of them): work for
+    /// the translators' lane, never queued behind reads (`engine::helpers`).
+    #[must_use]
+    pub fn is_translation(&self) -> bool {
+        match self {
+            Job::Resolve { .. } => true,
+            Job::Batch(jobs) => jobs.iter().all(Job::is_translation),
+            _ => false,
+        }
+    }
+
     /// Whether doing the job again, after an attempt that may have been cut short, is safe: all
     /// but a page-in that sends on the connection (part of its range may have gone out).
     #[must_use]

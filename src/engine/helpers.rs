@@ -360,7 +360,7 @@ impl Helpers {
     /// once, and with helper threads is finished by the read-ahead threads if no helper has
     /// taken it by then (`read_ahead.rs`).
     pub fn submit(&self, token: Token, job: Job) {
-        if matches!(job, Job::Resolve { .. }) {
+        if job.is_translation() {
             self.translate(token, job);
             return;
         }
@@ -611,6 +611,7 @@ mod tests {
     static RELEASE_LANE: AtomicBool = AtomicBool::new(false);
     static RELEASE_LANE_PROCESS: AtomicBool = AtomicBool::new(false);
     static RELEASE_RETIRE: AtomicBool = AtomicBool::new(false);
+    static RELEASE_LANE_BATCH: AtomicBool = AtomicBool::new(false);
 
     fn held(_: &[u8], flag: &str) -> bool {
         let release = match flag {
@@ -620,6 +621,7 @@ mod tests {
             "lane" => &RELEASE_LANE,
             "lane-process" => &RELEASE_LANE_PROCESS,
             "retire" => &RELEASE_RETIRE,
+            "lane-batch" => &RELEASE_LANE_BATCH,
             _ => &RELEASE_CAP,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -909,6 +911,30 @@ mod tests {
     #[test]
     fn a_translation_is_not_held_behind_slow_jobs_in_processes() {
         a_translation_is_not_held_behind_slow_jobs(HelperMode::Processes, "lane-process");
+    }
+
+    /// An HTTP/2 connection's translations go to a helper as one batch: path translation
+    /// still, so the lane takes it.
+    #[test]
+    fn a_batch_of_translations_is_not_held_behind_slow_jobs() {
+        let size = PoolSize { start: 1, max: 1 };
+        let helpers = Helpers::start(size, "test", HelperMode::Threads).unwrap();
+        helpers.submit(0, job("lane-batch"));
+        helpers.submit(1, job("lane-batch"));
+        assert!(wait_until(|| helpers.busy() == 1));
+        let (dir, translate) = translation("lane-batch");
+        let (_, again) = translation("lane-batch");
+        helpers.submit(2, Job::Batch(vec![translate, again]));
+        let done = finished_within(&helpers, Duration::from_secs(3));
+        let translated = matches!(
+            done.as_slice(),
+            [(2, JobDone::Batch(results))] if results.len() == 2
+                && results.iter().all(|result| matches!(result, JobDone::Resolved(_)))
+        );
+        RELEASE_LANE_BATCH.store(true, Ordering::Release);
+        assert!(translated, "{done:?}");
+        assert_eq!(collect(&helpers, 2).len(), 2, "the slow jobs finish too");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
