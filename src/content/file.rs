@@ -82,16 +82,19 @@ pub struct ResidencyMemo {
 }
 
 impl ResidencyMemo {
-    /// Whether a test made less than `RESIDENCY_TRUST` ago found the first `end` bytes
-    /// resident.
-    #[must_use]
-    pub fn vouches(&self, end: u64) -> bool {
-        self.vouches_at(end, memo_clock())
-    }
-
-    /// The first `through` bytes were found resident just now.
-    pub fn found(&self, through: u64) {
-        self.found_at(through, memo_clock());
+    /// Whether `[offset, end)` is resident: yes if a test made less than `RESIDENCY_TRUST` ago
+    /// found the first `end` bytes so, otherwise what `test` says, remembered when the range
+    /// starts at the file's start (what a whole response sends). One clock read either way.
+    pub fn resident(&self, offset: u64, end: u64, test: impl FnOnce() -> bool) -> bool {
+        let now = memo_clock();
+        if self.vouches_at(end, now) {
+            return true;
+        }
+        let resident = test();
+        if resident && offset == 0 {
+            self.found_at(end, now);
+        }
+        resident
     }
 
     fn vouches_at(&self, end: u64, now: u64) -> bool {

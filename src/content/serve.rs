@@ -288,16 +288,10 @@ pub fn resident(file: &OpenFile) -> bool {
 /// Whether `[offset, offset + len)` of the file is in the page cache.
 #[must_use]
 pub fn range_resident(file: &OpenFile, offset: u64, len: u64) -> bool {
-    let end = offset.saturating_add(len);
-    if file.residency.vouches(end) {
-        return true;
-    }
-    let resident = test_range_resident(file, offset, len);
-    // A range from the start is what a whole response sends: remembered for the next ones.
-    if resident && offset == 0 {
-        file.residency.found(end);
-    }
-    resident
+    file.residency
+        .resident(offset, offset.saturating_add(len), || {
+            test_range_resident(file, offset, len)
+        })
 }
 
 fn test_range_resident(file: &OpenFile, offset: u64, len: u64) -> bool {

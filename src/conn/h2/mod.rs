@@ -250,12 +250,15 @@ impl Session {
             BodyFraming::None | BodyFraming::Length(_) => BodyFeed::Plain,
         };
         // Without a `priority` field a response shares its level (see `frame`).
-        let priority = if head.header("priority").is_some() {
-            Priority::of(head.headers_named("priority"))
-        } else {
-            Priority {
-                incremental: true,
-                ..Priority::default()
+        let priority = {
+            let mut fields = head.headers_named("priority").peekable();
+            if fields.peek().is_some() {
+                Priority::of(fields)
+            } else {
+                Priority {
+                    incremental: true,
+                    ..Priority::default()
+                }
             }
         };
         let mut conn = self.inner_conn(context);
