@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl procps python3 python3-fusepy python3-prometheus-client fuse3 libfuse2
+packages=(curl procps strace python3 python3-fusepy python3-prometheus-client fuse3 libfuse2
   haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core util-linux
   php8.2-fpm perl python3-venv openssl chromium testssl.sh sslscan pebble
   nghttp2-client python3-h2 python3-hpack python3-hyperframe)

@@ -6,7 +6,7 @@
 //! lifecycle and timeouts (`lifecycle.rs`).
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 
 use ampd_sys::epoll::{Epoll, Interest};
 use ampd_sys::{io as sysio, socket};
@@ -164,11 +164,7 @@ impl EventLoop {
             if let Some(range) = slot.client.conn.output.front_file() {
                 let len = (range.end - range.offset).min(budget);
                 if disk == DiskAccess::Helpers {
-                    // The helper sends what it reads (`job::send_or_touch`); a duplicate of the
-                    // socket, so that a close here (a timeout) while the job is out cannot
-                    // hand its number to another connection.
-                    let send_to = slot.client.fd.try_clone().ok();
-                    if let Some(job) = self.page_in_job(index, len, send_to) {
+                    if let Some(job) = self.page_in_job(index, len, SendBy::Helper) {
                         self.submit(index, job);
                         return Ok(wrote);
                     }
@@ -234,7 +230,7 @@ impl EventLoop {
     /// (or this connection's own last page-in made them so, even while another connection's
     /// read of the file is still in flight: else two connections of one file could hand it to
     /// helpers in turn forever).
-    fn page_in_job(&mut self, index: usize, len: u64, send_to: Option<OwnedFd>) -> Option<Job> {
+    fn page_in_job(&mut self, index: usize, len: u64, send_by: SendBy) -> Option<Job> {
         let slot = self.slots.get_mut(index)?;
         let range = slot.client.conn.output.front_file()?;
         let len = len.min(range.end - range.offset);
@@ -258,6 +254,15 @@ impl EventLoop {
             }
             return None;
         }
+        // The helper sends what it reads (`job::send_or_touch`) through a duplicate of the
+        // socket, so that a close here (a timeout) while the job is out cannot hand its number
+        // to another connection. Made only for a job: for every response it would cost an
+        // `fcntl` and a `close` beside the three calls a resident file needs
+        // (tests/syscalls_per_request.rs).
+        let send_to = match send_by {
+            SendBy::Helper => slot.client.fd.try_clone().ok(),
+            SendBy::Loop => None,
+        };
         self.settings.pages_in_flight.started(key);
         Some(Job::PageIn {
             file: range.file.clone(),
@@ -306,7 +311,7 @@ impl EventLoop {
                 return Ok(wrote);
             }
             if self.settings.disk == DiskAccess::Helpers {
-                if let Some(job) = self.page_in_job(index, SEAL_BATCH, None) {
+                if let Some(job) = self.page_in_job(index, SEAL_BATCH, SendBy::Loop) {
                     self.submit(index, job);
                     return Ok(wrote);
                 }
@@ -441,4 +446,12 @@ fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
         }
     }
     Ok(changed)
+}
+
+/// Who sends a range once its page-in is done: the helper that read it (plain sockets) or the
+/// loop (TLS: records are sealed only here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendBy {
+    Helper,
+    Loop,
 }
