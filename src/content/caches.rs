@@ -65,9 +65,19 @@ thread_local! {
 /// The path-cache key of `path` under the document root `root` (a `DocRoot::id`): locations
 /// with different roots or options never share a translation.
 fn write_key(key: &mut String, root: u64, path: &str) {
-    use std::fmt::Write;
     key.clear();
-    let _ = write!(key, "{root}:");
+    // Hex digits by hand: `write!` went through `fmt` (2.5 % of a cached response's
+    // instructions, callgrind).
+    let digits = (u64::BITS - root.leading_zeros()).div_ceil(4).max(1);
+    for shift in (0..digits).rev() {
+        let digit = ((root >> (shift * 4)) & 0xf) as u8;
+        key.push(char::from(if digit < 10 {
+            b'0' + digit
+        } else {
+            b'a' + digit - 10
+        }));
+    }
+    key.push(':');
     key.push_str(path);
 }
 
@@ -255,5 +265,25 @@ impl Caches {
         self.dependents
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_key;
+
+    #[test]
+    fn a_key_names_its_root_in_hex_before_the_path() {
+        let mut key = String::from("left over");
+        for (root, path, expected) in [
+            (0, "/a", "0:/a"),
+            (1, "/a", "1:/a"),
+            (16, "/a", "10:/a"),
+            (255, "/b:c", "ff:/b:c"),
+            (u64::MAX, "/", "ffffffffffffffff:/"),
+        ] {
+            write_key(&mut key, root, path);
+            assert_eq!(key, expected);
+        }
     }
 }

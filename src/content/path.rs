@@ -278,15 +278,8 @@ pub fn normalize(raw_path: &str, opts: &PathOptions) -> Result<CleanPath, PathEr
             }
         }
     }
-    if !opts.allow_dotfiles {
-        let hidden = clean
-            .split('/')
-            .skip(1)
-            .enumerate()
-            .any(|(index, segment)| segment.starts_with('.') && !is_well_known(index, segment));
-        if hidden {
-            return Err(PathError::Hidden);
-        }
+    if !opts.allow_dotfiles && is_hidden_path(&clean) {
+        return Err(PathError::Hidden);
     }
     if clean.is_empty() || trailing_slash {
         clean.push('/');
@@ -299,10 +292,21 @@ pub fn normalize(raw_path: &str, opts: &PathOptions) -> Result<CleanPath, PathEr
 /// that normalized with them allowed and learn the rule later (per location).
 #[must_use]
 pub fn is_hidden(clean: &CleanPath) -> bool {
-    clean
-        .segments()
-        .enumerate()
-        .any(|(index, segment)| segment.starts_with('.') && !is_well_known(index, segment))
+    is_hidden_path(&clean.0)
+}
+
+/// `is_hidden` of a path made of `/segment`s. Most paths have no segment that starts with a
+/// dot, which one pass of `memchr` tells (splitting every path into segments was 5 % of a
+/// cached response's instructions, callgrind).
+fn is_hidden_path(clean: &str) -> bool {
+    let bytes = clean.as_bytes();
+    let dot_segment = memchr::memchr_iter(b'.', bytes).any(|at| at > 0 && bytes[at - 1] == b'/');
+    dot_segment
+        && clean
+            .split('/')
+            .skip(1)
+            .enumerate()
+            .any(|(index, segment)| segment.starts_with('.') && !is_well_known(index, segment))
 }
 
 fn is_well_known(index: usize, segment: &str) -> bool {

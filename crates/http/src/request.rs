@@ -218,8 +218,11 @@ pub fn split_target(target: &str) -> Option<(Option<&str>, &str, Option<&str>)> 
         }
         (Some(authority), &after_scheme[end..])
     };
-    let (path, query) = match rest.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
+    // `memchr`, not `split_once('?')`: this runs several times per request (routing, the
+    // host check, the handlers), and `str`'s char search was 6 % of a cached response's
+    // instructions (callgrind).
+    let (path, query) = match memchr::memchr(b'?', rest.as_bytes()) {
+        Some(at) => (&rest[..at], Some(&rest[at + 1..])),
         None => (rest, None),
     };
     let path = if path.is_empty() { "/" } else { path };
