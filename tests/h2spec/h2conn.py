@@ -3,7 +3,8 @@ knowledge, or TLS with ALPN h2), frames out (well-formed ones built with hyperfr
 as raw bytes), frames in as events, and the pass criteria the cases share.
 
 It owns the wire and the verdicts; the cases (suite_*.py) own what is sent. Every wait is
-bounded by the per-case timeout.
+bounded by the per-case timeout. tests/fixtures/h2_flood.py connects and builds its frames with
+it too, so the two speak HTTP/2 from one frame codec.
 """
 
 import socket
@@ -70,6 +71,73 @@ def raw_frame(kind, flags, stream, payload, length=None):
     """A frame as bytes, whatever it breaks: `length` overrides the header's length field."""
     size = len(payload) if length is None else length
     return struct.pack(">I", size)[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+# The frames below, but for a SETTINGS with parameters, are built by hand rather than with
+# hyperframe: the cases need the frames hyperframe refuses to build (stream 0 for DATA/HEADERS,
+# bad padding, ...). Bytes only, no socket: `Conn` sends them, tests/fixtures/h2_flood.py queues
+# them in bursts.
+
+
+def settings_frame(settings, ack=False):
+    if ack:
+        return raw_frame(SETTINGS, ACK, 0, b"")
+    return SettingsFrame(0, settings=settings).serialize()
+
+
+def headers_frame(stream, block, end_stream=True, end_headers=True, padding=None, priority=None):
+    flags = (END_STREAM if end_stream else 0) | (END_HEADERS if end_headers else 0)
+    payload = block
+    if priority is not None:
+        depends_on, weight, exclusive = priority
+        flags |= PRIORITY_FLAG
+        payload = struct.pack(">IB", depends_on | (0x80000000 if exclusive else 0), weight) + payload
+    if padding is not None:
+        flags |= PADDED
+        payload = bytes([padding]) + payload + b"\x00" * padding
+    return raw_frame(HEADERS, flags, stream, payload)
+
+
+def continuation_frame(stream, block, end_headers=True):
+    return raw_frame(CONTINUATION, END_HEADERS if end_headers else 0, stream, block)
+
+
+def data_frame(stream, data, end_stream=True, padding=None):
+    flags = END_STREAM if end_stream else 0
+    payload = data
+    if padding is not None:
+        flags |= PADDED
+        payload = bytes([padding]) + data + b"\x00" * padding
+    return raw_frame(DATA, flags, stream, payload)
+
+
+def priority_frame(stream, depends_on=0, weight=15, exclusive=False):
+    payload = struct.pack(">IB", depends_on | (0x80000000 if exclusive else 0), weight)
+    return raw_frame(PRIORITY, 0, stream, payload)
+
+
+def rst_stream_frame(stream, code):
+    return raw_frame(RST_STREAM, 0, stream, struct.pack(">I", code))
+
+
+def window_update_frame(stream, increment):
+    return raw_frame(WINDOW_UPDATE, 0, stream, struct.pack(">I", increment))
+
+
+def ping_frame(data=b"h2spec\x00\x00", ack=False):
+    return raw_frame(PING, ACK if ack else 0, 0, data)
+
+
+def goaway_frame(last_stream, code, stream=0):
+    return raw_frame(GOAWAY, 0, stream, struct.pack(">II", last_stream, code))
+
+
+def decode_frame(header, body):
+    """hyperframe's parse of one frame (its 9-octet header, its payload); raises on a frame
+    hyperframe rejects."""
+    parsed, _ = Frame.parse_frame_header(memoryview(header))
+    parsed.parse_body(memoryview(body))
+    return parsed
 
 
 class Event:
@@ -228,52 +296,31 @@ class Conn:
         self.write_settings({INITIAL_WINDOW_SIZE: DEFAULT_WINDOW} if settings is None else settings)
 
     def write_settings(self, settings, ack=False):
-        if ack:
-            self.send(raw_frame(SETTINGS, ACK, 0, b""))
-        else:
-            self.send(SettingsFrame(0, settings=settings).serialize())
-
-    # The writers below build frames by hand rather than with hyperframe: the cases need the
-    # frames hyperframe refuses to build (stream 0 for DATA/HEADERS, bad padding, ...).
+        self.send(settings_frame(settings, ack))
 
     def write_headers(self, stream, block, end_stream=True, end_headers=True, padding=None, priority=None):
-        flags = (END_STREAM if end_stream else 0) | (END_HEADERS if end_headers else 0)
-        payload = block
-        if priority is not None:
-            depends_on, weight, exclusive = priority
-            flags |= PRIORITY_FLAG
-            payload = struct.pack(">IB", depends_on | (0x80000000 if exclusive else 0), weight) + payload
-        if padding is not None:
-            flags |= PADDED
-            payload = bytes([padding]) + payload + b"\x00" * padding
-        self.send(raw_frame(HEADERS, flags, stream, payload))
+        self.send(headers_frame(stream, block, end_stream, end_headers, padding, priority))
 
     def write_continuation(self, stream, block, end_headers=True):
-        self.send(raw_frame(CONTINUATION, END_HEADERS if end_headers else 0, stream, block))
+        self.send(continuation_frame(stream, block, end_headers))
 
     def write_data(self, stream, data, end_stream=True, padding=None):
-        flags = END_STREAM if end_stream else 0
-        payload = data
-        if padding is not None:
-            flags |= PADDED
-            payload = bytes([padding]) + data + b"\x00" * padding
-        self.send(raw_frame(DATA, flags, stream, payload))
+        self.send(data_frame(stream, data, end_stream, padding))
 
     def write_priority(self, stream, depends_on=0, weight=15, exclusive=False):
-        payload = struct.pack(">IB", depends_on | (0x80000000 if exclusive else 0), weight)
-        self.send(raw_frame(PRIORITY, 0, stream, payload))
+        self.send(priority_frame(stream, depends_on, weight, exclusive))
 
     def write_rst_stream(self, stream, code):
-        self.send(raw_frame(RST_STREAM, 0, stream, struct.pack(">I", code)))
+        self.send(rst_stream_frame(stream, code))
 
     def write_window_update(self, stream, increment):
-        self.send(raw_frame(WINDOW_UPDATE, 0, stream, struct.pack(">I", increment)))
+        self.send(window_update_frame(stream, increment))
 
     def write_ping(self, data=b"h2spec\x00\x00", ack=False):
-        self.send(raw_frame(PING, ACK if ack else 0, 0, data))
+        self.send(ping_frame(data, ack))
 
     def write_goaway(self, last_stream, code, stream=0):
-        self.send(raw_frame(GOAWAY, 0, stream, struct.pack(">II", last_stream, code)))
+        self.send(goaway_frame(last_stream, code, stream))
 
     def encode(self, fields, huffman=True):
         return self.encoder.encode(fields, huffman=huffman)
@@ -344,8 +391,7 @@ class Conn:
         kind, flags = header[3], header[4]
         stream = int.from_bytes(header[5:9], "big") & 0x7FFFFFFF
         try:
-            parsed, _ = Frame.parse_frame_header(memoryview(header))
-            parsed.parse_body(memoryview(body))
+            parsed = decode_frame(header, body)
         except Exception:  # a frame hyperframe rejects is still a frame: the verdict judges it
             parsed = None
         frame = Received(kind, flags, stream, body, parsed)

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::h2::frame::MAX_FRAME_SIZE_LIMIT;
+use crate::h2::frame::{flags, Kind, MAX_FRAME_SIZE_LIMIT};
 use crate::request::Method;
 
 /// `:method GET`, `:path /`, `:scheme http`, `:authority localhost` (literal without
