@@ -32,8 +32,8 @@ type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 /// # Panics
 /// Only when an invariant is violated, which is the bug the fuzzer is looking for.
 pub fn hpack_decode(data: &[u8]) {
-    let mut limited = Decoder::new(TABLE_SIZE);
-    let mut unlimited = Decoder::new(TABLE_SIZE);
+    let mut limited = Decoder::agreed(TABLE_SIZE);
+    let mut unlimited = Decoder::agreed(TABLE_SIZE);
     let mut encoder = Encoder::new();
     let mut again = Decoder::new(4_096);
     let mut rest = data;

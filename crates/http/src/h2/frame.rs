@@ -2,7 +2,7 @@
 //! writers of the frames a server sends.
 //!
 //! Owns: bytes ↔ frame headers and payload layouts. Must not touch: what a frame means for a
-//! stream or the connection (`connection.rs` decides).
+//! stream or the connection (`connection/receive.rs` and `connection/closing.rs` decide).
 
 /// Length of a frame header (RFC 9113 §4.1).
 pub const HEADER_LEN: usize = 9;

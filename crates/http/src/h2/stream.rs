@@ -4,7 +4,7 @@
 //! END_STREAM or RST_STREAM (STREAM_CLOSED).
 //!
 //! Owns: per-stream state and window arithmetic. Must not touch: frames, events, what an
-//! error means for the connection (`connection.rs` decides).
+//! error means for the connection (`connection/closing.rs` decides).
 
 use std::collections::VecDeque;
 

@@ -137,6 +137,7 @@ impl Connection {
             return self.spend_empty(now);
         }
         self.settings_acked = true;
+        self.decoder.settings_acknowledged();
         let ours = self.limits.initial_window_size;
         let delta = i64::from(ours) - i64::from(self.recv_initial);
         self.recv_initial = ours;

@@ -13,12 +13,21 @@ use super::string::{self, Text};
 use super::table::{DynamicTable, ENTRY_OVERHEAD};
 use super::{integer, static_table, Decoded, HpackError};
 
+/// The table size both ends start from (RFC 7541 §4.2, RFC 9113 §6.5.2).
+const INITIAL_TABLE_SIZE: usize = 4_096;
+
 /// Decodes the header blocks of one connection's client.
 #[derive(Debug)]
 pub struct Decoder {
     table: DynamicTable,
-    /// What we advertised as SETTINGS_HEADER_TABLE_SIZE: the largest size the client may set.
+    /// The largest size the client may set: until it has our SETTINGS, the larger of the
+    /// initial 4,096 and what we advertised; then what we advertised.
     max_table_size: usize,
+    /// What we advertised as SETTINGS_HEADER_TABLE_SIZE.
+    advertised: usize,
+    /// Set when our SETTINGS are acknowledged with the table larger than we advertised: the
+    /// client's next block must start by shrinking it (RFC 7541 §4.2).
+    shrink_due: bool,
     /// Huffman-decoded strings (and copied names) of the literal being read.
     scratch: Vec<u8>,
 }
@@ -67,15 +76,40 @@ impl ListLimit {
 }
 
 impl Decoder {
-    /// A decoder whose dynamic table may grow to `max_table_size` (what we advertise as
-    /// SETTINGS_HEADER_TABLE_SIZE; 4,096 unless configured).
+    /// A decoder for a client we advertise `advertised` as SETTINGS_HEADER_TABLE_SIZE to (4,096
+    /// unless configured). Until `settings_acknowledged`, the client may still use the initial
+    /// 4,096 (RFC 9113 §6.5.2: a setting applies once its sender has the ACK), so a client
+    /// that sends requests before it reads our SETTINGS is decoded as it encoded them.
     #[must_use]
-    pub fn new(max_table_size: usize) -> Decoder {
+    pub fn new(advertised: usize) -> Decoder {
         Decoder {
-            table: DynamicTable::new(max_table_size),
-            max_table_size,
+            table: DynamicTable::new(INITIAL_TABLE_SIZE),
+            max_table_size: advertised.max(INITIAL_TABLE_SIZE),
+            advertised,
+            shrink_due: false,
             scratch: Vec::new(),
         }
+    }
+
+    /// A decoder whose table size both ends already agree on: `size`, from the first block
+    /// (the examples of RFC 7541 Appendix C, and the fuzz target, which start there).
+    #[must_use]
+    pub fn agreed(size: usize) -> Decoder {
+        Decoder {
+            table: DynamicTable::new(size),
+            max_table_size: size,
+            advertised: size,
+            shrink_due: false,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The client acknowledged our SETTINGS: from now on the table may not pass what we
+    /// advertised, and if it is larger, the client's next block must begin with a size update
+    /// that shrinks it.
+    pub fn settings_acknowledged(&mut self) {
+        self.max_table_size = self.advertised;
+        self.shrink_due = self.table.max_size() > self.advertised;
     }
 
     /// Decode one complete header block, handing each field to `field(name, value)` in order
@@ -96,6 +130,9 @@ impl Decoder {
         };
         let mut at = 0;
         let mut at_block_start = true;
+        if self.shrink_due && block.first().is_none_or(|&first| first & 0xe0 != 0x20) {
+            return Err(HpackError::BadTableSizeUpdate);
+        }
         while let Some(&first) = block.get(at) {
             if first & 0x80 != 0 {
                 // Indexed field (§6.1).
@@ -116,6 +153,7 @@ impl Decoder {
                     .filter(|&size| size <= self.max_table_size)
                     .ok_or(HpackError::BadTableSizeUpdate)?;
                 self.table.set_max_size(size);
+                self.shrink_due = false;
                 continue;
             } else {
                 // Without indexing (0000) or never indexed (0001), both with a 4-bit prefix.

@@ -195,7 +195,7 @@ const COOKIE: &str = "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1";
 
 /// C.5 and C.6: three responses on a table of 256 octets, with evictions.
 fn responses(blocks: [&str; 3]) {
-    let mut decoder = Decoder::new(256);
+    let mut decoder = Decoder::agreed(256);
     check(
         &mut decoder,
         blocks[0],
@@ -668,10 +668,79 @@ proptest! {
     fn arbitrary_blocks_never_panic_and_keep_the_table_bounded(
         blocks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 1..6)
     ) {
-        let mut decoder = Decoder::new(256);
+        let mut decoder = Decoder::agreed(256);
         for block in blocks {
             let _ = decode_limited(&mut decoder, &block, 512);
             prop_assert!(decoder.table_size() <= 256);
         }
     }
+}
+
+/// A literal with incremental indexing and a new name (§6.2.1).
+fn indexed_literal(name: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut block = vec![0x40];
+    super::string::encode(name, &mut block);
+    super::string::encode(value, &mut block);
+    block
+}
+
+/// The newest entry of the dynamic table, as an indexed field (§6.1).
+const FIRST_DYNAMIC: u8 = 0x80 | 62;
+
+#[test]
+fn until_our_settings_are_acknowledged_the_client_may_use_the_initial_table() {
+    // We advertise 256; a client that sends its first requests before reading our SETTINGS
+    // indexes into the 4,096 of RFC 9113 §6.5.2 (RFC 7541 §4.2: the new size applies once the
+    // client has it).
+    let mut decoder = Decoder::new(256);
+    let value = vec![b'v'; 1_000];
+    let (list, _) = decode(&mut decoder, &indexed_literal(b"x-large", &value)).unwrap();
+    assert_eq!(list, vec![(b"x-large".to_vec(), value.clone())]);
+    let (list, _) = decode(&mut decoder, &[FIRST_DYNAMIC]).unwrap();
+    assert_eq!(list, vec![(b"x-large".to_vec(), value.clone())]);
+
+    // Acknowledged: the table is larger than we allow, so the client's next block must start
+    // by shrinking it (RFC 7541 §4.2), ...
+    decoder.settings_acknowledged();
+    assert_eq!(
+        decode(&mut decoder, &[FIRST_DYNAMIC]),
+        Err(HpackError::BadTableSizeUpdate)
+    );
+    // ... and may not grow it past what we advertised.
+    let mut too_large = Decoder::new(256);
+    too_large.settings_acknowledged();
+    let mut grow = Vec::new();
+    super::integer::encode(4_096, 5, 0x20, &mut grow);
+    assert_eq!(
+        decode(&mut too_large, &grow),
+        Err(HpackError::BadTableSizeUpdate)
+    );
+}
+
+#[test]
+fn a_client_that_shrinks_the_table_after_the_acknowledgement_goes_on() {
+    let mut decoder = Decoder::new(256);
+    let value = vec![b'v'; 1_000];
+    decode(&mut decoder, &indexed_literal(b"x-large", &value)).unwrap();
+    decoder.settings_acknowledged();
+    let mut block = Vec::new();
+    super::integer::encode(256, 5, 0x20, &mut block);
+    block.extend(indexed_literal(b"x-small", b"v"));
+    let (list, _) = decode(&mut decoder, &block).unwrap();
+    assert_eq!(list, fields(&[("x-small", "v")]));
+    assert_eq!(table(&decoder), fields(&[("x-small", "v")]));
+    // Later blocks need no update.
+    let (list, _) = decode(&mut decoder, &[FIRST_DYNAMIC]).unwrap();
+    assert_eq!(list, fields(&[("x-small", "v")]));
+}
+
+#[test]
+fn a_larger_table_than_the_initial_one_is_allowed_once_advertised() {
+    let mut decoder = Decoder::new(8_192);
+    let mut block = Vec::new();
+    super::integer::encode(8_192, 5, 0x20, &mut block);
+    block.extend(indexed_literal(b"x-a", b"1"));
+    assert!(decode(&mut decoder, &block).is_ok());
+    decoder.settings_acknowledged();
+    assert!(decode(&mut decoder, &[FIRST_DYNAMIC]).is_ok());
 }
