@@ -143,6 +143,18 @@ fn header_date(head: &RequestHead, name: &str) -> Option<u64> {
 /// the client asked.
 #[must_use]
 pub fn evaluate(head: &RequestHead, v: &Validators) -> Precondition {
+    // Most requests carry no precondition: one pass over the names says so, before four
+    // lookups by name and the parse of our own tag (5 % of a cached response's instructions).
+    let conditional = head.headers.iter().any(|header| {
+        header
+            .name
+            .as_bytes()
+            .get(..3)
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(b"if-"))
+    });
+    if !conditional {
+        return Precondition::Proceed;
+    }
     let current = v.etag.and_then(EntityTag::parse);
     let get_or_head = head.method.is_get_or_head();
 

@@ -526,6 +526,19 @@ impl LineCheck {
     fn advance(&mut self, line: &[u8], limit: usize, complete: bool) -> Result<(), ParseError> {
         let end = line.len().min(limit);
         while self.checked < end {
+            if self.part == LinePart::Target {
+                // The target is most of the line: its run of valid bytes in one tight loop,
+                // then the byte that ends it goes through the checks below.
+                let run = line[self.checked..end]
+                    .iter()
+                    .take_while(|&&byte| is_target_byte(byte))
+                    .count();
+                self.checked += run;
+                self.part_len += run;
+                if self.checked == end {
+                    break;
+                }
+            }
             let byte = line[self.checked];
             if byte == b'\r' {
                 if !complete && self.checked + 1 == line.len() {
