@@ -55,13 +55,15 @@ use crate::sync::lock;
 /// deeper, but 64 clients' worth already saturates the server's core in the benchmark).
 const MAX_AHEAD: usize = 256;
 /// Bytes of page-ins read ahead and not yet finished, at most, as a share of the memory limit
-/// of the server's cgroup (a quarter). Reclaim under the limit takes the oldest pages first,
+/// of the server's cgroup (an eighth). Reclaim under the limit takes the oldest pages first,
 /// and the pages read ahead longest ago are the ones the finisher sends next: on the latency
 /// device at 512 clients (64 MiB limit), 256 page-ins of 100 KiB (40 % of the limit) had
 /// 1,700-2,900 a second taken before they were sent, each read again by a helper; a quarter
-/// (163 page-ins) with sent ranges dropped (`run`) has 100-400 (docs/architectures.md, "The
-/// tail at 256 and 512 clients").
-const BUDGET_SHARE: u64 = 4;
+/// with sent ranges dropped (`run`) had 100-400. With sent ranges dropped, p99 at 512 clients
+/// is 82-85 ms with an eighth (81 page-ins), 87 with a sixth, 90-107 with a quarter, 117 with
+/// half, at the same rate; a twelfth and a sixteenth lengthen the median and lower the rate
+/// (docs/architectures.md, "The tail at 256 and 512 clients").
+const BUDGET_SHARE: u64 = 8;
 /// How long after a page-in was given back (its pages reclaimed before the finisher sent
 /// them) sent ranges are still dropped (`run`).
 const RECLAIM_MEMORY: Duration = Duration::from_secs(1);
