@@ -138,10 +138,11 @@ impl Reclaiming {
 /// range from the page cache (`POSIX_FADV_DONTNEED`; pages the socket still holds are moved to
 /// the end of the inactive list, where reclaim takes them first). Those pages would otherwise
 /// sit between reclaim and the pages read ahead for the page-ins that wait: measured on the
-/// latency device (188 MiB, 64 MiB limit), with the read-ahead budget, at 256 clients p99
-/// 56-62 ms against 101-110 without either, at 512 clients 101-110 against 180, at the same
-/// rate or higher (docs/architectures.md, "The tail at 256 and 512 clients"). A range sent
-/// again soon is read again; under such reclaim it would not have stayed anyway.
+/// latency device (188 MiB, 64 MiB limit) in one run, with the read-ahead budget, p99 at 256
+/// clients 53 ms against 97 without either, at 512 clients 89 against 191, at 1.08 and 1.22 ×
+/// the rate; the drop alone, 129-147 ms at 512 (docs/architectures.md, "The tail at 256 and 512
+/// clients"). A range sent again soon is read again; under such reclaim it would not have
+/// stayed anyway.
 #[must_use]
 pub fn run(job: Job, reclaiming: &Reclaiming) -> JobDone {
     let range = match &job {
