@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::eventfd::EventFd;
 
 use super::helper_process::{Failure, HelperProcess};
-use super::read_ahead::{Lanes, ReadAhead};
+use super::read_ahead::{self, Lanes, ReadAhead, Reclaiming};
 use crate::config::{Config, HelperMode, Level};
 use crate::content::file::FileKey;
 use crate::content::job::{self, Job, JobDone};
@@ -151,6 +151,8 @@ struct Shared {
     completions: Arc<Completions>,
     size: PoolSize,
     retire_after: Duration,
+    /// Whether the finisher finds pages read ahead reclaimed (`read_ahead::run`).
+    reclaiming: Arc<Reclaiming>,
 }
 
 impl Shared {
@@ -161,6 +163,7 @@ impl Shared {
             completions,
             size,
             retire_after,
+            reclaiming: Arc::default(),
         }
     }
 
@@ -444,6 +447,7 @@ impl Helpers {
             give_back: Box::new(move |token, job, place| {
                 given_back.enqueue_in_place(token, job, place);
             }),
+            reclaiming: self.shared.reclaiming.clone(),
         })
     }
 
@@ -532,10 +536,10 @@ impl ProcessSlot {
 }
 
 impl Runner {
-    fn run(&mut self, job: Job) -> JobDone {
+    fn run(&mut self, job: Job, reclaiming: &Reclaiming) -> JobDone {
         static LOST: Throttle = Throttle::new();
         let Runner::Process(slot) = self else {
-            return job::run(job);
+            return read_ahead::run(job, reclaiming);
         };
         // A job its process died on is done once more (by another process, or by the thread)
         // when that is safe: the request is answered rather than failed.
@@ -590,7 +594,7 @@ fn work(shared: &Shared, runner: &mut Runner) {
                 }
             }
         };
-        let done = runner.run(job);
+        let done = runner.run(job, &shared.reclaiming);
         lock(&shared.queue).working -= 1;
         shared.complete(token, done);
     }

@@ -24,15 +24,24 @@
 //! and nothing is claimed: Flash ran disk work in other processes for portability, and the
 //! finisher would be a thread of the server.
 //!
+//! Under a memory limit, reclaim takes the oldest pages on the inactive list first, and pages
+//! read ahead are the oldest ones not yet sent: so the bytes read ahead are bounded by a share
+//! of the limit (`BUDGET_SHARE`), and while reclaim takes pages before the finisher reaches
+//! them, a range sent whole is dropped from the page cache at once (`run`), so that reclaim
+//! finds sent pages rather than those about to be sent.
+//!
 //! Owns: the read-ahead queue (hints wait there, in the order they came, while `MAX_AHEAD`
-//! claimed page-ins wait for the finisher; without a finisher a hint that finds it full is
-//! dropped), the finish queue, and their two threads.
+//! claimed page-ins, or their share of the memory limit, wait for the finisher; without a
+//! finisher a hint that finds it full is dropped), the finish queue, their two threads, and
+//! whether reclaim is taking pages read ahead (`Reclaiming`).
 //! Must not touch: connections, or the helpers' queue except through `Lanes::claim`.
 
 use std::collections::VecDeque;
 use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use ampd_sys::file::{fadvise, Advice};
 
@@ -45,6 +54,19 @@ use crate::sync::lock;
 /// device is worth (FUSE's `max_background` is set to 256 by ampd-slowfs; an NVMe queue is
 /// deeper, but 64 clients' worth already saturates the server's core in the benchmark).
 const MAX_AHEAD: usize = 256;
+/// Bytes of page-ins read ahead and not yet finished, at most, as a share of the memory limit
+/// of the server's cgroup (an eighth). Reclaim under the limit takes the oldest pages first,
+/// and the pages read ahead longest ago are the ones the finisher sends next: on the latency
+/// device at 512 clients (64 MiB limit), 256 page-ins of 100 KiB (40 % of the limit) had
+/// 1,700-2,900 a second taken before they were sent, each read again by a helper; a quarter
+/// with sent ranges dropped (`run`) had 100-400. With sent ranges dropped, p99 at 512 clients
+/// is 82-85 ms with an eighth (81 page-ins), 87 with a sixth, 90-107 with a quarter, 117 with
+/// half, at the same rate; a twelfth and a sixteenth lengthen the median and lower the rate
+/// (docs/architectures.md, "The tail at 256 and 512 clients").
+const BUDGET_SHARE: u64 = 8;
+/// How long after a page-in was given back (its pages reclaimed before the finisher sent
+/// them) sent ranges are still dropped (`run`).
+const RECLAIM_MEMORY: Duration = Duration::from_secs(1);
 /// How much lower the read-ahead thread's priority is than the server's (see `start_reads`).
 const READ_AHEAD_NICE: i32 = 10;
 
@@ -69,6 +91,76 @@ pub struct Lanes {
     /// arrived (ahead of later page-ins, behind earlier ones), so that the finisher never reads
     /// a range alone while the page-ins behind it wait.
     pub give_back: Box<dyn Fn(Token, Job, Place) + Send + Sync>,
+    /// Noted at every give-back; the helpers run their page-ins with it too (`run`).
+    pub reclaiming: Arc<Reclaiming>,
+}
+
+/// Whether reclaim is taking pages read ahead before they are sent: when the finisher last
+/// gave a page-in back.
+pub struct Reclaiming {
+    since: Instant,
+    /// Milliseconds from `since` to the last give-back, plus one; 0: none yet.
+    last: AtomicU64,
+}
+
+impl Default for Reclaiming {
+    fn default() -> Reclaiming {
+        Reclaiming {
+            since: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Reclaiming {
+    fn now(&self) -> u64 {
+        u64::try_from(self.since.elapsed().as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1)
+    }
+
+    /// A page-in was given back: its pages were reclaimed before it was sent.
+    pub fn noted(&self) {
+        self.last.store(self.now(), Ordering::Relaxed);
+    }
+
+    /// Whether a page-in was given back within `RECLAIM_MEMORY`.
+    #[must_use]
+    pub fn recently(&self) -> bool {
+        let last = self.last.load(Ordering::Relaxed);
+        let memory = u64::try_from(RECLAIM_MEMORY.as_millis()).unwrap_or(u64::MAX);
+        last != 0 && self.now().saturating_sub(last) <= memory
+    }
+}
+
+/// Do a job on a helper thread or the finisher: as `job::run`, and a page-in that sent its
+/// whole range while reclaim is taking pages read ahead (`Reclaiming::recently`) drops that
+/// range from the page cache (`POSIX_FADV_DONTNEED`; pages the socket still holds are moved to
+/// the end of the inactive list, where reclaim takes them first). Those pages would otherwise
+/// sit between reclaim and the pages read ahead for the page-ins that wait: measured on the
+/// latency device (188 MiB, 64 MiB limit) in one run, with the read-ahead budget, p99 at 256
+/// clients 53 ms against 97 without either, at 512 clients 89 against 191, at 1.08 and 1.22 ×
+/// the rate; the drop alone, 129-147 ms at 512 (docs/architectures.md, "The tail at 256 and 512
+/// clients"). A range sent again soon is read again; under such reclaim it would not have
+/// stayed anyway.
+#[must_use]
+pub fn run(job: Job, reclaiming: &Reclaiming) -> JobDone {
+    let range = match &job {
+        Job::PageIn {
+            file,
+            offset,
+            len,
+            send_to: Some(_),
+        } => Some((file.clone(), *offset, *len)),
+        _ => None,
+    };
+    let done = job::run(job);
+    if let (Some((file, offset, len)), JobDone::PagedIn { sent, .. }) = (range, &done) {
+        if *sent == len && len > 0 && reclaiming.recently() {
+            let _ = fadvise(file.file.as_fd(), offset, len, Advice::DontNeed);
+        }
+    }
+    done
 }
 
 struct Entry {
@@ -79,15 +171,36 @@ struct Entry {
     token: Token,
 }
 
+/// A page-in claimed once its read started, waiting for the finisher.
+struct ToFinish {
+    token: Token,
+    job: Job,
+    place: Place,
+    len: u64,
+}
+
 struct Queues {
     to_start: VecDeque<Entry>,
-    to_finish: VecDeque<(Token, Job, Place)>,
+    to_finish: VecDeque<ToFinish>,
+    /// The bytes of the page-ins in `to_finish`.
+    finishing: u64,
     stopping: bool,
 }
 
 impl Queues {
     fn ahead(&self) -> usize {
         self.to_start.len() + self.to_finish.len()
+    }
+
+    /// Whether the next hint's read may start: fewer than `MAX_AHEAD` claimed page-ins wait
+    /// for the finisher, and its bytes fit in `budget` with theirs (one always may).
+    fn room(&self, budget: u64) -> bool {
+        let Some(next) = self.to_start.front() else {
+            return false;
+        };
+        self.to_finish.is_empty()
+            || (self.to_finish.len() < MAX_AHEAD
+                && self.finishing.saturating_add(next.len) <= budget)
     }
 }
 
@@ -97,6 +210,8 @@ struct Shared {
     finish_ready: Condvar,
     /// `None`: hints only, no finisher (helper processes).
     lanes: Option<Lanes>,
+    /// The bytes claimed page-ins waiting for the finisher may hold (`BUDGET_SHARE`).
+    budget: u64,
 }
 
 pub struct ReadAhead {
@@ -110,15 +225,23 @@ impl ReadAhead {
     /// # Errors
     /// A thread cannot be started.
     pub fn start(name: &str, lanes: Option<Lanes>) -> std::io::Result<ReadAhead> {
+        let budget = memory_limit().map_or(u64::MAX, |limit| limit / BUDGET_SHARE);
+        ReadAhead::with_budget(name, lanes, budget)
+    }
+
+    /// `start`, with claimed page-ins waiting for the finisher holding at most `budget` bytes.
+    fn with_budget(name: &str, lanes: Option<Lanes>, budget: u64) -> std::io::Result<ReadAhead> {
         let shared = Arc::new(Shared {
             queues: Mutex::new(Queues {
                 to_start: VecDeque::new(),
                 to_finish: VecDeque::new(),
+                finishing: 0,
                 stopping: false,
             }),
             start_ready: Condvar::new(),
             finish_ready: Condvar::new(),
             lanes,
+            budget,
         });
         let mut read_ahead = ReadAhead {
             shared: shared.clone(),
@@ -211,10 +334,13 @@ fn start_reads(shared: &Shared) {
     let _ = ampd_sys::process::lower_thread_priority(READ_AHEAD_NICE);
     loop {
         let Some(entry) = next(shared, &shared.start_ready, |queues| {
-            // With a finisher, at most `MAX_AHEAD` claimed page-ins wait for it.
-            (queues.to_finish.len() < MAX_AHEAD)
-                .then(|| queues.to_start.pop_front())
-                .flatten()
+            // With a finisher, at most `MAX_AHEAD` claimed page-ins, and `budget` bytes, wait
+            // for it.
+            if queues.room(shared.budget) {
+                queues.to_start.pop_front()
+            } else {
+                None
+            }
         }) else {
             return;
         };
@@ -238,9 +364,15 @@ fn start_reads(shared: &Shared) {
             continue;
         }
         if let Some((job, place)) = (lanes.claim)(entry.token, entry.file.key, entry.offset) {
-            lock(&shared.queues)
-                .to_finish
-                .push_back((entry.token, job, place));
+            let mut queues = lock(&shared.queues);
+            queues.finishing = queues.finishing.saturating_add(entry.len);
+            queues.to_finish.push_back(ToFinish {
+                token: entry.token,
+                job,
+                place,
+                len: entry.len,
+            });
+            drop(queues);
             shared.finish_ready.notify_one();
         }
     }
@@ -259,6 +391,50 @@ fn read_started(file: &OpenFile, offset: u64, len: u64) -> bool {
         .is_ok_and(|stat| stat.cached_pages >= end - first)
 }
 
+/// The memory limit of the cgroup this process runs in, or of the nearest of its ancestors
+/// that has one (cgroup v1 `memory.limit_in_bytes`, v2 `memory.max`): the page cache it adds
+/// is charged to that cgroup and reclaimed within that limit.
+fn memory_limit() -> Option<u64> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    memory_limit_in(&cgroups, |path| std::fs::read_to_string(path).ok())
+}
+
+/// `memory_limit` over the text of /proc/self/cgroup, reading files with `read`.
+fn memory_limit_in(cgroups: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    for line in cgroups.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let (root, file) = if controllers.split(',').any(|name| name == "memory") {
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+        } else if controllers.is_empty() {
+            ("/sys/fs/cgroup", "memory.max")
+        } else {
+            continue;
+        };
+        let mut limit: Option<u64> = None;
+        let mut dir = path.trim_end_matches('/');
+        loop {
+            let found = read(&format!("{root}{dir}/{file}"))
+                .and_then(|text| text.trim().parse::<u64>().ok());
+            if let Some(found) = found {
+                limit = Some(limit.map_or(found, |limit| limit.min(found)));
+            }
+            match dir.rfind('/') {
+                Some(parent) => dir = &dir[..parent],
+                None => break,
+            }
+        }
+        if limit.is_some() {
+            return limit;
+        }
+    }
+    None
+}
+
 /// The page size the range is counted in. With larger pages (some arm64 and ppc64 kernels)
 /// `cachestat` counts fewer, nothing is claimed, and the helpers take every page-in.
 const PAGE: u64 = 4096;
@@ -270,14 +446,19 @@ fn finish(shared: &Shared) {
         return;
     };
     loop {
-        let Some((token, job, place)) = next(shared, &shared.finish_ready, |queues| {
+        let Some(ToFinish {
+            token, job, place, ..
+        }) = next(shared, &shared.finish_ready, |queues| {
+            let waited = !queues.room(shared.budget);
             let next = queues.to_finish.pop_front()?;
-            // Room for one more claimed page-in: the read-ahead thread may be waiting for it.
-            if queues.to_finish.len() == MAX_AHEAD - 1 {
+            queues.finishing = queues.finishing.saturating_sub(next.len);
+            // Room for the next hint: the read-ahead thread may be waiting for it.
+            if waited && queues.room(shared.budget) {
                 shared.start_ready.notify_one();
             }
             Some(next)
-        }) else {
+        })
+        else {
             return;
         };
         let whole = match &job {
@@ -287,8 +468,9 @@ fn finish(shared: &Shared) {
             _ => true,
         };
         if whole {
-            (lanes.completed)(token, job::run(job));
+            (lanes.completed)(token, run(job, &lanes.reclaiming));
         } else {
+            lanes.reclaiming.noted();
             (lanes.give_back)(token, job, place);
         }
     }
@@ -299,6 +481,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::io::Write;
+    use std::os::fd::OwnedFd;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
@@ -348,6 +531,7 @@ mod tests {
                 lock(&completed).send((token, done)).unwrap();
             }),
             give_back: Box::new(move |token, _, _| lock(&gave_back).send(token).unwrap()),
+            reclaiming: Arc::default(),
         };
         let harness = Harness {
             queued,
@@ -506,8 +690,9 @@ mod tests {
                 lock(&completed).send((token, done)).unwrap();
             }),
             give_back: Box::new(|_, _, _| panic!("nothing is given back")),
+            reclaiming: Arc::default(),
         };
-        let read_ahead = ReadAhead::start("test", Some(lanes)).unwrap();
+        let read_ahead = ReadAhead::with_budget("test", Some(lanes), u64::MAX).unwrap();
         let total = MAX_AHEAD as u64 + 2;
         for token in 0..total {
             let offset = token % (FILE_SIZE / 4096) * 4096;
@@ -538,6 +723,148 @@ mod tests {
             .collect();
         assert_eq!(tokens, (0..total).collect::<Vec<_>>());
         drop(read_ahead);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// Claimed page-ins waiting for the finisher hold at most the budget's bytes (a share of the
+    /// memory limit): reclaim takes the oldest pages first, and those are the pages read ahead
+    /// and not yet sent (1,700-2,900 page-ins a second reclaimed before they were sent at 512
+    /// clients on the latency device with 256 of 100 KiB in a 64 MiB limit).
+    #[test]
+    fn page_ins_read_ahead_hold_at_most_the_budget() {
+        let (path, file) = test_file("budget");
+        if !can_claim(&file) {
+            std::fs::remove_file(path).unwrap();
+            return;
+        }
+        let queued: Arc<Mutex<HashMap<Token, Job>>> = Arc::default();
+        let held = Arc::new((Mutex::new(true), Condvar::new()));
+        let (completed, completions) = mpsc::channel();
+        let completed = Mutex::new(completed);
+        let (claimable, waiting) = (queued.clone(), queued.clone());
+        let hold = held.clone();
+        let lanes = Lanes {
+            waiting: Box::new(move |token, _, _| lock(&waiting).contains_key(&token)),
+            claim: Box::new(move |token, _, _| {
+                lock(&claimable).remove(&token).map(|job| (job, Place(0)))
+            }),
+            completed: Box::new(move |token, done| {
+                let (holding, released) = &*hold;
+                let mut holding = lock(holding);
+                while *holding {
+                    holding = released.wait(holding).unwrap();
+                }
+                lock(&completed).send((token, done)).unwrap();
+            }),
+            give_back: Box::new(|_, _, _| panic!("nothing is given back")),
+            reclaiming: Arc::default(),
+        };
+        // Room for three pages of 4 KiB waiting besides the one the finisher holds.
+        let read_ahead = ReadAhead::with_budget("test", Some(lanes), 3 * 4096).unwrap();
+        let total = 8u64;
+        for token in 0..total {
+            let offset = token * 4096;
+            lock(&queued).insert(token, page_in(&file, offset, 4096));
+            read_ahead.hint(file.clone(), offset, 4096, token);
+            if token == 0 {
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while read_ahead.pending() > 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lock(&queued).len() > 4 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Long enough for a read-ahead thread that ignored the budget to claim another.
+        std::thread::sleep(Duration::from_millis(50));
+        let unclaimed = lock(&queued).len();
+        *lock(&held.0) = false;
+        held.1.notify_all();
+        assert_eq!(
+            unclaimed, 4,
+            "one with the finisher, three waiting, four left"
+        );
+        let tokens: Vec<Token> = (0..total)
+            .map_while(|_| completions.recv_timeout(Duration::from_secs(5)).ok())
+            .map(|(token, _)| token)
+            .collect();
+        assert_eq!(tokens, (0..total).collect::<Vec<_>>(), "all, in order");
+        drop(read_ahead);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn the_memory_limit_is_the_nearest_cgroup_s_own_or_an_ancestor_s() {
+        let files: HashMap<&str, &str> = [
+            (
+                "/sys/fs/cgroup/memory/bench/memory.limit_in_bytes",
+                "67108864\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
+            ("/sys/fs/cgroup/site/memory.max", "max\n"),
+            ("/sys/fs/cgroup/site/web/memory.max", "268435456\n"),
+            ("/sys/fs/cgroup/site/web/worker/memory.max", "max\n"),
+        ]
+        .into_iter()
+        .collect();
+        let read = |path: &str| files.get(path).map(|text| (*text).to_owned());
+        let v1 = "12:cpuacct,cpu:/bench\n7:memory:/bench\n0::/user.slice\n";
+        assert_eq!(memory_limit_in(v1, read), Some(64 << 20), "cgroup v1");
+        let v2 = "0::/site/web/worker\n";
+        assert_eq!(memory_limit_in(v2, read), Some(256 << 20), "v2, a parent's");
+        assert_eq!(memory_limit_in("0::/\n", read), None, "v2, no limit");
+        assert_eq!(memory_limit_in("", read), None);
+    }
+
+    /// While reclaim takes pages read ahead before they are sent, a page-in that sent its
+    /// whole range drops it from the page cache, so that reclaim finds those pages rather than
+    /// the ones about to be sent; otherwise the range stays cached.
+    #[test]
+    fn a_range_sent_whole_is_dropped_only_while_reclaim_takes_pages_read_ahead() {
+        let (path, file) = test_file("drop");
+        let cached = || {
+            ampd_sys::file::cachestat(file.file.as_fd(), 0, FILE_SIZE)
+                .map(|stat| stat.cached_pages)
+                .ok()
+        };
+        // A file system whose pages cannot be dropped (tmpfs) has nothing to test.
+        let _ = fadvise(file.file.as_fd(), 0, FILE_SIZE, Advice::DontNeed);
+        if cached() != Some(0) {
+            std::fs::remove_file(path).unwrap();
+            return;
+        }
+        // Sent to a file, which copies (a socket would hold the pages until read).
+        let out_path = path.with_extension("out");
+        let send = |reclaiming: &Reclaiming| {
+            let out = std::fs::File::create(&out_path).unwrap();
+            let job = Job::PageIn {
+                file: file.clone(),
+                offset: 0,
+                len: FILE_SIZE,
+                send_to: Some(OwnedFd::from(out)),
+            };
+            let JobDone::PagedIn { sent, .. } = run(job, reclaiming) else {
+                panic!("a page-in reports PagedIn");
+            };
+            assert_eq!(sent, FILE_SIZE);
+        };
+        let reclaiming = Reclaiming::default();
+        send(&reclaiming);
+        assert_eq!(cached(), Some(FILE_SIZE / 4096), "kept without reclaim");
+        reclaiming.noted();
+        assert!(reclaiming.recently());
+        send(&reclaiming);
+        assert_eq!(
+            cached(),
+            Some(0),
+            "dropped while reclaim takes pages read ahead"
+        );
+        std::fs::remove_file(out_path).unwrap();
         std::fs::remove_file(path).unwrap();
     }
 }
