@@ -17,7 +17,7 @@
 # For each row and server, the medians of REPS runs: requests/s and MB/s (wrk's count, heads
 # included), the server's CPU time per request (user + system of the server's processes, from
 # /proc: where wrk's own core is saturated, marked ‡, requests/s is the client's limit and this
-# is the figure that tells servers apart), peak resident memory (VmHWM, reset before the row) and
+# is the figure that tells servers apart) and the user-space part of it, peak resident memory (VmHWM, reset before the row) and
 # latency p50/p99. Written to $RESULTS: summary.md, runs.csv, the raw wrk output.
 #
 # PROFILE="ampd nginx": afterwards, one more run of row PROFILE_ROW per server listed under
@@ -100,32 +100,35 @@ wrk_run() {
 passive_opens() { awk '/^Tcp:/ && $2 ~ /^[0-9]/ {print $7}' /proc/net/snmp; }
 
 # One measured run: appends row,server,rep,rps,MBps,cpu_us_per_request,wrk_cpu_pct,p50_ms,p99_ms,
-# errors,opens_per_request.
+# errors,opens_per_request,user_us_per_request.
 run_once() {
-  local row=$1 server=$2 rep=$3 out before after opens
+  local row=$1 server=$2 rep=$3 out before after user_before user_after opens
   out=$RESULTS/raw/$row-$server-$rep.txt
   before=$(cpu_ticks "${PID[$server]}")
+  user_before=$(user_ticks "${PID[$server]}")
   opens=$(passive_opens)
   wrk_run "$row" "$server" "$DUR" "$out"
   after=$(cpu_ticks "${PID[$server]}")
+  user_after=$(user_ticks "${PID[$server]}")
   opens=$(($(passive_opens) - opens))
   awk -v row="$row" -v server="$server" -v rep="$rep" -v ticks=$((after - before)) -v hz="$HZ" \
-      -v opens="$opens" \
+      -v user_ticks=$((user_after - user_before)) -v opens="$opens" \
       -v times="$(cat "$out.time")" '
     /^RESULT / {
       for (i = 2; i <= NF; i++) { split($i, kv, "="); value[kv[1]] = kv[2] }
       found = 1
     }
     END {
-      if (!found) { printf "%s,%s,%s,0,0,0,0,0,0,-1,0\n", row, server, rep; exit }
+      if (!found) { printf "%s,%s,%s,0,0,0,0,0,0,-1,0,0\n", row, server, rep; exit }
       seconds = value["duration_us"] / 1e6
       split(times, t, " ")
       wrk_cpu = (t[1] > 0) ? 100 * (t[2] + t[3]) / t[1] : 0
       per_request = (value["requests"] > 0) ? 1e6 * ticks / hz / value["requests"] : 0
-      printf "%s,%s,%s,%.0f,%.1f,%.2f,%.0f,%.3f,%.3f,%d,%.2f\n", row, server, rep,
+      user_per_request = (value["requests"] > 0) ? 1e6 * user_ticks / hz / value["requests"] : 0
+      printf "%s,%s,%s,%.0f,%.1f,%.2f,%.0f,%.3f,%.3f,%d,%.2f,%.2f\n", row, server, rep,
         value["requests"] / seconds, value["bytes"] / seconds / 1e6, per_request, wrk_cpu,
         value["p50_us"] / 1000, value["p99_us"] / 1000, value["errors"],
-        (value["requests"] > 0) ? opens / value["requests"] : 0
+        (value["requests"] > 0) ? opens / value["requests"] : 0, user_per_request
     }' "$out" >> "$RESULTS/runs.csv"
   tail -n 1 "$RESULTS/runs.csv" | awk -F, '{printf "  %s %-9s run %s: %8s req/s %7s MB/s %7s µs/req  wrk %s%%  errors %s  connections/request %s\n", $1, $2, $3, $4, $5, $6, $7, $10, $11}' >&2
 }
@@ -138,7 +141,7 @@ median_of() { # ROW SERVER COLUMN
 
 prepare
 mkdir -p "$RESULTS/raw"
-echo "row,server,rep,rps,MBps,cpu_us_per_request,wrk_cpu_pct,p50_ms,p99_ms,errors,opens_per_request" > "$RESULTS/runs.csv"
+echo "row,server,rep,rps,MBps,cpu_us_per_request,wrk_cpu_pct,p50_ms,p99_ms,errors,opens_per_request,user_us_per_request" > "$RESULTS/runs.csv"
 start_all
 ALIVE=""
 for server in $LIVE; do
@@ -203,10 +206,12 @@ flock -u 9
     printf '%.0f (%s MB/s)%s' "$(median_of "$1" "$2" 4)" "$(median_of "$1" "$2" 5)" "$mark"
   }
   cpu_cell() { median_of "$1" "$2" 6; }
+  user_cell() { median_of "$1" "$2" 12; }
   memory_cell() { awk -v kib="${PEAK[$1,$2]:-0}" 'BEGIN {printf "%.1f", kib / 1024}'; }
   latency_cell() { echo "$(median_of "$1" "$2" 8) / $(median_of "$1" "$2" 9)"; }
   table "Requests/s (MB/s):" requests_cell
   table "Server CPU time per request, µs (lower is better):" cpu_cell
+  table "Of which in user space (the server's own code and its libraries), µs; the rest is the kernel's:" user_cell
   table "Peak resident memory of the server during the row, MiB:" memory_cell
   table "Latency p50 / p99, ms:" latency_cell
   case " $ROWS " in *" b "*)

@@ -153,6 +153,16 @@ cpu_ticks() {
   echo "$total"
 }
 
+# cpu_ticks in user space only (/proc/PID/stat 14): the server's own code and its libraries.
+user_ticks() {
+  local total=0 pid ticks
+  for pid in $(tree "$1"); do
+    ticks=$(awk '{sub(/.*\) /, ""); print $12}' /proc/"$pid"/stat 2>/dev/null || echo 0)
+    total=$((total + ${ticks:-0}))
+  done
+  echo "$total"
+}
+
 prepare() {
   [ -d "$WWW" ] || die "no document root $WWW: run bench/setup.sh first"
   if [ ! -x "$AMPD" ] || [ ! -x "$BENCH" ]; then

@@ -8,7 +8,7 @@
 #
 # Packages: nginx, lighttpd, apache2 (event MPM), h2o (where this Debian release has it), wrk,
 # curl, gcc; for bench/h2.sh nghttp2-client (h2load, nghttp); for bench/dynamic.sh php8.2-fpm, Perl's FCGI module (libfcgi-perl) and
-# python3-venv (its flup environment). Installing them must not leave their system services running (they would take
+# python3-venv (its flup environment); for bench/instructions.sh valgrind. Installing them must not leave their system services running (they would take
 # port 80 and share the benchmark's CPUs): services are kept from starting during the install
 # (policy-rc.d) and any that started anyway are stopped, by the pid the install created only.
 #
@@ -28,7 +28,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_ROOT=${BENCH_ROOT:-/tmp/bench}
 WWW=${WWW:-$BENCH_ROOT/www}
 SPEC_DIRS=${SPEC_DIRS:-10}
-PACKAGES=(nginx lighttpd apache2 wrk nghttp2-client curl gcc libc6-dev php8.2-fpm libfcgi-perl python3-venv)
+PACKAGES=(nginx lighttpd apache2 wrk nghttp2-client curl gcc libc6-dev php8.2-fpm libfcgi-perl python3-venv
+  valgrind)
 OPTIONAL=(h2o)
 # Where each service's init script records its pid: how an auto-started one is found.
 declare -A SERVICE_PID=([nginx]=/run/nginx.pid [lighttpd]=/run/lighttpd.pid
