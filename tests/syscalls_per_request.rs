@@ -45,17 +45,24 @@ struct Tracer {
 
 impl Tracer {
     fn attach(pid: u32, summary: &Path) -> Tracer {
-        let child = Command::new("strace")
+        let mut child = Command::new("strace")
             .args(["-f", "-qq", "-c", "-U", "name,calls", "-o"])
             .arg(summary)
             .args(["-p", &pid.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("strace (scripts/test.sh installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
         while !all_threads_traced(pid) {
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut said = String::new();
+                if let Some(mut stderr) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut stderr, &mut said);
+                }
+                panic!("strace could not attach to {pid} ({status}): {said}");
+            }
             assert!(Instant::now() < deadline, "strace did not attach to {pid}");
             thread::sleep(Duration::from_millis(10));
         }
