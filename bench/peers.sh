@@ -105,11 +105,11 @@ run_once() {
   local row=$1 server=$2 rep=$3 out before after user_before user_after opens
   out=$RESULTS/raw/$row-$server-$rep.txt
   before=$(cpu_ticks "${PID[$server]}")
-  user_before=$(user_ticks "${PID[$server]}")
+  user_before=$(cpu_ticks "${PID[$server]}" user)
   opens=$(passive_opens)
   wrk_run "$row" "$server" "$DUR" "$out"
   after=$(cpu_ticks "${PID[$server]}")
-  user_after=$(user_ticks "${PID[$server]}")
+  user_after=$(cpu_ticks "${PID[$server]}" user)
   opens=$(($(passive_opens) - opens))
   awk -v row="$row" -v server="$server" -v rep="$rep" -v ticks=$((after - before)) -v hz="$HZ" \
       -v user_ticks=$((user_after - user_before)) -v opens="$opens" \

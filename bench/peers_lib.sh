@@ -143,21 +143,15 @@ perf_profile() {
   } > "$out.txt"
 }
 
-# user + system clock ticks of every thread of the server's processes (/proc/PID/stat 14, 15).
+# cpu_ticks PID [user]: user + system clock ticks of every thread of the server's processes
+# (/proc/PID/stat 14, 15); with `user`, user space only (14: the server's own code and its
+# libraries).
 cpu_ticks() {
-  local total=0 pid ticks
+  local total=0 pid ticks kernel=1
+  [ "${2:-}" = user ] && kernel=0
   for pid in $(tree "$1"); do
-    ticks=$(awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/"$pid"/stat 2>/dev/null || echo 0)
-    total=$((total + ${ticks:-0}))
-  done
-  echo "$total"
-}
-
-# cpu_ticks in user space only (/proc/PID/stat 14): the server's own code and its libraries.
-user_ticks() {
-  local total=0 pid ticks
-  for pid in $(tree "$1"); do
-    ticks=$(awk '{sub(/.*\) /, ""); print $12}' /proc/"$pid"/stat 2>/dev/null || echo 0)
+    ticks=$(awk -v kernel="$kernel" '{sub(/.*\) /, ""); print $12 + kernel * $13}' \
+      /proc/"$pid"/stat 2>/dev/null || echo 0)
     total=$((total + ${ticks:-0}))
   done
   echo "$total"

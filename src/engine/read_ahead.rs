@@ -576,6 +576,48 @@ mod tests {
     }
 
     /// Whether this kernel has `cachestat` (Linux 6.5), without which nothing is claimed.
+    /// Lanes whose queue of page-ins is `queued` (claimed by removing them) and whose finisher
+    /// is held in its first report until `release`, so that the queues fill behind it.
+    struct HeldFinisher {
+        queued: Arc<Mutex<HashMap<Token, Job>>>,
+        held: Arc<(Mutex<bool>, Condvar)>,
+        completions: mpsc::Receiver<(Token, JobDone)>,
+        lanes: Lanes,
+    }
+
+    impl HeldFinisher {
+        fn new() -> HeldFinisher {
+            let queued: Arc<Mutex<HashMap<Token, Job>>> = Arc::default();
+            let held = Arc::new((Mutex::new(true), Condvar::new()));
+            let (completed, completions) = mpsc::channel();
+            let completed = Mutex::new(completed);
+            let (claimable, waiting) = (queued.clone(), queued.clone());
+            let hold = held.clone();
+            let lanes = Lanes {
+                waiting: Box::new(move |token, _, _| lock(&waiting).contains_key(&token)),
+                claim: Box::new(move |token, _, _| {
+                    lock(&claimable).remove(&token).map(|job| (job, Place(0)))
+                }),
+                completed: Box::new(move |token, done| {
+                    let (holding, released) = &*hold;
+                    let mut holding = lock(holding);
+                    while *holding {
+                        holding = released.wait(holding).unwrap();
+                    }
+                    lock(&completed).send((token, done)).unwrap();
+                }),
+                give_back: Box::new(|_, _, _| panic!("nothing is given back")),
+                reclaiming: Arc::default(),
+            };
+            HeldFinisher {
+                queued,
+                held,
+                completions,
+                lanes,
+            }
+        }
+    }
+
     fn can_claim(file: &OpenFile) -> bool {
         ampd_sys::file::cachestat(file.file.as_fd(), 0, 0).is_ok()
     }
@@ -669,29 +711,12 @@ mod tests {
             std::fs::remove_file(path).unwrap();
             return;
         }
-        let queued: Arc<Mutex<HashMap<Token, Job>>> = Arc::default();
-        let held = Arc::new((Mutex::new(true), Condvar::new()));
-        let (completed, completions) = mpsc::channel();
-        let completed = Mutex::new(completed);
-        let (claimable, waiting) = (queued.clone(), queued.clone());
-        let hold = held.clone();
-        let lanes = Lanes {
-            waiting: Box::new(move |token, _, _| lock(&waiting).contains_key(&token)),
-            claim: Box::new(move |token, _, _| {
-                lock(&claimable).remove(&token).map(|job| (job, Place(0)))
-            }),
-            // The finisher is held in its first report until the test lets it go.
-            completed: Box::new(move |token, done| {
-                let (holding, released) = &*hold;
-                let mut holding = lock(holding);
-                while *holding {
-                    holding = released.wait(holding).unwrap();
-                }
-                lock(&completed).send((token, done)).unwrap();
-            }),
-            give_back: Box::new(|_, _, _| panic!("nothing is given back")),
-            reclaiming: Arc::default(),
-        };
+        let HeldFinisher {
+            queued,
+            held,
+            completions,
+            lanes,
+        } = HeldFinisher::new();
         let read_ahead = ReadAhead::with_budget("test", Some(lanes), u64::MAX).unwrap();
         let total = MAX_AHEAD as u64 + 2;
         for token in 0..total {
@@ -737,28 +762,12 @@ mod tests {
             std::fs::remove_file(path).unwrap();
             return;
         }
-        let queued: Arc<Mutex<HashMap<Token, Job>>> = Arc::default();
-        let held = Arc::new((Mutex::new(true), Condvar::new()));
-        let (completed, completions) = mpsc::channel();
-        let completed = Mutex::new(completed);
-        let (claimable, waiting) = (queued.clone(), queued.clone());
-        let hold = held.clone();
-        let lanes = Lanes {
-            waiting: Box::new(move |token, _, _| lock(&waiting).contains_key(&token)),
-            claim: Box::new(move |token, _, _| {
-                lock(&claimable).remove(&token).map(|job| (job, Place(0)))
-            }),
-            completed: Box::new(move |token, done| {
-                let (holding, released) = &*hold;
-                let mut holding = lock(holding);
-                while *holding {
-                    holding = released.wait(holding).unwrap();
-                }
-                lock(&completed).send((token, done)).unwrap();
-            }),
-            give_back: Box::new(|_, _, _| panic!("nothing is given back")),
-            reclaiming: Arc::default(),
-        };
+        let HeldFinisher {
+            queued,
+            held,
+            completions,
+            lanes,
+        } = HeldFinisher::new();
         // Room for three pages of 4 KiB waiting besides the one the finisher holds.
         let read_ahead = ReadAhead::with_budget("test", Some(lanes), 3 * 4096).unwrap();
         let total = 8u64;
