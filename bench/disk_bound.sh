@@ -2,7 +2,7 @@
 # disk_bound.sh - Flash figures 9/10 on this machine (throughput against data-set size, every
 # architecture), a hot cached file served alongside disk-bound load, Flash figure 12 (throughput
 # against concurrent clients on a disk-bound data set), and the CPU cost per request of the
-# event-driven engines. docs/architectures.md shows and explains the results.
+# event-driven engines. docs/research/architectures.md shows and explains the results.
 #
 #   cargo build --release -p ampd -p ampd-bench -p ampd-slowfs
 #   sudo flock /tmp/ampd-bench.lock bash bench/disk_bound.sh [PART...]   # default: sweep hot engines

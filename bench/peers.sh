@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# peers.sh - the table of docs/benchmarks.md: ampd beside nginx, lighttpd, Apache (event MPM),
+# peers.sh - the table of docs/research/benchmarks.md: ampd beside nginx, lighttpd, Apache (event MPM),
 # h2o and howl, each serving /tmp/bench/www from CPU $SERVER_CPU, driven by wrk -t1 from CPU
 # $CLIENT_CPU, the servers taking turns run by run (A B C A B C) so that a change in the machine's
 # load falls on all of them alike.

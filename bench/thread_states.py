@@ -6,7 +6,7 @@ and, for threads in D, the kernel function they wait in, every INTERVAL seconds 
     python3 bench/thread_states.py PID [SECONDS=2] [INTERVAL=0.0005]
 
 Prints one line per thread name: the share of samples in each state, and the most frequent
-wait functions in D. docs/architectures.md ("The loop does not wait for reads in flight") uses
+wait functions in D. docs/research/architectures.md ("The loop does not wait for reads in flight") uses
 it to show an `amped` event loop that waits for reads in flight asleep in `folio_wait_bit_common`
 in 69 % of samples: an event loop should show R and S only. /proc/PID/task/TID/wchan needs root (or the same user with kernel.kptr_restrict 0) to
 name the function; without it the states are still counted.

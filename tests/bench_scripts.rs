@@ -398,7 +398,7 @@ fn h2_bench_configurations_and_page_are_accepted() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The experiments of docs/evaluation.md that bench/evaluation/ runs over the peers explain
+/// The experiments of docs/research/evaluation.md that bench/evaluation/ runs over the peers explain
 /// themselves (`--help`), and bench/peers_lib.sh turns their `ampd-ENGINE[-N]` servers into
 /// `ampd serve` commands on ports of their own, for engines `ampd serve --help` lists.
 #[test]

@@ -2,7 +2,7 @@
 # adding_clients.sh - Flash figure 12: throughput as concurrent (persistent) connections are
 # added, on a data set larger than the server's memory (the clients part of
 # bench/disk_bound.sh, at a scale that takes about 7 minutes; its chart is redrawn with the
-# conditions as subtitle). docs/architectures.md shows the full run.
+# conditions as subtitle). docs/research/architectures.md shows the full run.
 #
 #   sudo bash bench/setup.sh && cargo build --release -p ampd -p ampd-bench -p ampd-slowfs
 #   sudo bash bench/evaluation/adding_clients.sh

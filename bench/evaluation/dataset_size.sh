@@ -2,7 +2,7 @@
 # dataset_size.sh - Flash figures 9 and 10: output bandwidth against data-set size, the server
 # in a memory cgroup on a throttled disk, so that past the limit every server is disk-bound
 # (the sweep part of bench/disk_bound.sh, at a scale that takes about 7 minutes; its charts
-# are redrawn with the conditions as subtitle). docs/architectures.md shows the full sweep.
+# are redrawn with the conditions as subtitle). docs/research/architectures.md shows the full sweep.
 #
 #   sudo bash bench/setup.sh && cargo build --release -p ampd -p ampd-bench -p ampd-slowfs
 #   sudo bash bench/evaluation/dataset_size.sh

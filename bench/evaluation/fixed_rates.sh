@@ -11,7 +11,7 @@
 #   bash bench/evaluation/fixed_rates.sh       # about 5 minutes with the defaults
 #
 # Writes $OUT/fixed-rates.{json,csv,txt} and three charts (reply rate, response time, errors
-# against the offered rate), published to docs/evaluation/.
+# against the offered rate), published to docs/research/evaluation/.
 #
 # Knobs: RATES [2.5k (the paper's rate),5k,...,25k requests/s; above ~25k/s one client core cannot open the connections
 #   in time, which the table's `offered` column shows]  URL_PATH [/f1k.bin: 1 KiB, within the
@@ -58,7 +58,7 @@ subtitle=$(conditions "$what")
   --metric errors_per_second --title "Errors against offered rate" --subtitle "$subtitle"
 publish "$OUT"/fixed-rates-{replies,response-time,errors}.svg
 
-# The figures table of docs/evaluation.md: per server and offered rate, replies/s, median and
+# The figures table of docs/research/evaluation.md: per server and offered rate, replies/s, median and
 # p99 response time, errors/s, and the errors by kind.
 python3 - "$OUT/fixed-rates.json" <<'EOF' | tee "$OUT/fixed-rates.md"
 import json, sys

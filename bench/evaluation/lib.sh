@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # lib.sh - what every experiment in bench/evaluation/ shares (sourced, not run): where its
 # results go, the conditions line every chart carries as its subtitle, and publishing a chart
-# into docs/evaluation/.
+# into docs/research/evaluation/.
 #
-# Knobs: OUT [/tmp/ampd-eval/NAME]  PUBLISH [1: copy the charts into docs/evaluation/]
+# Knobs: OUT [/tmp/ampd-eval/NAME]  PUBLISH [1: copy the charts into docs/research/evaluation/]
 
 EVAL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PROJECT_DIR=$(cd "$EVAL_DIR/../.." && pwd)
@@ -29,9 +29,9 @@ conditions() {
   printf '%s | %s (%s cores), Linux %s | ampd %s' "$1" "${cpu:-unknown CPU}" "$cores" "$kernel" "$commit"
 }
 
-# publish FILE...: copies charts into docs/evaluation/ (unless PUBLISH=0).
+# publish FILE...: copies charts into docs/research/evaluation/ (unless PUBLISH=0).
 publish() {
   [ "${PUBLISH:-1}" = 1 ] || return 0
-  mkdir -p "$PROJECT_DIR/docs/evaluation"
-  cp "$@" "$PROJECT_DIR/docs/evaluation/"
+  mkdir -p "$PROJECT_DIR/docs/research/evaluation"
+  cp "$@" "$PROJECT_DIR/docs/research/evaluation/"
 }

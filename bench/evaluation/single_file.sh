@@ -19,7 +19,7 @@
 # (the figures are the median run), OUT [/tmp/ampd-eval/single-file], PUBLISH [1], and the
 # knobs of bench/peers_lib.sh. The paper's scale: DURATION=10s REPEAT=5.
 # Writes to OUT: single-file.json/.csv (the interleaved run), howl.json, single-file.svg
-# (requests/s), single-file-mbit.svg, tables.md; the two charts are copied to docs/evaluation/.
+# (requests/s), single-file-mbit.svg, tables.md; the two charts are copied to docs/research/evaluation/.
 case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 eval_begin single-file

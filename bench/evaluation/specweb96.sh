@@ -22,7 +22,7 @@
 # The paper's scale: DIRS as SPECweb96 sizes it for the expected rate (about 1 per 8 ops/s
 # at AFPA's 10,000 ops/s: DIRS=1250), DURATION=300s.
 # Writes to OUT: specweb96-close.json/.csv/-cpu.csv, specweb96-keepalive.*, specweb96.svg,
-# tables.md; the chart is copied to docs/evaluation/specweb96.svg.
+# tables.md; the chart is copied to docs/research/evaluation/specweb96.svg.
 case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 eval_begin specweb96

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """table.py - Markdown tables from ampd-bench JSON reports, for the sections of
-docs/evaluation.md (the median run of each point, as the charts show).
+docs/research/evaluation.md (the median run of each point, as the charts show).
 
   table.py grid FILE.json METRIC            one row per server, one column per point (size,
                                             client count)

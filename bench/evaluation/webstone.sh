@@ -22,7 +22,7 @@
 # bench/peers_lib.sh. The paper's scale: DURATION=60s, COUNTS up to the server's saturation.
 # Writes to OUT: webstone.json/.csv, threshold.json/.csv, webstone-throughput.svg,
 # webstone-latency-p50.svg, webstone-latency-p99.svg, webstone-threshold.svg, tables.md; the
-# charts are copied to docs/evaluation/.
+# charts are copied to docs/research/evaluation/.
 case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 eval_begin webstone

@@ -215,7 +215,7 @@ pub struct CacheOptions {
 #[derive(Clone, Debug)]
 pub struct SendOptions {
     /// Files up to this size are held in the file cache and written with the head in one
-    /// `writev`; larger ones go by `sendfile`. Measured default: see docs/benchmarks.md.
+    /// `writev`; larger ones go by `sendfile`. Measured default: see docs/research/benchmarks.md.
     pub sendfile_threshold: u64,
     /// Most bytes one connection may send per turn, so that a fast client of a large file cannot
     /// monopolise its loop.
@@ -510,7 +510,7 @@ pub struct Config {
     pub helpers: usize,
     /// The most helpers a loop grows to when every helper is busy and jobs wait (Flash started
     /// helpers on demand): disk requests in flight at once are what a latency-bound device's
-    /// throughput scales with (docs/architectures.md). At least `helpers`.
+    /// throughput scales with (docs/research/architectures.md). At least `helpers`.
     pub helpers_max: usize,
     /// Helpers as threads (default) or as processes.
     pub helper_mode: HelperMode,

@@ -67,7 +67,7 @@ impl OpenFile {
 /// How long a residency test that found a file's first bytes in the page cache vouches for
 /// them. A hot file is sent thousands of times a second and its pages are the last the kernel
 /// evicts, so one `cachestat` per moment does for all of its responses (a test per response
-/// was 2.5 % of the server's CPU on 100 KiB keep-alive requests, docs/benchmarks.md); a page
+/// was 2.5 % of the server's CPU on 100 KiB keep-alive requests, docs/research/benchmarks.md); a page
 /// evicted within the moment costs one `sendfile` that waits for the disk.
 pub const RESIDENCY_TRUST: Duration = Duration::from_millis(50);
 

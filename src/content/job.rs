@@ -178,7 +178,7 @@ pub fn read_whole(file: &OpenFile) -> io::Result<Arc<[u8]>> {
 /// The range goes by `sendfile` to /dev/null: the kernel reads the pages in (and waits for
 /// them) without copying the data anywhere, so a helper needs no buffer and spends no CPU on a
 /// copy (a 64 KiB read buffer per helper would stay in each thread's malloc arena;
-/// docs/architectures.md, "The loop does not wait for reads in flight").
+/// docs/research/architectures.md, "The loop does not wait for reads in flight").
 /// Where the file or /dev/null cannot do that, a plain read into a buffer does the same.
 pub fn touch(file: &File, offset: u64, len: u64) {
     let end = offset.saturating_add(len);
@@ -240,7 +240,7 @@ pub fn page_in(file: &File, offset: u64, len: u64, send_to: Option<&OwnedFd>) ->
 /// Why the helper sends: a page-in followed by the loop's send reads every page twice, and
 /// the second access moves it to the active list (`folio_mark_accessed`), so under memory
 /// pressure reclaim scans twice the pages (pgactivate 25 per 100 KiB request against 5 for
-/// `mt`, docs/architectures.md "Helper threads send what they read"). nginx does the same with
+/// `mt`, docs/research/architectures.md "Helper threads send what they read"). nginx does the same with
 /// `aio threads`: its `sendfile` runs in the thread pool.
 ///
 /// An error or a file shorter than its head said stops it: the loop's own `sendfile` meets

@@ -8,7 +8,7 @@
 //! (up to `helpers_max`), and a helper beyond the configured start count that has had nothing
 //! to do for `RETIRE_AFTER` ends. On a device whose reads are slow rather than few (a network
 //! or FUSE filesystem), throughput is the number of reads in flight, so a fixed handful of
-//! helpers would cap it (docs/architectures.md); on a cached working set no job waits and the
+//! helpers would cap it (docs/research/architectures.md); on a cached working set no job waits and the
 //! pool stays at its start count.
 //!
 //! Path translations have a lane of their own, as Flash had "translation helpers" (§5.2)
@@ -20,7 +20,7 @@
 //! started on demand up to `helpers` (the pool's start count) and ended when idle, which take
 //! nothing but translations. Measured (an instrumented build, latency device, 512 clients),
 //! translations waited 110-170 ms behind page-ins in the one queue, under 1 ms in the lane
-//! (docs/architectures.md, "Path translations do not wait for reads").
+//! (docs/research/architectures.md, "Path translations do not wait for reads").
 //!
 //! Owns: the helper threads, the job queues and the completion list of one event loop.
 //! Must not touch: connections (a completion names its connection by token only).
@@ -177,7 +177,7 @@ impl Shared {
     /// ahead reclaimed under a memory limit), page-ins that arrived before them would otherwise
     /// wait behind all of them. Measured at 512 clients on the latency device, with up to 2,900
     /// given back a second: the slowest requests wait 0.6-2.1 s at the front, 0.2-0.34 s in
-    /// arrival order (docs/architectures.md).
+    /// arrival order (docs/research/architectures.md).
     fn enqueue_in_place(&self, token: Token, job: Job, Place(arrival): Place) {
         let mut queue = lock(&self.queue);
         let index = queue

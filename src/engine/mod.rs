@@ -277,7 +277,7 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
 /// * `TCP_DEFER_ACCEPT` (as h2o sets by default; nginx's `listen ... deferred`): a connection
 ///   is accepted once its request has arrived, so one wake-up serves it from accept to response
 ///   instead of two (listener, then data), and a client that connects and sends nothing costs
-///   the server no slot. Measured on the connection-per-request row of docs/benchmarks.md.
+///   the server no slot. Measured on the connection-per-request row of docs/research/benchmarks.md.
 fn tune_listener(listener: &OwnedFd) -> io::Result<()> {
     socket::set_nodelay(listener.as_fd(), true)?;
     socket::set_defer_accept(listener.as_fd(), DEFER_ACCEPT_SECS)

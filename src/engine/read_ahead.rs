@@ -8,7 +8,7 @@
 //! at a time. When the pool is at `helpers_max`, a page-in that waits for a helper would hold
 //! that helper for most of its read even after read-ahead had started it: measured on the
 //! latency device at 375 MiB, a queued page-in waits 4.5-6.6 ms for a helper and then holds it
-//! 5-7 ms (docs/architectures.md). `WILLNEED` only queues the reads, so one
+//! 5-7 ms (docs/research/architectures.md). `WILLNEED` only queues the reads, so one
 //! thread can start dozens; and as reads of one device complete in about the order they were
 //! started, one thread that waits for them in that order (the *finisher*) waits about as long
 //! as the first one and finds the others done, instead of a helper per read.
@@ -62,7 +62,7 @@ const MAX_AHEAD: usize = 256;
 /// with sent ranges dropped (`run`) had 100-400. With sent ranges dropped, p99 at 512 clients
 /// is 82-85 ms with an eighth (81 page-ins), 87 with a sixth, 90-107 with a quarter, 117 with
 /// half, at the same rate; a twelfth and a sixteenth lengthen the median and lower the rate
-/// (docs/architectures.md, "The tail at 256 and 512 clients").
+/// (docs/research/architectures.md, "The tail at 256 and 512 clients").
 const BUDGET_SHARE: u64 = 8;
 /// How long after a page-in was given back (its pages reclaimed before the finisher sent
 /// them) sent ranges are still dropped (`run`).
@@ -140,7 +140,7 @@ impl Reclaiming {
 /// sit between reclaim and the pages read ahead for the page-ins that wait: measured on the
 /// latency device (188 MiB, 64 MiB limit) in one run, with the read-ahead budget, p99 at 256
 /// clients 53 ms against 97 without either, at 512 clients 89 against 191, at 1.08 and 1.22 ×
-/// the rate; the drop alone, 129-147 ms at 512 (docs/architectures.md, "The tail at 256 and 512
+/// the rate; the drop alone, 129-147 ms at 512 (docs/research/architectures.md, "The tail at 256 and 512
 /// clients"). A range sent again soon is read again; under such reclaim it would not have
 /// stayed anyway.
 #[must_use]
@@ -270,7 +270,7 @@ impl ReadAhead {
     /// they came, as the helpers take page-ins, so that a page-in is not overtaken by those
     /// that came after it (a hint dropped for want of room left its page-in to the helpers,
     /// which are slower to reach it: at 512 clients on the latency device, 60-100 ms against
-    /// 30-50 ms for a page-in read ahead, docs/architectures.md). The hints waiting are at most
+    /// 30-50 ms for a page-in read ahead, docs/research/architectures.md). The hints waiting are at most
     /// one per connection with a page-in out. Without a finisher (helper processes) nothing
     /// is claimed and a hint only starts a read, so one that finds `MAX_AHEAD` waiting is
     /// dropped: it would be acted on after a helper had read the range anyway.
@@ -329,7 +329,7 @@ fn start_reads(shared: &Shared) {
     // reclaims others on this thread. At the default priority this thread is runnable in 71 %
     // of samples beside the loop on its core (bench/thread_states.py) and halves the cached
     // file's rate; at +10 that rate is twice as high (5,131-6,281 against 10,224-12,567 req/s)
-    // for 16 % of the disk-bound rate (docs/architectures.md, "Read-ahead for page-ins that
+    // for 16 % of the disk-bound rate (docs/research/architectures.md, "Read-ahead for page-ins that
     // wait").
     let _ = ampd_sys::process::lower_thread_priority(READ_AHEAD_NICE);
     loop {

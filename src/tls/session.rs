@@ -335,7 +335,7 @@ impl TlsSession {
             } else {
                 // One vectored write: rustls fills each record from several slices, so a head
                 // and its small body leave as one record, not two (one encryption and 22 bytes
-                // less per response; docs/benchmarks.md, "Over TLS").
+                // less per response; docs/research/benchmarks.md, "Over TLS").
                 let room = usize::try_from(SEAL_BATCH - taken).unwrap_or(usize::MAX);
                 let slices = output.memory_slices();
                 let total: usize = slices.iter().map(|slice| slice.len()).sum();

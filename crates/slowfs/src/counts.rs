@@ -2,7 +2,7 @@
 //! as `TYPE:THREAD`, by the name of the thread that asked (`amped-0-helper-`, `nginx`, ...),
 //! written as JSON every half second. Two snapshots around a measurement divided by its requests
 //! give the FUSE round trips per request, which shows a server that reopens files another keeps
-//! open (docs/architectures.md).
+//! open (docs/research/architectures.md).
 //!
 //! Owns: the counters and the thread that writes them.
 //! Must not touch: anything the filesystem serves.

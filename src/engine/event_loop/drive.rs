@@ -137,7 +137,7 @@ impl EventLoop {
     /// Memory is sent with `MSG_MORE` when more follows at once: a file range (the head then
     /// leaves with the body's first segment), or the close (`closes_after`: the kernel then puts
     /// the FIN on the response's last segment instead of sending it alone, one packet less per
-    /// connection-per-request exchange, docs/benchmarks.md row b).
+    /// connection-per-request exchange, docs/research/benchmarks.md row b).
     fn flush(&mut self, index: usize, closes_after: bool) -> io::Result<bool> {
         if self
             .slots

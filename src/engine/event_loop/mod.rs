@@ -115,7 +115,7 @@ enum Watched {
     /// Not in the epoll set yet. A new connection joins it at the end of the turn it was
     /// accepted in (`join_new`) unless it is gone by then: with `TCP_DEFER_ACCEPT` a
     /// connection-per-request client is usually read, answered and closed within that turn,
-    /// and never costs an `epoll_ctl` (docs/benchmarks.md, row b). `writes`: a write already
+    /// and never costs an `epoll_ctl` (docs/research/benchmarks.md, row b). `writes`: a write already
     /// filled the socket, so join watching writability too.
     NotYet {
         writes: bool,

@@ -5,7 +5,7 @@
 //! still reading in is told "resident", and the loop's `sendfile` then sleeps until the read
 //! completes, stalling every connection of the loop. On the FUSE latency device of
 //! bench/disk_bound.sh the `amped` loop thread was found asleep in `folio_wait_bit_common` in
-//! 69% of samples (docs/architectures.md). A range of a file listed here goes to a helper as
+//! 69% of samples (docs/research/architectures.md). A range of a file listed here goes to a helper as
 //! well; its read then waits for the one in flight, on the helper, not on the loop.
 //!
 //! Owns: a count of page-ins in flight per file, shared by the loops of one server (`reactor`'s
