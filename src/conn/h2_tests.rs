@@ -70,12 +70,25 @@ impl Client {
         extra: &[(&str, &str)],
         end_stream: bool,
     ) -> Vec<u8> {
+        self.request_to(stream, "a.test", method, path, extra, end_stream)
+    }
+
+    /// A request for `authority`.
+    fn request_to(
+        &mut self,
+        stream: u32,
+        authority: &str,
+        method: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        end_stream: bool,
+    ) -> Vec<u8> {
         let mut block = Vec::new();
         self.encoder.begin(&mut block);
         for (name, value) in [
             (":method", method),
             (":scheme", "https"),
-            (":authority", "a.test"),
+            (":authority", authority),
             (":path", path),
         ]
         .iter()
@@ -334,6 +347,48 @@ fn the_preface_on_a_plain_listener_is_http2_only_where_it_says_h2c() {
     both.conn.accept_prior_knowledge();
     both.feed(b"GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(both.statuses(), [200]);
+}
+
+/// A second site, `admin.test`, that requires client certificates.
+fn with_an_mtls_site(config: &mut crate::config::Config) {
+    let mut admin = config.sites[0].clone();
+    admin.names = vec![crate::config::HostName::Exact("admin.test".into())];
+    admin.default = false;
+    admin.tls.client_certificates = crate::config::ClientCertificates::Required {
+        ca: "clients.pem".into(),
+    };
+    config.sites[0].names = vec![crate::config::HostName::Exact("a.test".into())];
+    config.sites.push(admin);
+}
+
+/// HTTP/2 streams go through the client-certificate check as HTTP/1 requests do: by
+/// `:authority`, `403` over h2c (no handshake at all), `421` over a TLS connection whose
+/// handshake named another site.
+#[test]
+fn a_client_certificate_site_is_refused_on_streams_without_its_certificate() {
+    for over_tls in [false, true] {
+        let mut harness = if over_tls {
+            h2_harness(with_an_mtls_site)
+        } else {
+            let mut h2c = Harness::new(with_an_mtls_site);
+            h2c.conn.accept_prior_knowledge();
+            h2c
+        };
+        let mut client = Client::new();
+        let mut bytes = client.start();
+        bytes.extend(client.request_to(1, "admin.test", "GET", "/index.html", &[], true));
+        bytes.extend(client.request_to(3, "a.test", "GET", "/index.html", &[], true));
+        harness.feed(&bytes);
+        let answers = client.answers(&frames(&harness.take_raw()));
+        let refused = if over_tls { "421" } else { "403" };
+        assert_eq!(
+            answers[&1].field(":status"),
+            Some(refused),
+            "over TLS: {over_tls}"
+        );
+        assert_eq!(answers[&3].field(":status"), Some("200"));
+        assert_eq!(answers[&3].body, INDEX);
+    }
 }
 
 #[test]

@@ -842,6 +842,9 @@ impl Conn {
                 if let Some(answered) = self.redirect_to_https(&exchange, &located, context) {
                     return answered;
                 }
+                if let Some(answered) = self.refuse_without_client_certificate(&exchange, context) {
+                    return answered;
+                }
                 return self.phases(exchange, located, context);
             }
         }
