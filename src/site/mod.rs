@@ -44,6 +44,9 @@ pub struct Generation {
     pub launcher: Launcher,
     /// The TLS configurations (`None`: no TLS listener).
     pub tls: Option<Arc<TlsContext>>,
+    /// What deserves a word though it is no error (`config::warnings`, certificates outside
+    /// their dates): `ampd check` prints them, start-up and reload log them.
+    pub warnings: Vec<String>,
 }
 
 /// Building a generation failed: a document root cannot be opened, or a certificate used.
@@ -81,6 +84,10 @@ impl Generation {
         let upstreams = Upstreams::new(&config.upstreams);
         let launcher = Launcher::process(&config.cgi);
         let tls = TlsContext::build(&config).map_err(BuildError::Tls)?;
+        let mut warnings = crate::config::warnings(&config);
+        if let Some(tls) = &tls {
+            warnings.extend_from_slice(tls.warnings());
+        }
         Ok(Generation {
             number,
             config,
@@ -88,6 +95,7 @@ impl Generation {
             upstreams,
             launcher,
             tls,
+            warnings,
         })
     }
 }
