@@ -154,8 +154,11 @@ fn check(path: &Path) -> Result<(), Failure> {
     let config = config::check_file(path).map_err(|error| Failure(error.to_string()))?;
     let sites = config.sites.len();
     let locations: usize = config.sites.iter().map(|site| site.locations.len()).sum();
-    Generation::build(config, 1)
+    let generation = Generation::build(config, 1)
         .map_err(|error| Failure(format!("{}: {error}", path.display())))?;
+    for warning in &generation.warnings {
+        eprintln!("ampd: {}: warning: {warning}", path.display());
+    }
     println!(
         "ampd: {}: configuration OK ({sites} site{}, {locations} location{})",
         path.display(),
@@ -181,6 +184,9 @@ fn launch(
     config.listen = bound.listening();
     let generation =
         Generation::build(config, 1).map_err(|failure| Failure(failure.to_string()))?;
+    for warning in &generation.warnings {
+        error::log(Level::Warn, format_args!("{warning}"));
+    }
     let config = generation.config.clone();
     if let Some(pid_file) = &config.process.pid_file {
         ops::process::write_pid_file(pid_file).map_err(|failure| {

@@ -7,7 +7,9 @@ mod support;
 
 use std::path::Path;
 
-use support::certificates::{write_ca, write_self_signed};
+use std::time::Duration;
+
+use support::certificates::{write_ca, write_self_signed, write_self_signed_valid};
 use support::*;
 
 /// `text` written as `DIR/tls.toml`, checked: (exit code, stdout, stderr).
@@ -191,4 +193,158 @@ fn files_that_cannot_be_used_are_named() {
         )),
         "{line}"
     );
+}
+
+/// One TLS listener, one site with `certificate` and `key`, and `more` keys.
+fn one_site(root: &TempRoot, listen: &str, certificate: &Path, key: &Path, more: &str) -> String {
+    format!(
+        "listen = {listen}\n[[site]]\nroot = \"{}\"\ncertificate = \"{}\"\ncertificate_key = \"{}\"\n{more}",
+        root.path().display(),
+        certificate.display(),
+        key.display()
+    )
+}
+
+const TLS_ONLY: &str = "[\"127.0.0.1:0 tls\"]";
+
+/// A certificate outside its validity is still used (a renewal may be on its way, and a client
+/// may accept it), but `ampd check` says so, naming the file and the date, and passes.
+#[test]
+fn a_certificate_outside_its_validity_is_warned_about_with_its_date() {
+    let root = TempRoot::new();
+    let dir = root.outside_dir();
+    let (expired, expired_key) =
+        write_self_signed_valid(dir, "expired", &["a.test"], (2020, 1, 1), (2021, 3, 4));
+    let (early, early_key) =
+        write_self_signed_valid(dir, "early", &["a.test"], (2090, 1, 1), (2091, 1, 1));
+    let (good, good_key) = write_self_signed(dir, "good", &["a.test"]);
+    for (certificate, key, says) in [
+        (
+            &expired,
+            &expired_key,
+            "expired on Mar  4 00:00:00 2021 GMT",
+        ),
+        (
+            &early,
+            &early_key,
+            "not valid before Jan  1 00:00:00 2090 GMT",
+        ),
+    ] {
+        let (code, stdout, stderr) = check(dir, &one_site(&root, TLS_ONLY, certificate, key, ""));
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("configuration OK"), "{stdout}");
+        let warning = format!("warning: certificate {}: ", certificate.display());
+        assert!(
+            stderr.contains(&warning) && stderr.contains(says),
+            "{warning}...{says}: {stderr}"
+        );
+    }
+    // A client CA past its date is named too: no client certificate would verify.
+    let (old_ca, _) =
+        write_self_signed_valid(dir, "old-ca", &["ca.test"], (2019, 1, 1), (2020, 1, 1));
+    let more = format!(
+        "client_certificates = \"required\"\nclient_ca = \"{}\"\n",
+        old_ca.display()
+    );
+    let (code, _, stderr) = check(dir, &one_site(&root, TLS_ONLY, &good, &good_key, &more));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("warning: client_ca {}: ", old_ca.display()))
+            && stderr.contains("expired on Jan  1 00:00:00 2020 GMT"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = check(dir, &one_site(&root, TLS_ONLY, &good, &good_key, ""));
+    assert_eq!(
+        (code, stderr.as_str()),
+        (Some(0), ""),
+        "a good one: no warning"
+    );
+}
+
+/// `ampd run` says it in the error log at start-up, and again at each reload that reads it.
+#[test]
+fn an_expired_certificate_is_warned_about_at_start_and_on_reload() {
+    let root = TempRoot::new();
+    let dir = root.outside_dir();
+    let (expired, key) =
+        write_self_signed_valid(dir, "expired", &["a.test"], (2020, 1, 1), (2021, 3, 4));
+    let file = dir.join("ampd.toml");
+    std::fs::write(&file, one_site(&root, TLS_ONLY, &expired, &key, "")).unwrap();
+    let server = Server::start(Options::config_file(&file));
+    let says = format!(
+        "certificate {}: CN=rcgen self signed cert expired on Mar  4 00:00:00 2021 GMT",
+        expired.display()
+    );
+    assert!(
+        server.stderr().contains(&says),
+        "{says}: {}",
+        server.stderr()
+    );
+    server.signal("HUP");
+    assert!(
+        server.wait_for_stderr(&format!("reload: {says}"), Duration::from_secs(10)),
+        "{}",
+        server.stderr()
+    );
+}
+
+/// A PEM file cut short is one line naming the file and what is wrong, in words.
+#[test]
+fn a_truncated_pem_file_is_named_in_words() {
+    let root = TempRoot::new();
+    let dir = root.outside_dir();
+    let (certificate, key) = write_self_signed(dir, "a", &["a.test"]);
+    let whole = std::fs::read_to_string(&certificate).unwrap();
+    let cut = dir.join("cut.pem");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let line = error_line(dir, &one_site(&root, TLS_ONLY, &cut, &key, ""));
+    assert!(line.contains(&format!("{}: ", cut.display())), "{line}");
+    assert!(
+        line.contains("\"-----END CERTIFICATE-----\"") && line.contains("cut short"),
+        "{line}"
+    );
+    assert!(!line.contains("[45, "), "bytes, not text: {line}");
+
+    let whole = std::fs::read_to_string(&key).unwrap();
+    let cut_key = dir.join("cut.key");
+    std::fs::write(&cut_key, &whole[..whole.len() / 2]).unwrap();
+    let line = error_line(dir, &one_site(&root, TLS_ONLY, &certificate, &cut_key, ""));
+    assert!(line.contains(&format!("{}: ", cut_key.display())), "{line}");
+    assert!(
+        line.contains("-----END PRIVATE KEY-----") && line.contains("cut short"),
+        "{line}"
+    );
+}
+
+/// A site that requires client certificates can only refuse requests on a plain listener
+/// (`403`) unless it sends them to HTTPS: `ampd check` says so.
+#[test]
+fn a_required_client_certificate_site_on_a_plain_listener_is_warned_about() {
+    let root = TempRoot::new();
+    let dir = root.outside_dir();
+    let (certificate, key) = write_self_signed(dir, "a", &["admin.test"]);
+    let ca = write_ca(dir, "clients-ca");
+    let required = format!(
+        "server_names = [\"admin.test\"]\nclient_certificates = \"required\"\nclient_ca = \"{}\"\n",
+        ca.display()
+    );
+    let both = "[\"127.0.0.1:0\", \"127.0.0.1:0 tls\"]";
+    let (code, stdout, stderr) = check(dir, &one_site(&root, both, &certificate, &key, &required));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("configuration OK"), "{stdout}");
+    assert!(
+        stderr.contains("warning: site admin.test: client_certificates = \"required\"")
+            && stderr.contains("127.0.0.1:0")
+            && stderr.contains("403")
+            && stderr.contains("redirect_https"),
+        "{stderr}"
+    );
+    let redirected = format!("{required}redirect_https = true\n");
+    let (code, _, stderr) = check(dir, &one_site(&root, both, &certificate, &key, &redirected));
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let (code, _, stderr) = check(
+        dir,
+        &one_site(&root, TLS_ONLY, &certificate, &key, &required),
+    );
+    assert_eq!((code, stderr.as_str()), (Some(0), ""), "no plain listener");
 }

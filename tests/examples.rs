@@ -41,6 +41,7 @@ fn every_shipped_example_passes_ampd_check() {
         let (code, stdout, stderr) = run_to_exit(&["check", &path.display().to_string()]);
         assert_eq!(code, Some(0), "{}: {stderr}", path.display());
         assert!(stdout.contains("configuration OK"), "{stdout}");
+        assert!(!stderr.contains("warning"), "{}: {stderr}", path.display());
         checked.push(path.file_name().unwrap().to_string_lossy().into_owned());
     }
     checked.sort();
@@ -119,6 +120,37 @@ fn the_tls_example_has_two_sites_by_name_with_their_certificates() {
     ));
     let context = ampd::tls::TlsContext::build(&config).unwrap();
     assert!(context.is_some(), "the certificates it names are usable");
+}
+
+/// Run as shipped (ports 0), the admin site, which requires client certificates, does not
+/// answer its page over the plain listener by any name: it sends the request to HTTPS.
+#[test]
+fn the_tls_examples_admin_site_is_not_served_over_plain_http() {
+    let dir = TempRoot::new();
+    let file = tls_example_copy(&dir);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text
+        .replace("\"127.0.0.1:8080\"", "\"127.0.0.1:0\"")
+        .replace("\"127.0.0.1:8443 tls\"", "\"127.0.0.1:0 tls\"");
+    std::fs::write(&file, text).unwrap();
+    let server = Server::start(Options::config_file(&file));
+    let ready = server.ready_line();
+    let plain = support::tls::plain_addr(ready);
+    assert!(ready.contains("https://"), "{ready}");
+    for request in [
+        "GET / HTTP/1.1\r\nHost: admin.localhost\r\n\r\n",
+        "GET http://admin.localhost/ HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    ] {
+        let mut conn = Conn::open(plain);
+        conn.send(request);
+        let response = conn.read_response("GET");
+        assert_eq!(response.status, 301, "{request}: {response:?}");
+        let location = response.header("location").unwrap_or_default();
+        assert!(
+            location.starts_with("https://admin.localhost:"),
+            "{location}"
+        );
+    }
 }
 
 #[test]

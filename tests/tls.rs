@@ -502,6 +502,93 @@ for_each_arch!(fn client_certificates_required_and_optional(arch) {
     assert_eq!(py.get("anonymous", "/hello.txt")["body"], "site b\n");
 });
 
+/// A site that requires client certificates, reached by every other way in: a plain (and
+/// h2c) listener by `Host`, by an absolute-form target and over h2c, and TLS whose handshake
+/// named another site. None gets its page; with a certificate over TLS it is served. What is
+/// checked is `Conn`'s (src/conn/tls_tests.rs has every case): one engine is enough.
+#[test]
+fn a_client_certificate_site_answers_no_connection_without_one() {
+    let root = TempRoot::new();
+    let ca = test_ca(&root);
+    let clients = Ca::new(&root.outside_dir().join("pki"), "clients CA");
+    let a = ca.server("a", &["a.test", "admin.test"], KeyKind::EcdsaP256);
+    root.file("hello.txt", "site a\n");
+    root.outside_file("admin/hello.txt", "the admin page\n");
+    let body = format!(
+        "{}{}",
+        site(&["a.test"], "www", &a, ""),
+        site(
+            &["admin.test"],
+            "admin",
+            &a,
+            &format!(
+                "client_certificates = \"required\"\nclient_ca = \"{}\"",
+                clients.cert.display()
+            )
+        ),
+    );
+    let config = write_tls_config(
+        &root,
+        "reactor",
+        "[\"127.0.0.1:0 h2c\", \"127.0.0.1:0 tls\"]",
+        &body,
+    );
+    let server = Server::start(Options::config_file(&config));
+    let plain = plain_addr(server.ready_line());
+    let secure = tls_addr(server.ready_line());
+
+    let by_host = plain_request(plain, "GET", "/hello.txt", "admin.test");
+    assert_eq!(by_host.status, 403, "{by_host:?}");
+    assert!(!by_host.body_text().contains("admin page"), "{by_host:?}");
+    let absolute = plain_request(plain, "GET", "http://admin.test/hello.txt", "a.test");
+    assert_eq!(absolute.status, 403, "{absolute:?}");
+    let status = |output: std::process::Output| {
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    let h2c = curl([
+        "-sS",
+        "--http2-prior-knowledge",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_version} %{http_code}",
+        "-H",
+        "Host: admin.test",
+        &format!("http://127.0.0.1:{}/hello.txt", plain.port()),
+    ]);
+    assert_eq!(status(h2c), "2 403");
+    let write_out = [
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-H",
+        "Host: admin.test",
+    ];
+    let sni_a = curl_https(&ca.cert, "a.test", secure, "/hello.txt", &write_out);
+    assert_eq!(status(sni_a), "421");
+
+    let alice = clients.client("alice", "alice");
+    let served = curl_https(
+        &ca.cert,
+        "admin.test",
+        secure,
+        "/hello.txt",
+        &[
+            "--cert",
+            &alice.cert.display().to_string(),
+            "--key",
+            &alice.key.display().to_string(),
+        ],
+    );
+    assert_eq!(status(served), "the admin page\n");
+    assert_eq!(
+        plain_request(plain, "GET", "/hello.txt", "a.test").body_text(),
+        "site a\n"
+    );
+}
+
 /// Writes `from`'s certificate and key over `to`'s files (each by rename: a reload never
 /// reads half a file).
 fn replace_files(from: &Issued, to: &Issued) {

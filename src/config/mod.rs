@@ -25,6 +25,7 @@ mod text;
 pub mod tls;
 mod tls_keys;
 pub mod upstream;
+mod warnings;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -41,6 +42,7 @@ pub use upstream::{
     ActiveHealth, Balance, PassiveHealth, ProxyHost, ProxySettings, UpstreamAddress, UpstreamPool,
     UpstreamProtocol, UpstreamServer,
 };
+pub use warnings::warnings;
 
 /// Which concurrency architecture serves connections (Flash §3, JAWS §3). Every variant runs the
 /// same `conn` and `content` code; only who owns threads, processes and caches differs.

@@ -70,12 +70,25 @@ impl Client {
         extra: &[(&str, &str)],
         end_stream: bool,
     ) -> Vec<u8> {
+        self.request_to(stream, "a.test", method, path, extra, end_stream)
+    }
+
+    /// A request for `authority`.
+    fn request_to(
+        &mut self,
+        stream: u32,
+        authority: &str,
+        method: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        end_stream: bool,
+    ) -> Vec<u8> {
         let mut block = Vec::new();
         self.encoder.begin(&mut block);
         for (name, value) in [
             (":method", method),
             (":scheme", "https"),
-            (":authority", "a.test"),
+            (":authority", authority),
             (":path", path),
         ]
         .iter()
@@ -334,6 +347,127 @@ fn the_preface_on_a_plain_listener_is_http2_only_where_it_says_h2c() {
     both.conn.accept_prior_knowledge();
     both.feed(b"GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(both.statuses(), [200]);
+}
+
+/// PROTOCOL_ERROR (RFC 9113 §7).
+const PROTOCOL_ERROR: u32 = 1;
+
+/// What an `h2c` connection opening with `bytes` gets, fed whole or a byte at a time: the
+/// frames and whether the connection ends, or `None` if it answered as HTTP/1.
+fn h2c_answer(bytes: &[u8], bytewise: bool) -> Option<(Vec<Frame>, bool)> {
+    let mut harness = Harness::new(|_| {});
+    harness.conn.accept_prior_knowledge();
+    let need = harness.feed_split(bytes, bytewise);
+    let raw = harness.take_raw();
+    if raw.starts_with(b"HTTP/1.") {
+        return None;
+    }
+    Some((frames(&raw), matches!(need, Need::Close(_))))
+}
+
+/// A connection that has committed to HTTP/2 and then breaks the preface is an HTTP/2
+/// connection error (RFC 9113 §3.4: GOAWAY PROTOCOL_ERROR, then the close), never an HTTP/1
+/// answer that an HTTP/2 client would read as frames. On an `h2c` listener it has committed
+/// once it starts with the preface's own request line, or once its first line cannot be
+/// HTTP/1's (no `HTTP/x.y` at its end: h2spec's "INVALID CONNECTION PREFACE"); over TLS, ALPN
+/// `h2` committed it.
+#[test]
+fn a_broken_preface_gets_goaway_protocol_error_and_a_close() {
+    for bytes in [
+        &b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"[..],
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[..18]
+            .iter()
+            .chain(b"GET / HTTP/1.1\r\n\r\n")
+            .copied()
+            .collect::<Vec<u8>>()
+            .as_slice(),
+        b"PRI * HTTP/2.0\r\nHost: a\r\n\r\n",
+        b"INVALID CONNECTION PREFACE\r\n\r\n",
+        b"\r\nGET /\r\n\r\n",
+    ] {
+        for bytewise in [false, true] {
+            let shown = String::from_utf8_lossy(bytes);
+            let (sent, closes) = h2c_answer(bytes, bytewise)
+                .unwrap_or_else(|| panic!("an HTTP/1 answer to {shown:?}"));
+            assert_eq!(goaway_code(&sent), Some((0, PROTOCOL_ERROR)), "{shown:?}");
+            assert!(closes, "{shown:?}");
+        }
+    }
+    // HTTP/1 requests stay HTTP/1, a broken one included: they begin like the preface (`P`),
+    // or carry a version ampd does not speak (`505`).
+    for (bytes, status) in [
+        (
+            &b"POST /index.html HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"[..],
+            405,
+        ),
+        (b"PUT /x HTTP/1.1\r\nHost: a\r\n\r\n", 405),
+        (b"GET / HTTP/3.0\r\nHost: a\r\n\r\n", 505),
+        (b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ] {
+        let mut harness = Harness::new(|_| {});
+        harness.conn.accept_prior_knowledge();
+        harness.feed(bytes);
+        assert_eq!(
+            harness.statuses(),
+            [status],
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+    // Where the listener does not say h2c, such bytes are HTTP/1 requests, and answered so.
+    let mut plain = Harness::new(|_| {});
+    plain.feed(b"INVALID CONNECTION PREFACE\r\n\r\n");
+    assert_eq!(plain.statuses(), [400]);
+    // Over TLS, ALPN h2 has committed the connection.
+    let mut harness = h2_harness(|_| {});
+    let need = harness.feed(b"INVALID CONNECTION PREFACE\r\n\r\n");
+    assert_eq!(
+        goaway_code(&frames(&harness.take_raw())),
+        Some((0, PROTOCOL_ERROR))
+    );
+    assert!(matches!(need, Need::Close(_)), "{need:?}");
+}
+
+/// A second site, `admin.test`, that requires client certificates.
+fn with_an_mtls_site(config: &mut crate::config::Config) {
+    let mut admin = config.sites[0].clone();
+    admin.names = vec![crate::config::HostName::Exact("admin.test".into())];
+    admin.default = false;
+    admin.tls.client_certificates = crate::config::ClientCertificates::Required {
+        ca: "clients.pem".into(),
+    };
+    config.sites[0].names = vec![crate::config::HostName::Exact("a.test".into())];
+    config.sites.push(admin);
+}
+
+/// HTTP/2 streams go through the client-certificate check as HTTP/1 requests do: by
+/// `:authority`, `403` over h2c (no handshake at all), `421` over a TLS connection whose
+/// handshake named another site.
+#[test]
+fn a_client_certificate_site_is_refused_on_streams_without_its_certificate() {
+    for over_tls in [false, true] {
+        let mut harness = if over_tls {
+            h2_harness(with_an_mtls_site)
+        } else {
+            let mut h2c = Harness::new(with_an_mtls_site);
+            h2c.conn.accept_prior_knowledge();
+            h2c
+        };
+        let mut client = Client::new();
+        let mut bytes = client.start();
+        bytes.extend(client.request_to(1, "admin.test", "GET", "/index.html", &[], true));
+        bytes.extend(client.request_to(3, "a.test", "GET", "/index.html", &[], true));
+        harness.feed(&bytes);
+        let answers = client.answers(&frames(&harness.take_raw()));
+        let refused = if over_tls { "421" } else { "403" };
+        assert_eq!(
+            answers[&1].field(":status"),
+            Some(refused),
+            "over TLS: {over_tls}"
+        );
+        assert_eq!(answers[&3].field(":status"), Some("200"));
+        assert_eq!(answers[&3].body, INDEX);
+    }
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! answered `301 Moved Permanently` to the same URL over `https`, before anything else about
 //! it is decided (nginx's `return 301 https://$host$request_uri` in a port-80 server).
 //!
-//! Also `421` for a request whose site is not the one its TLS handshake was made for, when
-//! that site asks for client certificates.
+//! Also the client-certificate check on the request path: a site that asks for client
+//! certificates answers `421` to a request over a handshake made for another site, and one
+//! that requires them `403` to a connection without a verified one (plain HTTP and h2c too).
 //!
 //! Owns: whether a request is redirected and the `Location` it gets. ACME's HTTP-01
 //! challenges (`/.well-known/acme-challenge/`, RFC 8555 §8.3) are never redirected: a CA may
@@ -16,29 +17,29 @@ use ampd_http::request::{split_target, RequestHead};
 
 use super::route::Located;
 use super::{Conn, Context, Exchange, Job};
-use crate::site::{strip_port, HttpsRedirect};
+use crate::site::{strip_port, CertificateCheck, HttpsRedirect};
 
 /// Paths an ACME CA fetches over plain HTTP (RFC 8555 §8.3).
 const ACME_CHALLENGES: &str = "/.well-known/acme-challenge/";
 
 impl Conn {
-    /// `421 Misdirected Request` (RFC 9110 §15.5.20) for a request over TLS whose `Host` names
-    /// a site that asks for client certificates while the handshake (its SNI) chose another
-    /// site, which did not ask: the certificate check cannot be stepped around by naming one
-    /// site in the handshake and another in the request. `None` when the request goes on.
-    pub(super) fn refuse_misdirected(
+    /// The client-certificate check (`Sites::client_certificate_check`): `421` for a request
+    /// over TLS whose site is not the one its handshake was made for, `403` for one without a
+    /// verified client certificate to a site that requires one (plain HTTP and h2c included).
+    /// Comes after `redirect_to_https`, so a `redirect_https` site sends plain requests to
+    /// HTTPS, where the handshake asks for the certificate. `None` when the request goes on.
+    pub(super) fn refuse_without_client_certificate(
         &mut self,
         exchange: &Exchange,
         context: &mut Context<'_>,
     ) -> Option<Option<Job>> {
-        let server_name = self.tls()?.server_name.as_deref();
-        if !context
-            .sites
-            .misdirected(server_name, exchange.head.host().map(str::as_bytes))
-        {
-            return None;
-        }
-        Some(self.answer(exchange, None, 421, &[], context))
+        let host = exchange.head.host().map(str::as_bytes);
+        let status = match context.sites.client_certificate_check(host, self.tls()) {
+            CertificateCheck::Pass => return None,
+            CertificateCheck::Misdirected => 421,
+            CertificateCheck::Forbidden => 403,
+        };
+        Some(self.answer(exchange, None, status, &[], context))
     }
 
     /// Answer `301` to HTTPS when the located request is to be redirected (`https_location`);

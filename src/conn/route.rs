@@ -1,7 +1,8 @@
 //! The phases of a request, top to bottom (SWS `handler.rs`; nginx's phase order): method →
 //! path → site and location → rewrite → rate limit → access → redirect → handler → (static)
 //! path cache or translation job → response. A request over plain HTTP to a `redirect_https`
-//! site is sent to HTTPS as soon as it is located, whatever its method (`https.rs`).
+//! site is sent to HTTPS as soon as it is located, whatever its method, then the site's
+//! client-certificate check applies (`https.rs`).
 //!
 //! Owns: that order and each phase's answer (`405`, `400`, `429`, `403`, `401`, `3xx`, the
 //! status and health handlers, the static response).
@@ -143,14 +144,15 @@ impl Conn {
         if let Some(answer) = handler::acme_challenge::pending(&exchange.head, context.config) {
             return self.serve_acme_challenge(&exchange, &answer, context);
         }
-        if let Some(answered) = self.refuse_misdirected(&exchange, context) {
-            return answered;
-        }
         let located = self.locate(&exchange.head, context);
         if let Ok(located) = &located {
             if let Some(answered) = self.redirect_to_https(&exchange, located, context) {
                 return answered;
             }
+        }
+        // Before anything about the site is answered, its method rule included.
+        if let Some(answered) = self.refuse_without_client_certificate(&exchange, context) {
+            return answered;
         }
         // The handler's method rule comes first, whatever the path (a request that cannot be
         // located is judged by the static rule).

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::harness::{Harness, INDEX};
+use super::Need;
 use crate::config::{Config, Hsts, Listen, LogFormat};
 use crate::tls::{ClientCertificate, TlsInfo};
 
@@ -285,6 +286,10 @@ fn a_host_other_than_the_handshakes_site_that_asks_for_client_certificates_is_mi
     harness.conn.set_listener(SECURE.parse().unwrap(), true);
     harness.conn.set_tls(TlsInfo {
         server_name: Some("admin.test".into()),
+        client: Some(Box::new(ClientCertificate {
+            subject: "CN=alice".to_owned(),
+            ..ClientCertificate::default()
+        })),
         ..handshake()
     });
     harness.feed(b"GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n");
@@ -294,15 +299,89 @@ fn a_host_other_than_the_handshakes_site_that_asks_for_client_certificates_is_mi
         .map(|response| response.status)
         .collect();
     assert_eq!(statuses, [200]);
+}
 
-    // Plain HTTP has no handshake to compare with.
-    let mut harness = Harness::new(with_an_mtls_site);
-    plain(&mut harness);
-    harness.feed(b"GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n");
-    let statuses: Vec<u16> = harness
+fn statuses_of(harness: &mut Harness, requests: &[&str]) -> Vec<u16> {
+    harness.feed(requests.concat().as_bytes());
+    harness
         .take()
         .iter()
         .map(|response| response.status)
-        .collect();
-    assert_eq!(statuses, [200]);
+        .collect()
+}
+
+/// A site that requires client certificates answers nothing to a connection that has no
+/// verified one for it, whatever listener it came in on: plain HTTP has no handshake at all
+/// (`403`, by `Host` or by an absolute-form target alike), and neither does a TLS connection
+/// whose handshake (impossibly, rustls refuses it) let it in without one.
+#[test]
+fn a_site_that_requires_client_certificates_refuses_connections_without_one() {
+    let mut harness = Harness::new(with_an_mtls_site);
+    plain(&mut harness);
+    let statuses = statuses_of(
+        &mut harness,
+        &[
+            "GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n",
+            "GET http://admin.test/index.html HTTP/1.1\r\nHost: a.test\r\n\r\n",
+            "GET http://ADMIN.test:8080/index.html HTTP/1.1\r\nHost: a.test\r\n\r\n",
+            "OPTIONS /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n",
+            "POST /index.html HTTP/1.1\r\nHost: admin.test\r\nContent-Length: 2\r\n\r\nab",
+            "GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        ],
+    );
+    assert_eq!(statuses, [403, 403, 403, 403, 403, 200]);
+
+    let mut harness = Harness::new(with_an_mtls_site);
+    harness.conn.set_listener(SECURE.parse().unwrap(), true);
+    harness.conn.set_tls(TlsInfo {
+        server_name: Some("admin.test".into()),
+        ..handshake()
+    });
+    let statuses = statuses_of(
+        &mut harness,
+        &["GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n"],
+    );
+    assert_eq!(statuses, [403]);
+}
+
+/// With `redirect_https`, plain requests for the site are sent to HTTPS (where the handshake
+/// asks for the certificate) rather than refused.
+#[test]
+fn a_client_certificate_site_with_redirect_https_sends_plain_requests_to_https() {
+    let mut harness = Harness::new(|config| {
+        listen_both(config, 8443);
+        with_an_mtls_site(config);
+        // A TLS listener builds the site's verifier: any certificate will do as its CA.
+        let ca = config.tls.certificate.clone().unwrap().certificate;
+        config.sites[1].tls.client_certificates =
+            crate::config::ClientCertificates::Required { ca };
+        config.sites[1].tls.redirect_https = true;
+    });
+    plain(&mut harness);
+    harness.feed(b"GET /index.html HTTP/1.1\r\nHost: admin.test\r\n\r\n");
+    let responses = harness.take();
+    assert_eq!(responses[0].status, 301);
+    assert_eq!(
+        responses[0].header("location"),
+        Some("https://admin.test:8443/index.html")
+    );
+}
+
+/// A request whose body goes to an upstream as it arrives is located before its body is read:
+/// the client-certificate check comes before anything is forwarded.
+#[test]
+fn a_streamed_request_body_is_not_forwarded_without_the_sites_certificate() {
+    let mut harness = Harness::proxying(1, with_an_mtls_site);
+    secure(&mut harness);
+    let need =
+        harness.feed(b"POST /app HTTP/1.1\r\nHost: admin.test\r\nContent-Length: 5\r\n\r\nhello");
+    assert!(!matches!(need, Need::Connect(_)), "{need:?}");
+    assert_eq!(harness.statuses(), [421]);
+
+    let mut harness = Harness::proxying(1, with_an_mtls_site);
+    plain(&mut harness);
+    let need =
+        harness.feed(b"POST /app HTTP/1.1\r\nHost: admin.test\r\nContent-Length: 5\r\n\r\nhello");
+    assert!(!matches!(need, Need::Connect(_)), "{need:?}");
+    assert_eq!(harness.statuses(), [403]);
 }

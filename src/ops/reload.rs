@@ -18,8 +18,8 @@ use crate::site::Generation;
 
 /// Read `path` again and build the generation after `current` from it: restart-only settings
 /// keep their running values. The `mp` master calls it to validate a reload before it passes
-/// the reload on to its workers. `warn`: log each restart-only setting that differs (once per
-/// server: not again in each worker).
+/// the reload on to its workers. `warn`: log each restart-only setting that differs, and the new
+/// generation's warnings (once per server: not again in each worker).
 ///
 /// # Errors
 /// The file's error, or a document root that cannot be opened, as one line.
@@ -34,7 +34,14 @@ pub fn prepare(current: &Generation, path: &Path, warn: bool) -> Result<Generati
             );
         }
     }
-    Generation::build(config, current.number + 1).map_err(|error| error.to_string())
+    let generation =
+        Generation::build(config, current.number + 1).map_err(|error| error.to_string())?;
+    if warn {
+        for warning in &generation.warnings {
+            error::log(Level::Warn, format_args!("reload: {warning}"));
+        }
+    }
+    Ok(generation)
 }
 
 /// Reload from `path`. A worker (`Role::Worker`) reloads quietly: its master has checked the

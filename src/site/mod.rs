@@ -20,10 +20,12 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use crate::config::{Config, Handler, HostName, Hsts, LocationSettings, StaticOptions};
+use crate::config::{
+    ClientCertificates, Config, Handler, HostName, Hsts, LocationSettings, StaticOptions,
+};
 use crate::content::resolve::DocRoot;
 use crate::programs::cgi::Launcher;
-use crate::tls::{TlsContext, TlsError};
+use crate::tls::{TlsContext, TlsError, TlsInfo};
 use crate::upstream::Upstreams;
 use access::Access;
 pub use script::ScriptSplit;
@@ -42,6 +44,9 @@ pub struct Generation {
     pub launcher: Launcher,
     /// The TLS configurations (`None`: no TLS listener).
     pub tls: Option<Arc<TlsContext>>,
+    /// What deserves a word though it is no error (`config::warnings`, certificates outside
+    /// their dates): `ampd check` prints them, start-up and reload log them.
+    pub warnings: Vec<String>,
 }
 
 /// Building a generation failed: a document root cannot be opened, or a certificate used.
@@ -79,6 +84,10 @@ impl Generation {
         let upstreams = Upstreams::new(&config.upstreams);
         let launcher = Launcher::process(&config.cgi);
         let tls = TlsContext::build(&config).map_err(BuildError::Tls)?;
+        let mut warnings = crate::config::warnings(&config);
+        if let Some(tls) = &tls {
+            warnings.extend_from_slice(tls.warnings());
+        }
         Ok(Generation {
             number,
             config,
@@ -86,6 +95,7 @@ impl Generation {
             upstreams,
             launcher,
             tls,
+            warnings,
         })
     }
 }
@@ -174,8 +184,9 @@ struct SiteRoutes {
     extensions: Vec<Arc<Route>>,
     /// Longest prefix first.
     prefixes: Vec<Arc<Route>>,
-    /// The site asks TLS clients for certificates (its handshake policy, `tls::context`).
-    asks_client_certificates: bool,
+    /// Whether the site asks TLS clients for certificates (its handshake policy,
+    /// `tls::context`), and requires one.
+    client_certificates: CertificatePolicy,
 }
 
 #[derive(Debug)]
@@ -216,8 +227,11 @@ impl Sites {
                 exact: HashMap::new(),
                 extensions: Vec::new(),
                 prefixes: Vec::new(),
-                asks_client_certificates: site.tls.client_certificates
-                    != crate::config::ClientCertificates::Off,
+                client_certificates: match site.tls.client_certificates {
+                    ClientCertificates::Off => CertificatePolicy::Off,
+                    ClientCertificates::Optional { .. } => CertificatePolicy::Optional,
+                    ClientCertificates::Required { .. } => CertificatePolicy::Required,
+                },
             };
             // Index files a script location of this site runs are routed there, never sent.
             let script_indexes: Vec<String> = site
@@ -329,14 +343,39 @@ impl Sites {
             })
     }
 
-    /// Whether a request naming `host` over a handshake that named `server_name` (SNI) must be
-    /// refused as misdirected: they pick different sites and the request's site asks for
-    /// client certificates, which that handshake did not (nginx answers such requests `421`).
+    /// Whether a request naming `host` may be answered on a connection whose handshake
+    /// settled `tls` (`None`: plain HTTP or h2c). A site that asks for client certificates
+    /// answers only connections whose handshake was made for it (its SNI chose the same site),
+    /// else the check could be stepped around by naming one site in the handshake and another
+    /// in the request; one that requires them answers only connections that presented a
+    /// verified one. Every listener reaches every site, so this is the check that holds on
+    /// all of them, for HTTP/1 and HTTP/2 alike.
     #[must_use]
-    pub fn misdirected(&self, server_name: Option<&str>, host: Option<&[u8]>) -> bool {
+    pub fn client_certificate_check(
+        &self,
+        host: Option<&[u8]>,
+        tls: Option<&TlsInfo>,
+    ) -> CertificateCheck {
         let requested = self.site_for(host);
-        self.sites[requested].asks_client_certificates
-            && self.site_for(server_name.map(str::as_bytes)) != requested
+        let policy = self.sites[requested].client_certificates;
+        if policy == CertificatePolicy::Off {
+            return CertificateCheck::Pass;
+        }
+        match tls {
+            Some(tls)
+                if self.site_for(tls.server_name.as_deref().map(str::as_bytes)) != requested =>
+            {
+                CertificateCheck::Misdirected
+            }
+            // rustls refuses a handshake without one; checked again all the same.
+            Some(tls) if policy == CertificatePolicy::Required && tls.client.is_none() => {
+                CertificateCheck::Forbidden
+            }
+            Some(_) => CertificateCheck::Pass,
+            None if policy == CertificatePolicy::Required => CertificateCheck::Forbidden,
+            // "optional" lets in a client without one; plain HTTP is such a client.
+            None => CertificateCheck::Pass,
+        }
     }
 
     fn site_for(&self, host: Option<&[u8]>) -> usize {
@@ -374,6 +413,25 @@ fn x_sendfile_root(settings: &LocationSettings) -> Option<std::path::PathBuf> {
         Handler::Cgi => settings.cgi.as_ref()?.x_sendfile_root.clone(),
         Handler::Static | Handler::Status | Handler::Health => None,
     }
+}
+
+/// A site's client-certificate policy, as the request path needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CertificatePolicy {
+    Off,
+    Optional,
+    Required,
+}
+
+/// What `Sites::client_certificate_check` decided about a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CertificateCheck {
+    Pass,
+    /// `421 Misdirected Request` (RFC 9110 §15.5.20): the connection's handshake was made for
+    /// another site; a new connection naming this one gets its check.
+    Misdirected,
+    /// `403`: no verified client certificate on this connection.
+    Forbidden,
 }
 
 /// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.

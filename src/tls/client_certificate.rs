@@ -33,7 +33,7 @@ pub fn describe(der: &CertificateDer<'_>) -> Option<ClientCertificate> {
 /// attribute names (`CN`, `emailAddress`) or the dotted OID, values escaped (`escape_value`);
 /// an attribute OpenSSL does not know, or a value that is not a string, as `#` and its DER in
 /// hex (RFC 2253 §2.4).
-fn rfc2253(name: &X509Name<'_>) -> String {
+pub(super) fn rfc2253(name: &X509Name<'_>) -> String {
     let mut out = String::new();
     let attributes: Vec<(usize, &AttributeTypeAndValue<'_>)> = name
         .iter()
@@ -218,7 +218,7 @@ fn serial_hex(raw: &[u8]) -> String {
 
 /// A time as OpenSSL's `ASN1_TIME_print` writes it: `Nov 25 12:00:00 2026 GMT`, the day padded
 /// with a space.
-fn openssl_time(unix: i64) -> String {
+pub(super) fn openssl_time(unix: i64) -> String {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];

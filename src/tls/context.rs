@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
@@ -76,6 +76,8 @@ pub struct TlsContext {
     default: usize,
     /// Set when some site's certificate comes from ACME: TLS-ALPN-01 challenges are answered.
     acme: Option<AcmeChallenges>,
+    /// Certificates read outside their dates (`validity`), each file once.
+    warnings: Vec<String>,
 }
 
 impl fmt::Debug for TlsContext {
@@ -106,6 +108,7 @@ impl TlsContext {
         if !config.listen.iter().any(|listen| listen.tls) {
             return Ok(None);
         }
+        let mut files = Files::default();
         let policy = Policy::from_config(config)?;
         let default = config
             .sites
@@ -113,15 +116,15 @@ impl TlsContext {
             .position(|site| site.default)
             .unwrap_or(0);
         let tls_default = match &config.tls.certificate {
-            Some(files) => Some(load_certified_key(files, &policy.provider)?),
+            Some(certificate) => Some(files.certified_key(certificate, &policy.provider)?),
             None => None,
         };
         let acme = Arc::new(config.tls.acme.clone());
         let mut own = Vec::with_capacity(config.sites.len());
         for site in &config.sites {
             own.push(match &site.tls.certificate {
-                Some(CertificateSource::Files(files)) => Some(SiteCertificate::Fixed(
-                    load_certified_key(files, &policy.provider)?,
+                Some(CertificateSource::Files(certificate)) => Some(SiteCertificate::Fixed(
+                    files.certified_key(certificate, &policy.provider)?,
                 )),
                 Some(CertificateSource::Acme) => Some(SiteCertificate::Acme {
                     site: Arc::new(site.clone()),
@@ -144,7 +147,7 @@ impl TlsContext {
         let mut suffixes = Vec::new();
         for (index, (site, certificate)) in config.sites.iter().zip(own).enumerate() {
             sites.push(match certificate.or_else(|| fallback.clone()) {
-                Some(certificate) => Some(policy.server_config(site, certificate)?),
+                Some(certificate) => Some(policy.server_config(site, certificate, &mut files)?),
                 None => None,
             });
             for name in &site.names {
@@ -172,7 +175,15 @@ impl TlsContext {
                 provider: policy.provider.clone(),
                 versions: policy.versions,
             }),
+            warnings: files.warnings,
         })))
+    }
+
+    /// What was read and deserves a word (a certificate outside its dates), one line each,
+    /// naming the file: `ampd check` prints them, start-up and reload log them.
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The configuration for a connection whose ClientHello is `hello`; `None` refuses the
@@ -260,6 +271,7 @@ impl Policy {
         &self,
         site: &Site,
         certificate: SiteCertificate,
+        files: &mut Files,
     ) -> Result<Arc<ServerConfig>, TlsError> {
         let builder = ServerConfig::builder_with_provider(self.provider.clone())
             .with_protocol_versions(self.versions)
@@ -267,7 +279,7 @@ impl Policy {
         let builder = match &site.tls.client_certificates {
             ClientCertificates::Off => builder.with_no_client_auth(),
             ClientCertificates::Optional { ca } => {
-                let roots = read_roots(ca)?;
+                let roots = files.roots(ca)?;
                 builder.with_client_cert_verifier(
                     WebPkiClientVerifier::builder_with_provider(roots, self.provider.clone())
                         .allow_unauthenticated()
@@ -276,7 +288,7 @@ impl Policy {
                 )
             }
             ClientCertificates::Required { ca } => {
-                let roots = read_roots(ca)?;
+                let roots = files.roots(ca)?;
                 builder.with_client_cert_verifier(
                     WebPkiClientVerifier::builder_with_provider(roots, self.provider.clone())
                         .build()
@@ -422,51 +434,90 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path).map_err(|error| file_error(path, crate::config::plain(&error)))
 }
 
-/// A chain, its key (checked against the leaf) and the OCSP response to staple.
-fn load_certified_key(
-    files: &CertificateFiles,
-    provider: &CryptoProvider,
-) -> Result<Arc<CertifiedKey>, TlsError> {
-    let chain = read_chain(&files.certificate)?;
-    let key_pem = read(&files.key)?;
-    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|error| {
-        file_error(
-            &files.key,
-            format!("no private key in PEM (PKCS#8, PKCS#1 RSA or SEC1 EC): {error}"),
-        )
-    })?;
-    let signing_key = provider
-        .key_provider
-        .load_private_key(key)
-        .map_err(|error| file_error(&files.key, format!("not a usable private key: {error}")))?;
-    let mut certified = CertifiedKey::new(chain, signing_key);
-    match certified.keys_match() {
-        Ok(()) => {}
-        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
-            return Err(TlsError::KeyMismatch {
-                certificate: files.certificate.clone(),
-                key: files.key.clone(),
-            })
+/// Reads the certificate, key and CA files of a generation, noting the warnings they deserve.
+#[derive(Default)]
+struct Files {
+    warnings: Vec<String>,
+}
+
+impl Files {
+    /// A chain, its key (checked against the leaf) and the OCSP response to staple.
+    fn certified_key(
+        &mut self,
+        files: &CertificateFiles,
+        provider: &CryptoProvider,
+    ) -> Result<Arc<CertifiedKey>, TlsError> {
+        let chain = read_chain(&files.certificate)?;
+        self.note_dates("certificate", &files.certificate, &chain);
+        let key_pem = read(&files.key)?;
+        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|error| {
+            file_error(
+                &files.key,
+                match error {
+                    pem::Error::NoItemsFound => {
+                        "no private key in PEM (PKCS#8, PKCS#1 RSA or SEC1 EC)".to_owned()
+                    }
+                    error => pem_reason(&error),
+                },
+            )
+        })?;
+        let signing_key = provider
+            .key_provider
+            .load_private_key(key)
+            .map_err(|error| {
+                file_error(&files.key, format!("not a usable private key: {error}"))
+            })?;
+        let mut certified = CertifiedKey::new(chain, signing_key);
+        match certified.keys_match() {
+            Ok(()) => {}
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+                return Err(TlsError::KeyMismatch {
+                    certificate: files.certificate.clone(),
+                    key: files.key.clone(),
+                })
+            }
+            // The provider cannot tell (no public key for it): the handshake's signature is
+            // the check then, as in rustls's own `CertifiedKey::from_der`.
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
+            Err(error) => {
+                return Err(file_error(
+                    &files.certificate,
+                    format!("the first certificate is not a usable leaf: {error}"),
+                ))
+            }
         }
-        // The provider cannot tell (no public key for it): the handshake's signature is the
-        // check then, as in rustls's own `CertifiedKey::from_der`.
-        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
-        Err(error) => {
-            return Err(file_error(
-                &files.certificate,
-                format!("the first certificate is not a usable leaf: {error}"),
-            ))
+        if let Some(path) = &files.ocsp_response {
+            let response = read(path)?;
+            // An OCSPResponse is a DER SEQUENCE (RFC 6960 §4.2.1); a PEM or empty file is not.
+            if response.first() != Some(&0x30) {
+                return Err(file_error(path, "not a DER OCSP response"));
+            }
+            certified.ocsp = Some(response);
+        }
+        Ok(Arc::new(certified))
+    }
+
+    /// A CA file as trust anchors for client certificates.
+    fn roots(&mut self, path: &Path) -> Result<Arc<RootCertStore>, TlsError> {
+        let chain = read_chain(path)?;
+        self.note_dates("client_ca", path, &chain);
+        let mut roots = RootCertStore::empty();
+        for certificate in chain {
+            roots
+                .add(certificate)
+                .map_err(|error| file_error(path, format!("not a CA certificate: {error}")))?;
+        }
+        Ok(Arc::new(roots))
+    }
+
+    /// A file named by several sites is warned about once.
+    fn note_dates(&mut self, what: &str, path: &Path, chain: &[CertificateDer<'_>]) {
+        for warning in super::validity::warnings(what, path, chain, super::validity::now()) {
+            if !self.warnings.contains(&warning) {
+                self.warnings.push(warning);
+            }
         }
     }
-    if let Some(path) = &files.ocsp_response {
-        let response = read(path)?;
-        // An OCSPResponse is a DER SEQUENCE (RFC 6960 §4.2.1); a PEM or empty file is not.
-        if response.first() != Some(&0x30) {
-            return Err(file_error(path, "not a DER OCSP response"));
-        }
-        certified.ocsp = Some(response);
-    }
-    Ok(Arc::new(certified))
 }
 
 /// The certificates of a PEM file, at least one.
@@ -474,7 +525,7 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let pem = read(path)?;
     let chain = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| file_error(path, format!("not PEM certificates: {error}")))?;
+        .map_err(|error| file_error(path, pem_reason(&error)))?;
     if chain.is_empty() {
         return Err(file_error(
             path,
@@ -484,15 +535,24 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     Ok(chain)
 }
 
-/// A CA file as trust anchors for client certificates.
-fn read_roots(path: &Path) -> Result<Arc<RootCertStore>, TlsError> {
-    let mut roots = RootCertStore::empty();
-    for certificate in read_chain(path)? {
-        roots
-            .add(certificate)
-            .map_err(|error| file_error(path, format!("not a CA certificate: {error}")))?;
+/// What is wrong with a PEM file, in words (the parser's own message shows the labels as
+/// lists of bytes).
+pub(super) fn pem_reason(error: &pem::Error) -> String {
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_owned();
+    match error {
+        pem::Error::MissingSectionEnd { end_marker } => format!(
+            "a PEM section is cut short: no \"-----END {}-----\" line (is the file truncated?)",
+            text(end_marker)
+        ),
+        pem::Error::IllegalSectionStart { line } => {
+            format!("a malformed PEM line: \"{}\"", text(line).escape_debug())
+        }
+        pem::Error::Base64Decode(reason) => {
+            format!("the base64 inside a PEM section does not decode ({reason})")
+        }
+        pem::Error::NoItemsFound => "no PEM section of the kind expected".to_owned(),
+        other => format!("not PEM: {other}"),
     }
-    Ok(Arc::new(roots))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! * `tickets`: resumption ticket keys, shared by every loop and `mp` worker, rotated on a
 //!   schedule; the process's session cache.
 //! * `acme`: certificates obtained and renewed from an ACME directory (RFC 8555).
+//! * `validity`: warnings for certificates read from files outside their dates.
 //!
 //! Must not touch: sockets (the engine reads and writes them), HTTP (that is `conn`'s).
 
@@ -18,6 +19,7 @@ pub mod client_certificate;
 pub mod context;
 pub mod session;
 pub mod tickets;
+pub mod validity;
 
 pub use context::{TlsContext, TlsError};
 pub use session::TlsSession;

@@ -144,7 +144,7 @@ class Event:
     """What the server did next: a frame, a close, or nothing within the timeout."""
 
     def __init__(self, kind, frame=None, detail=""):
-        self.kind = kind  # "frame", "closed", "timeout"
+        self.kind = kind  # "frame", "closed", "timeout", "error"
         self.frame = frame
         self.detail = detail
 
@@ -153,6 +153,8 @@ class Event:
             return "Connection closed" + (" (%s)" % self.detail if self.detail else "")
         if self.kind == "timeout":
             return "Timeout"
+        if self.kind == "error":
+            return "Error: " + self.detail
         return describe(self.frame)
 
 
@@ -381,13 +383,19 @@ class Conn:
         if header is None:
             return Event("timeout")
         if len(header) < 9:
+            if self.buffer:  # part of a header, then the close: io.ReadFull's "unexpected EOF"
+                self.buffer = b""
+                return Event("error", detail="unexpected EOF (the connection closed in the middle of a frame header)")
             return Event("closed", detail=self.close_detail)
         length = int.from_bytes(header[:3], "big")
         body = self._read_exactly(length, deadline) if length else b""
         if body is None:
             return Event("timeout")
         if len(body) < length:
-            return Event("closed", detail="in the middle of a frame")
+            self.buffer = b""
+            # h2spec's framer reads the payload with io.ReadFull: "unexpected EOF", an error
+            # event, not a close (bytes that are no frames, an HTTP/1 answer, end up here).
+            return Event("error", detail="unexpected EOF (the connection closed in the middle of a frame)")
         kind, flags = header[3], header[4]
         stream = int.from_bytes(header[5:9], "big") & 0x7FFFFFFF
         try:
@@ -448,6 +456,8 @@ def expect_error(conn, expected, decisive):
             return
         if event.kind == "timeout":
             raise Failure(expected, last if last is not None else event)
+        if event.kind == "error":
+            raise Failure(expected, event)
         last = event
         if decisive(event.frame):
             return

@@ -12,6 +12,22 @@ pub fn write_self_signed(dir: &Path, stem: &str, names: &[&str]) -> (PathBuf, Pa
     write(dir, stem, &params)
 }
 
+/// As `write_self_signed`, valid from `not_before` to `not_after` (`(year, month, day)`, at
+/// midnight UTC): an expired certificate, or one not valid yet.
+pub fn write_self_signed_valid(
+    dir: &Path,
+    stem: &str,
+    names: &[&str],
+    not_before: (i32, u8, u8),
+    not_after: (i32, u8, u8),
+) -> (PathBuf, PathBuf) {
+    let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+    let mut params = CertificateParams::new(names).expect("certificate names");
+    params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+    params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+    write(dir, stem, &params)
+}
+
 /// `DIR/STEM.pem` (and its key): a CA certificate, for `client_ca`.
 pub fn write_ca(dir: &Path, stem: &str) -> PathBuf {
     let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");

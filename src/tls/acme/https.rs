@@ -59,7 +59,13 @@ impl Https {
         if let Some(path) = ca_root {
             let certificates = CertificateDer::pem_file_iter(path)
                 .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                .map_err(|error| format!("ca_root {}: {error}", path.display()))?;
+                .map_err(|error| {
+                    format!(
+                        "ca_root {}: {}",
+                        path.display(),
+                        super::super::context::pem_reason(&error)
+                    )
+                })?;
             let (added, _) = roots.add_parsable_certificates(certificates);
             if added == 0 {
                 return Err(format!("ca_root {}: no certificate", path.display()));

@@ -449,6 +449,7 @@ fn unreadable_and_unparsable_files_are_named() {
     let pki = Pki::new("bad");
     pki.leaf("a", &["a.test"]);
     std::fs::write(pki.path("garbage.pem"), "this is not PEM\n").unwrap();
+    std::fs::write(pki.path("cut.pem"), "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
     std::fs::write(
         pki.path("broken.pem"),
         "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n",
@@ -476,7 +477,13 @@ fn unreadable_and_unparsable_files_are_named() {
         (
             site("broken.pem", "a.key"),
             "broken.pem",
-            "not PEM certificates",
+            "the base64 inside a PEM section does not decode",
+        ),
+        // Words, not the parser's list of bytes.
+        (
+            site("cut.pem", "a.key"),
+            "cut.pem",
+            "a PEM section is cut short: no \"-----END CERTIFICATE-----\" line",
         ),
         (
             site("a.pem", "garbage.pem"),
@@ -706,7 +713,9 @@ fn certified(leaf: &Leaf) -> Arc<CertifiedKey> {
         key: leaf.key.clone(),
         ocsp_response: None,
     };
-    load_certified_key(&files, &crate::tls::provider()).unwrap()
+    Files::default()
+        .certified_key(&files, &crate::tls::provider())
+        .unwrap()
 }
 
 #[test]
