@@ -558,3 +558,24 @@ for_each_arch!(fn cgi_max_scripts_cap_answers_503(arch) {
     assert_eq!(after.status, 200, "{after:?}");
     assert_eq!(after.body_text(), "held\n");
 });
+
+/// Issue 35, item 25, on the default engine (the meta-variables are the engines' common
+/// work): an absolute-form target's authority replaces `Host` (RFC 9112 §3.2.2); ampd routes
+/// by it and the script's `HTTP_HOST` is it too, as `SERVER_NAME` is (nginx passes the same).
+#[test]
+fn an_absolute_form_targets_authority_is_the_scripts_http_host() {
+    let root = build_root();
+    let server = start(&root, "reactor", 16);
+    let mut conn = Conn::open(server.addr());
+    conn.send("GET http://b.test/cgi-bin/env.py HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let env = conn.read_proxied("GET");
+    assert_eq!(env.status, 200, "{env:?}\n{}", server.stderr());
+    let dump = env.body_text();
+    assert_eq!(dump_value(&dump, "SERVER_NAME"), Some("b.test"), "{dump}");
+    assert_eq!(dump_value(&dump, "HTTP_HOST"), Some("b.test"), "{dump}");
+    assert_eq!(
+        dump_value(&dump, "REQUEST_URI"),
+        Some("/cgi-bin/env.py"),
+        "{dump}"
+    );
+}

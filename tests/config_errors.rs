@@ -386,6 +386,11 @@ fn proxy_handler_errors() {
     ));
     assert_place(&line, "5:13", "site.location.websocket");
     assert!(line.contains("only for a proxy location"), "{line}");
+    let line = error_for(&format!(
+        "{SITE}[[site.location]]\npath = \"/a/\"\nunderscores_in_headers = true\n"
+    ));
+    assert_place(&line, "5:26", "site.location.underscores_in_headers");
+    assert!(line.contains("only for a proxy location"), "{line}");
     let with_pool = |key: &str| {
         format!(
             "{POOL}{SITE}[[site.location]]\npath = \"/a/\"\nproxy_pass = \"http://app\"\n{key}\n"

@@ -59,6 +59,7 @@ balance = "uri"
 root = "{www}"
 proxy_pass = "http://127.0.0.1:9200"
 forwarded_trust = ["10.0.0.0/8"]
+underscores_in_headers = true
 max_body = "10MiB"
 
 [[site.location]]
@@ -188,6 +189,7 @@ fn a_proxy_configuration_loads_into_the_typed_settings() {
     // Inherited from the site.
     assert_eq!(proxy.forwarded_trust.len(), 1);
     assert!(proxy.forwarded_trust[0].contains("10.1.2.3".parse().unwrap()));
+    assert!(proxy.underscores);
     assert_eq!(api.max_body, Some(100 << 20));
 
     let cached = location(&config, "/cache/");

@@ -350,3 +350,81 @@ fn helper_pids(pid: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// What became of one client of `proxied_load_under_a_small_descriptor_limit`.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    Status(u16),
+    /// `503` without `Retry-After`.
+    Unavailable503WithoutRetryAfter,
+    /// Closed without an answer: admission drops what is far past its cap.
+    Closed,
+}
+
+// Issue 35, item 19: `ulimit -n 256` and 200 clients at once, each proxied (the upstream holds
+// every answer 200 ms, so all are in flight together; `mt`, whose threads serve one connection
+// at a time, takes 200 x 200 ms / 8 threads). A proxied connection holds two descriptors, its
+// client's and its upstream's: the connection cap counts both, and says so at start; a client
+// past it gets `503` with `Retry-After` (or, far past it, a close), never a `502` because the
+// upstream socket could not be made.
+for_each_arch!(fn proxied_load_under_a_small_descriptor_limit(arch) {
+    use support::proxy::{location, pool};
+    use support::upstream::{RawUpstream, Reply};
+    const CLIENTS: usize = 200;
+    let root = TempRoot::new();
+    let upstream = RawUpstream::start(|_| {
+        Reply::Delay(Duration::from_millis(200), Box::new(Reply::ok("app", "ok")))
+    });
+    let config = write_config(
+        &root,
+        arch,
+        &format!(
+            "{}\n[[site]]\nroot = \"www\"\n\n{}",
+            pool("app", &[upstream.addr()], "max_fails = 0\ntries = 1"),
+            location("/", "app", "")
+        ),
+    );
+    let server = Server::start(
+        Options::config_file(&config).wrapped(["prlimit", "--nofile=256:256", "--"]),
+    );
+    let mut clients: Vec<std::net::TcpStream> = (0..CLIENTS)
+        .map(|index| {
+            let mut stream = std::net::TcpStream::connect(server.addr()).expect("connect");
+            stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            // A refused or dropped client may be gone before its request is written.
+            let _ = std::io::Write::write_all(&mut stream, &build_request("GET", &format!("/{index}"), &[("Connection", "close")]));
+            stream
+        })
+        .collect();
+    let outcomes = tally_outcomes(clients.iter_mut().map(|stream| {
+        let mut wire = Vec::new();
+        let _ = std::io::Read::read_to_end(stream, &mut wire);
+        let text = String::from_utf8_lossy(&wire);
+        match text.split_whitespace().nth(1).and_then(|code| code.parse().ok()) {
+            None => Outcome::Closed,
+            Some(503) if !text.to_ascii_lowercase().contains("\r\nretry-after:") => {
+                Outcome::Unavailable503WithoutRetryAfter
+            }
+            Some(status) => Outcome::Status(status),
+        }
+    }));
+    let log = server.stderr();
+    assert!(
+        outcomes.keys().all(|outcome| matches!(outcome, Outcome::Status(200 | 503) | Outcome::Closed)),
+        "{arch}: {outcomes:?}\n{log}"
+    );
+    assert!(outcomes.contains_key(&Outcome::Status(200)), "{arch}: {outcomes:?}\n{log}");
+    assert!(
+        log.contains("2 descriptors each"),
+        "{arch}: the effective cap is not logged at start:\n{log}"
+    );
+    assert_eq!(get(server.addr(), "/after").status, 200, "{arch}: still serving");
+});
+
+fn tally_outcomes(outcomes: impl IntoIterator<Item = Outcome>) -> BTreeMap<Outcome, usize> {
+    let mut counts = BTreeMap::new();
+    for outcome in outcomes {
+        *counts.entry(outcome).or_insert(0) += 1;
+    }
+    counts
+}

@@ -5,7 +5,9 @@
 //! pool with `keepalive`, a directory's index script), `X-Accel-Redirect` and `X-Sendfile`
 //! handing a file to the static path, 10 MiB uploads (raw and multipart, checked by sha256 in
 //! PHP) and a chunked one, PHP's messages on FastCGI's stderr stream in the error log, a body
-//! over `max_body` refused (413), and 502 once php-fpm is gone.
+//! over `max_body` refused (413), a script that is not there answered `404` by ampd (an upload
+//! with a `.php` segment after it included) unless `fastcgi_check_script = false`, and 502
+//! once php-fpm is gone.
 
 mod support;
 
@@ -28,12 +30,14 @@ fn build(root: &TempRoot) -> PhpFpm {
     install_php(root, "shop");
     root.file("app/style.css", "body { color: teal }\n");
     root.file("protected/report.txt", "the protected report\n");
+    root.file("uploads/x.jpg", "<?php echo 'the upload ran'; ?>\n");
     root.outside_file("files/doc.txt", "a document from the sendfile root\n");
     root.outside_file("secret.txt", SECRET);
     PhpFpm::start(&root.outside_dir().join("fpm"))
 }
 
-/// `.php` anywhere through the socket; `/app/` static with the front controller as fallback;
+/// `.php` anywhere through the socket, each script looked up first (`/unchecked/` passes any
+/// `.php` path on); `/app/` static with the front controller as fallback;
 /// `/shop/` running one script through pool `php` (kept connections, FCGI_KEEP_CONN).
 fn start(root: &TempRoot, arch: &str, fpm: &PhpFpm) -> Server {
     let socket = fpm.address();
@@ -50,6 +54,12 @@ keepalive = 2
 [[site]]
 root = "www"
 index = ["index.php", "index.html"]
+
+[[site.location]]
+path = "/unchecked/"
+extension = ".php"
+fastcgi_pass = "{socket}"
+fastcgi_check_script = false
 
 [[site.location]]
 extension = ".php"
@@ -157,8 +167,27 @@ for_each_arch!(fn php_fpm_answers(arch) {
         server.stderr()
     );
 
-    // No such script: php-fpm's 404 reaches the client.
-    assert_eq!(fetch(server.addr(), "GET", "/missing.php", &[]).status, 404);
+    // No such script: ampd answers 404 itself (nginx's `try_files $fastcgi_script_name =404`)
+    // and php-fpm never hears of it (no "Primary script unknown" on its stderr stream). An
+    // upload with a `.php` segment after it never reaches php-fpm either, whose
+    // `cgi.fix_pathinfo` would walk back to the upload.
+    for path in ["/missing.php", "/uploads/x.jpg/a.php", "/php/missing.php/x"] {
+        let missing = fetch(server.addr(), "GET", path, &[]);
+        assert_eq!(missing.status, 404, "{path}: {missing:?}");
+        let body = missing.body_text();
+        for php in ["File not found.", "Access denied.", "the upload ran"] {
+            assert!(!body.contains(php), "{path} reached php-fpm: {missing:?}");
+        }
+    }
+    assert!(
+        !server.stderr().contains("Primary script unknown"),
+        "a missing script reached php-fpm:\n{}",
+        server.stderr()
+    );
+    // Where scripts are not checked (php-fpm on another machine), php-fpm answers.
+    let unchecked = fetch(server.addr(), "GET", "/unchecked/missing.php", &[]);
+    assert_eq!(unchecked.status, 404, "{unchecked:?}");
+    assert!(unchecked.body_text().contains("File not found."), "{unchecked:?}");
 
     // php-fpm gone: 502, and ampd keeps serving its own files.
     drop(fpm);

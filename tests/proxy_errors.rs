@@ -151,3 +151,33 @@ for_each_arch!(fn silence_is_504_reset_and_refused_are_502(arch) {
     let statuses: Vec<u16> = parse_all(&wire, "GET").iter().map(|r| r.status).collect();
     assert_eq!(statuses, [502, 502]);
 });
+
+// Issue 35, item 18, under every engine (each enforces the upstream's deadline): interim
+// responses do not hold a request past `read_timeout`, which runs from the end of the request
+// to the final response head (`504`), and they cannot go on for ever however fast they come
+// (past a cap, `502`); each is logged.
+for_each_arch!(fn endless_interim_responses_end_in_502_or_504(arch) {
+    let root = TempRoot::new();
+    let upstream = RawUpstream::start(|seen| {
+        let every = match seen.target.as_str() {
+            "/processing-fast" => Duration::from_millis(10),
+            _ => Duration::from_millis(150),
+        };
+        Reply::Repeat { bytes: b"HTTP/1.1 102 Processing\r\n\r\n".to_vec(), every }
+    });
+    let server = start(arch, &root, &upstream);
+    let started = Instant::now();
+    let capped = request(server.addr(), "GET", "/processing-fast", &[]);
+    assert_eq!(capped.status, 502, "{arch}: {capped:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{arch}: {:?}", started.elapsed());
+    let started = Instant::now();
+    let slow = request(server.addr(), "GET", "/processing-slow", &[]);
+    assert_eq!(slow.status, 504, "{arch}: {slow:?}");
+    // read_timeout is 700 ms: the 150 ms interims did not extend it.
+    assert!(started.elapsed() < Duration::from_secs(3), "{arch}: {:?}", started.elapsed());
+    assert!(
+        server.wait_for_stderr("interim responses", Duration::from_secs(5)),
+        "{arch}: the cap is logged: {}",
+        server.stderr()
+    );
+});

@@ -181,3 +181,109 @@ for_each_arch!(fn identical_duplicate_content_lengths_reach_the_upstream_once_or
     let targets: Vec<String> = upstream.requests().into_iter().map(|seen| seen.target).collect();
     assert!(targets.len() <= 2 && targets.last().map(String::as_str) == Some("/api/after"), "{targets:?}");
 });
+
+/// Issue 35, item 16, on the default engine (request semantics the engines share): a field
+/// named with `_` would reach a WSGI application as the `-` field it aliases
+/// (`X_Forwarded_For: 6.6.6.6` read as `HTTP_X_FORWARDED_FOR`, before ampd's own
+/// `X-Forwarded-For`), so it stays behind unless the location says `underscores_in_headers`;
+/// `X-Real-IP`, `X-Forwarded-Port` and `X-Forwarded-Prefix` from a client that is not trusted
+/// stay behind as its `X-Forwarded-For` does.
+#[test]
+fn underscored_names_and_a_clients_forwarding_claims_stay_behind() {
+    let root = TempRoot::new();
+    let upstream = RawUpstream::start(|_| Reply::ok("app", "ok"));
+    let server = proxy::start(
+        &root,
+        "reactor",
+        &pool("app", &[upstream.addr()], "max_fails = 0"),
+        &format!(
+            "{}{}",
+            location("/api/", "app", ""),
+            location("/legacy/", "app", "underscores_in_headers = true")
+        ),
+    );
+    let claims = [
+        ("X_Forwarded_For", "6.6.6.6"),
+        ("X-Real-IP", "6.6.6.6"),
+        ("X-Forwarded-Port", "1"),
+        ("X-Forwarded-Prefix", "/evil"),
+        ("X_Api_Key", "k"),
+        ("X-Kept", "yes"),
+    ];
+    assert_eq!(request(server.addr(), "GET", "/api/x", &claims).status, 200);
+    assert_eq!(
+        request(server.addr(), "GET", "/legacy/x", &claims).status,
+        200
+    );
+    let seen = upstream.wait_requests(2, WAIT);
+    let (api, legacy) = (&seen[0], &seen[1]);
+    assert_eq!(forwarded_for(api), "127.0.0.1", "{:?}", api.headers);
+    assert_eq!(api.header("x-kept"), Some("yes"));
+    for name in [
+        "x_forwarded_for",
+        "x-real-ip",
+        "x-forwarded-port",
+        "x-forwarded-prefix",
+        "x_api_key",
+    ] {
+        assert!(
+            api.values(name).is_empty(),
+            "{name} forwarded: {:?}",
+            api.headers
+        );
+    }
+    // With underscores_in_headers, other names with `_` pass; one that stands for a
+    // forwarding field ampd writes never does.
+    assert_eq!(
+        legacy.header("x_api_key"),
+        Some("k"),
+        "{:?}",
+        legacy.headers
+    );
+    assert!(
+        legacy.values("x_forwarded_for").is_empty(),
+        "{:?}",
+        legacy.headers
+    );
+    assert_eq!(forwarded_for(legacy), "127.0.0.1", "{:?}", legacy.headers);
+}
+
+/// Issue 35, items 20 and 21, on the default engine: `X-Sendfile` (a path on the upstream's
+/// disk) and `X-Accel-*` where the location does not act on them, and a 204's
+/// `Content-Length` (RFC 9110 §8.6), never reach the client.
+#[test]
+fn server_instructions_and_a_204s_length_stay_behind() {
+    let root = TempRoot::new();
+    let upstream = RawUpstream::start(|seen| match seen.target.as_str() {
+        "/empty" => Reply::raw("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nX-Kept: 1\r\n\r\n"),
+        _ => Reply::raw(
+            "HTTP/1.1 200 OK\r\nX-Sendfile: /etc/passwd\r\nX-Accel-Buffering: no\r\n\
+             X-Accel-Redirect: /etc/shadow\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nok",
+        ),
+    });
+    let server = proxy::start(
+        &root,
+        "reactor",
+        &pool("app", &[upstream.addr()], "max_fails = 0"),
+        &location("/", "app", "x_accel_redirect = false"),
+    );
+    let mut conn = Conn::open(server.addr());
+    let sent = conn.get("/file", &[]);
+    assert_eq!(
+        (sent.status, sent.body_text().as_str()),
+        (200, "ok"),
+        "{sent:?}"
+    );
+    assert_eq!(sent.header("x-kept"), Some("1"));
+    for name in ["x-sendfile", "x-accel-buffering", "x-accel-redirect"] {
+        assert!(
+            !sent.has_header(name),
+            "{name} reached the client: {sent:?}"
+        );
+    }
+    let empty = conn.get("/empty", &[]);
+    assert_eq!(empty.status, 204, "{empty:?}");
+    assert_eq!(empty.header("x-kept"), Some("1"));
+    assert!(!empty.has_header("content-length"), "{empty:?}");
+    assert_eq!(conn.get("/file", &[]).status, 200, "in step after the 204");
+}

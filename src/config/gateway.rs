@@ -37,6 +37,11 @@ pub struct FastCgiSettings {
     pub x_accel_redirect: bool,
     /// Honour `X-Sendfile` for files below this directory; `None`: off.
     pub x_sendfile_root: Option<PathBuf>,
+    /// `fastcgi_check_script`: where the request path names the script (an `extension`
+    /// location), answer `404` for a script that is not a file below the root instead of
+    /// passing it on (nginx's `try_files $fastcgi_script_name =404`). `None`: on when every
+    /// server of the pool shares ampd's file system (a unix socket, a loopback address).
+    pub check_script: Option<bool>,
 }
 
 /// What a `handler = "cgi"` location does (scripts are found below its `root` or `alias`).

@@ -1,6 +1,6 @@
 //! The keys of a `[[site]]` or `[[site.location]]` that make or shape a CGI or FastCGI location
-//! (`fastcgi_pass`, `extension`, `script`, `params`, `fallback`, `cgi_timeout`), with their
-//! errors.
+//! (`fastcgi_pass`, `extension`, `script`, `params`, `fallback`, `cgi_timeout`,
+//! `fastcgi_check_script`), with their errors.
 //!
 //! Owns: reading them into a `Partial`, resolving `fastcgi_pass` to a pool, and the checks that
 //! need the block (a `fastcgi_pass` beside another handler, `proxy_pass`, a redirect or a
@@ -107,6 +107,10 @@ impl Loader<'_> {
         if let Some(value) = &block.cgi_timeout {
             partial.cgi_timeout = Some(self.duration(value, &key("cgi_timeout"), false)?);
         }
+        partial.fastcgi_check_script = block
+            .fastcgi_check_script
+            .as_ref()
+            .map(|value| *value.get_ref());
         Ok(())
     }
 
@@ -251,7 +255,7 @@ impl Loader<'_> {
         let gateway = handlers
             .iter()
             .any(|handler| matches!(handler, Handler::FastCgi | Handler::Cgi));
-        let checks: [(Option<Range<usize>>, &str, bool, &str); 4] = [
+        let checks: [(Option<Range<usize>>, &str, bool, &str); 5] = [
             (
                 block.script.as_ref().map(Spanned::span),
                 "script",
@@ -269,6 +273,12 @@ impl Loader<'_> {
                 "cgi_timeout",
                 handlers.contains(&Handler::Cgi),
                 "only for a CGI location (handler = \"cgi\")",
+            ),
+            (
+                block.fastcgi_check_script.as_ref().map(Spanned::span),
+                "fastcgi_check_script",
+                handlers.contains(&Handler::FastCgi),
+                "only for a FastCGI location (fastcgi_pass)",
             ),
             (
                 block.fallback.as_ref().map(Spanned::span),
@@ -388,7 +398,8 @@ mod tests {
             Some(FastCgiSettings {
                 pool: 2,
                 x_accel_redirect: true,
-                x_sendfile_root: None
+                x_sendfile_root: None,
+                check_script: None,
             })
         );
         assert!(php.cgi.is_none() && php.proxy.is_none());
@@ -629,6 +640,11 @@ mod tests {
                 "x_accel_redirect",
                 "only for a proxy, FastCGI or CGI location",
             ),
+            (
+                "handler = \"cgi\"\nfastcgi_check_script = false\n",
+                "fastcgi_check_script",
+                "only for a FastCGI location (fastcgi_pass)",
+            ),
         ] {
             let (_, found, found_message) = error(&with(lines));
             assert_eq!(found, format!("site.location.{key}"), "{lines}");
@@ -646,6 +662,39 @@ mod tests {
             "handler = \"cgi\"\nx_accel_redirect = false\nx_sendfile_root = \"/tmp\"\n",
         ))
         .unwrap();
+    }
+
+    /// `fastcgi_check_script` is a FastCGI location's (inherited from its site); unset, the
+    /// pool's servers decide (`site::Sites::build`), except that with no root there are no
+    /// files to check.
+    #[test]
+    fn fastcgi_check_script_is_read_and_inherited() {
+        let config = load(&format!(
+            "{SITE}fastcgi_pass = \"127.0.0.1:9000\"\nfastcgi_check_script = false\n\
+             [[site.location]]\nextension = \".php\"\n\
+             [[site.location]]\npath = \"/own/\"\nextension = \".php\"\nfastcgi_check_script = true\n"
+        ))
+        .unwrap();
+        let check = |path: &str| {
+            location(&config, path, Some(".php"))
+                .fastcgi
+                .as_ref()
+                .unwrap()
+                .check_script
+        };
+        assert_eq!(check("/"), Some(false));
+        assert_eq!(check("/own/"), Some(true));
+        let config = load(
+            "[[site]]\nhandler = \"health\"\n[[site.location]]\nextension = \".php\"\n\
+             fastcgi_pass = \"unix:/run/php.sock\"\n",
+        )
+        .unwrap();
+        let php = location(&config, "/", Some(".php"));
+        assert_eq!(
+            php.fastcgi.as_ref().unwrap().check_script,
+            Some(false),
+            "no root"
+        );
     }
 
     #[test]

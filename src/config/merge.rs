@@ -46,6 +46,7 @@ pub(super) struct Partial {
     pub x_accel_redirect: Option<bool>,
     pub x_sendfile_root: Option<PathBuf>,
     pub forwarded_trust: Option<Vec<AddressRange>>,
+    pub underscores_in_headers: Option<bool>,
     /// The pool `fastcgi_pass` names (an index into `Config::upstreams`).
     pub fastcgi_pass: Option<usize>,
     /// Never inherited (a location's routing): only a location sets it.
@@ -54,6 +55,7 @@ pub(super) struct Partial {
     pub params: Option<Vec<(String, String)>>,
     pub fallback: Option<String>,
     pub cgi_timeout: Option<Duration>,
+    pub fastcgi_check_script: Option<bool>,
 }
 
 impl Partial {
@@ -96,6 +98,8 @@ pub(super) fn finish(
         Handler::Proxy => Some(proxy(&mut location, site)?),
         _ => None,
     };
+    // Without a root there are no files to find a script among (SCRIPT_FILENAME names none).
+    let has_root = location.root.is_some() || site.root.is_some();
     let fastcgi = match handler {
         Handler::FastCgi => Some(FastCgiSettings {
             pool: location
@@ -104,6 +108,10 @@ pub(super) fn finish(
                 .ok_or(Unfinished::MissingFastCgiPass)?,
             x_accel_redirect: x_accel_redirect.unwrap_or(true),
             x_sendfile_root: x_sendfile_root.clone(),
+            check_script: location
+                .fastcgi_check_script
+                .or(site.fastcgi_check_script)
+                .or((!has_root).then_some(false)),
         }),
         _ => None,
     };
@@ -224,6 +232,10 @@ fn proxy(location: &mut Partial, site: &Partial) -> Result<ProxySettings, Unfini
         .x_sendfile_root
         .take()
         .or_else(|| site.x_sendfile_root.clone());
+    proxy.underscores = location
+        .underscores_in_headers
+        .or(site.underscores_in_headers)
+        .unwrap_or(proxy.underscores);
     if let Some(trust) = location
         .forwarded_trust
         .take()

@@ -572,6 +572,28 @@ impl LocationSettings {
 }
 
 impl Config {
+    /// Descriptors one connection may hold at once: its socket, and where some location passes
+    /// requests to another program (proxy, FastCGI, CGI) the socket to that program as well.
+    /// The connection cap under `RLIMIT_NOFILE` counts them (`content::descriptors`).
+    #[must_use]
+    pub fn descriptors_per_connection(&self) -> u64 {
+        let relays = self
+            .sites
+            .iter()
+            .flat_map(|site| &site.locations)
+            .any(|location| {
+                matches!(
+                    location.settings.handler,
+                    Handler::Proxy | Handler::FastCgi | Handler::Cgi
+                )
+            });
+        if relays {
+            2
+        } else {
+            1
+        }
+    }
+
     /// The number `threads` stands for under the chosen architecture (see `Config::threads`).
     #[must_use]
     pub fn thread_count(&self) -> usize {

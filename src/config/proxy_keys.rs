@@ -1,6 +1,6 @@
 //! The keys of a `[[site]]` or `[[site.location]]` that make or shape a proxy location
 //! (`proxy_pass`, `proxy_host`, `websocket`, `x_accel_redirect`, `x_sendfile_root`,
-//! `forwarded_trust`), and the two any location may set for it (`max_body`, `internal`), with
+//! `forwarded_trust`, `underscores_in_headers`), and the two any location may set for it (`max_body`, `internal`), with
 //! their errors.
 //!
 //! Owns: reading them into a `Partial` and the checks that need the block (a proxy handler
@@ -80,6 +80,10 @@ impl Loader<'_> {
         if let Some(list) = &block.forwarded_trust {
             partial.forwarded_trust = Some(self.addresses(list, &key("forwarded_trust"))?);
         }
+        partial.underscores_in_headers = block
+            .underscores_in_headers
+            .as_ref()
+            .map(|value| *value.get_ref());
         Ok(())
     }
 
@@ -185,6 +189,10 @@ fn proxy_only_key(block: &RawBlock) -> Option<(Range<usize>, &'static str)> {
         (
             block.forwarded_trust.as_ref().map(Spanned::span),
             "forwarded_trust",
+        ),
+        (
+            block.underscores_in_headers.as_ref().map(Spanned::span),
+            "underscores_in_headers",
         ),
     ]
     .into_iter()

@@ -375,6 +375,7 @@ pub(super) struct RawBlock {
     pub(super) x_accel_redirect: Field<bool>,
     pub(super) x_sendfile_root: Field<String>,
     pub(super) forwarded_trust: Field<Vec<String>>,
+    pub(super) underscores_in_headers: Field<bool>,
     // Both, for CGI and FastCGI locations (`gateway_keys.rs`); `extension` in a location only.
     pub(super) fastcgi_pass: Field<String>,
     pub(super) extension: Field<String>,
@@ -382,4 +383,5 @@ pub(super) struct RawBlock {
     pub(super) params: Field<BTreeMap<String, String>>,
     pub(super) fallback: Field<String>,
     pub(super) cgi_timeout: Field<Quantity>,
+    pub(super) fastcgi_check_script: Field<bool>,
 }

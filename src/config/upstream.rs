@@ -170,6 +170,9 @@ pub struct ProxySettings {
     /// Clients whose `X-Forwarded-For` / `Forwarded` chain is kept and appended to; from anyone
     /// else the chain is replaced (a client could claim any address).
     pub forwarded_trust: Vec<AddressRange>,
+    /// Pass request fields whose names hold `_` (`underscores_in_headers`, nginx's directive of
+    /// that name); off, they stay behind.
+    pub underscores: bool,
 }
 
 impl ProxySettings {
@@ -184,6 +187,7 @@ impl ProxySettings {
             x_accel_redirect: true,
             x_sendfile_root: None,
             forwarded_trust: Vec::new(),
+            underscores: false,
         }
     }
 }

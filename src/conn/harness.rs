@@ -365,6 +365,8 @@ impl Harness {
                 pool: 0,
                 x_accel_redirect: true,
                 x_sendfile_root: None,
+                // Nothing below /srv/www: a test that checks scripts turns it on with a root.
+                check_script: Some(false),
             });
             location.script.extension = Some(".php".to_owned());
             location.static_files.root = "/srv/www".into();

@@ -40,6 +40,7 @@ use crate::content::caches::Caches;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::job::{Job, JobDone};
 use crate::content::path::CleanPath;
+use crate::content::resolve::DocRoot;
 use crate::content::serve::{DiskAccess, Sink};
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
@@ -184,6 +185,20 @@ struct Pending {
     resolved: Option<Arc<Resolved>>,
     /// The translation was tried again after the process ran out of descriptors (once).
     retried: bool,
+    /// A FastCGI request whose script `path` is looked up below `route.script_root` before
+    /// the application hears of it (`handler::proxy`); `None`: a static file's translation.
+    script: Option<handler::proxy::ScriptCheck>,
+}
+
+impl Pending {
+    /// The root `path` is looked up below.
+    fn root(&self) -> Option<&Arc<DocRoot>> {
+        if self.script.is_some() {
+            self.route.script_root.as_ref()
+        } else {
+            self.route.root.as_ref()
+        }
+    }
 }
 
 /// A request held while a helper checks its password.
@@ -711,7 +726,7 @@ impl Conn {
                     // Out of descriptors: close cached files and translate once more before
                     // answering 503.
                     context.caches.relieve("open");
-                    if let (false, Some(root)) = (pending.retried, pending.route.root.clone()) {
+                    if let (false, Some(root)) = (pending.retried, pending.root().cloned()) {
                         let job = Job::Resolve {
                             root,
                             path: pending.path.clone(),
@@ -726,13 +741,17 @@ impl Conn {
                     }
                 }
                 let resolved = Arc::new(resolved);
-                if let Some(root) = &pending.route.root {
+                if let Some(root) = pending.root() {
                     context
                         .caches
                         .remember(root.id, pending.path.as_str(), &resolved);
                 }
-                let disk = context.disk;
-                self.respond(*pending, resolved, context, disk)
+                if pending.script.is_some() {
+                    self.script_checked(*pending, &resolved.resolution, context)
+                } else {
+                    let disk = context.disk;
+                    self.respond(*pending, resolved, context, disk)
+                }
             }
             JobDone::Loaded { file, data } => {
                 let resolved = pending.resolved.clone()?;

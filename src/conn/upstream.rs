@@ -83,6 +83,9 @@ pub enum Release {
 pub(super) enum Failure {
     /// No socket could be made, or `connect` failed (refused, unreachable, no such socket).
     Connect(io::ErrorKind),
+    /// No socket could be made because the process (`EMFILE`) or the system (`ENFILE`) has no
+    /// descriptor left: ampd's passing state, not the upstream's fault.
+    OutOfDescriptors,
     /// Reading or writing failed (reset, broken pipe).
     Io(io::ErrorKind),
     /// The upstream closed before the response was complete.
@@ -133,6 +136,9 @@ pub(super) struct Link {
     pub failure: Option<Failure>,
     /// When the link was opened, or bytes last moved on it.
     pub moved: Instant,
+    /// When the last byte queued so far was written (or the link was opened): once the whole
+    /// request is queued, when it had all gone out.
+    pub drained: Instant,
     /// Bytes read from the upstream in all.
     pub received: u64,
     /// Nothing more will be queued: once `out` is written, the engine shuts down the write
@@ -153,6 +159,7 @@ impl Link {
             finished: false,
             failure: None,
             moved: now,
+            drained: now,
             received: 0,
             output_ended: false,
         }
@@ -222,9 +229,13 @@ impl Conn {
         }
     }
 
-    fn proxy_open_failed(&mut self, kind: io::ErrorKind) {
+    fn proxy_open_failed(&mut self, error: &io::Error) {
         if self.awaiting_link.take().is_some() {
-            self.open_failure = Some(Failure::Connect(kind));
+            self.open_failure = Some(if ampd_sys::errno::out_of_descriptors(error) {
+                Failure::OutOfDescriptors
+            } else {
+                Failure::Connect(error.kind())
+            });
         }
     }
 
@@ -277,6 +288,9 @@ impl Conn {
             link.sent = (link.sent + count).min(link.out.len());
             if count > 0 {
                 link.moved = Instant::now();
+                if link.pending() == 0 {
+                    link.drained = link.moved;
+                }
             }
         }
     }
@@ -330,12 +344,13 @@ impl Conn {
                 };
                 link.failure.get_or_insert(failure);
             }
-            None => self.proxy_open_failed(error.kind()),
+            None => self.proxy_open_failed(error),
         }
     }
 
     /// When the exchange's current timeout runs out: connecting, the upstream taking request
-    /// bytes, or sending response bytes. `None` while nothing is awaited from the upstream
+    /// bytes, or sending response bytes (for an HTTP upstream's head, counted from the end of
+    /// the request: `proxy_read_deadline`). `None` while nothing is awaited from the upstream
     /// (the client is slow: its own send timeout governs).
     #[must_use]
     pub fn upstream_deadline(&self) -> Option<Instant> {
@@ -353,7 +368,7 @@ impl Conn {
             return Some(link.moved + link.timeouts.send);
         }
         self.proxy_reads_upstream()
-            .then_some(link.moved + link.timeouts.read)
+            .then(|| self.proxy_read_deadline(link))
     }
 
     /// The engine saw `upstream_deadline` pass.

@@ -24,7 +24,11 @@ impl CacheBudget {
     #[must_use]
     pub fn of(config: &Config, in_process: usize, in_all: usize) -> CacheBudget {
         CacheBudget {
-            descriptors: cache_descriptors(config.admission.max_connections, in_process),
+            descriptors: cache_descriptors(
+                config.admission.max_connections,
+                config.descriptors_per_connection(),
+                in_process,
+            ),
             file_cache: FileCacheSize::choose(
                 config.caches.file_cache_bytes,
                 cgroup_memory_limit(),

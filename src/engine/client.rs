@@ -245,7 +245,13 @@ fn admit(
     }
     let limits = &config.admission;
     let cap = |why: Shed| match why {
-        Shed::Connections => format!("max_connections = {}", limits.max_connections),
+        Shed::Connections => match control.admission.cap(limits) {
+            cap if cap < limits.max_connections => format!(
+                "the connection cap {cap} (max_connections = {}, lowered for RLIMIT_NOFILE)",
+                limits.max_connections
+            ),
+            _ => format!("max_connections = {}", limits.max_connections),
+        },
         Shed::Address => format!(
             "max_connections_per_address = {}",
             limits.max_connections_per_address

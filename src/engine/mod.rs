@@ -336,7 +336,15 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
         _ => 1,
     };
     if let Some(nofile) = nofile {
-        start.shared.admission.limit_descriptors(nofile, processes);
+        let config = &start.generation.config;
+        let per_connection = config.descriptors_per_connection();
+        let cap = start.shared.admission.limit_descriptors(
+            nofile,
+            processes,
+            per_connection,
+            &config.admission,
+        );
+        announce_connection_cap(config, nofile, processes, per_connection, cap);
     }
     announce_cache_sizes(&start.generation.config, &bound);
     if bound.arch == Arch::Mp {
@@ -380,6 +388,43 @@ pub fn run(start: Start, bound: Bound) -> io::Result<()> {
 }
 
 /// Say at start-up how a memory limit sized the caches (each engine sizes its own the same way).
+/// Say at start-up (an info line) that the descriptor limit holds the connection cap below
+/// `max_connections`, and why: the refusals that follow name the cap in force, and without
+/// this line a `503` under `max_connections = 100000` would be a riddle.
+fn announce_connection_cap(
+    config: &Config,
+    nofile: u64,
+    processes: usize,
+    per_connection: u64,
+    cap: usize,
+) {
+    let max_connections = config.admission.max_connections;
+    if cap >= max_connections {
+        return;
+    }
+    let scope = if processes > 1 {
+        format!(" ({} per worker process)", cap / processes)
+    } else {
+        String::new()
+    };
+    let each = if per_connection > 1 {
+        format!(
+            "{per_connection} descriptors each: a location passes requests to another program, \
+             whose socket a connection holds as well"
+        )
+    } else {
+        "1 descriptor each".to_owned()
+    };
+    crate::log::error::log(
+        crate::config::Level::Info,
+        format_args!(
+            "RLIMIT_NOFILE {nofile}: at most {cap} connections at once{scope}, below \
+             max_connections = {max_connections} ({each}; half the limit is kept for files \
+             and the rest)"
+        ),
+    );
+}
+
 fn announce_cache_sizes(config: &Config, bound: &Bound) {
     let (sets, unit) = match bound.arch {
         Arch::Sped | Arch::Amped => (1, "loop"),

@@ -123,12 +123,34 @@ impl Admission {
         }
     }
 
-    /// Keep the global cap below what the descriptor limit allows: half of `RLIMIT_NOFILE` per
-    /// process, the other half left for open files, cached descriptors, helpers and logs.
-    pub fn limit_descriptors(&self, nofile: u64, processes: usize) {
-        let per_process = usize::try_from(nofile / 2).unwrap_or(usize::MAX).max(16);
-        let cap = per_process.saturating_mul(processes.max(1));
+    /// Keep the global cap below what the descriptor limit allows: connections whose
+    /// `per_connection` descriptors each fit in half of `RLIMIT_NOFILE` per process
+    /// (`content::descriptors::connection_cap`), the other half left for open files, cached
+    /// descriptors, helpers and logs. Returns the cap now in force (also `max_connections`,
+    /// when that is lower).
+    pub fn limit_descriptors(
+        &self,
+        nofile: u64,
+        processes: usize,
+        per_connection: u64,
+        limits: &config::Admission,
+    ) -> usize {
+        let per_process = crate::content::descriptors::connection_cap(nofile, per_connection);
+        let cap = usize::try_from(per_process)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(processes.max(1));
         self.descriptor_cap.store(cap, Ordering::Relaxed);
+        self.cap(limits)
+    }
+
+    /// The global connection cap in force: `max_connections`, lowered by the descriptor limit
+    /// (`limit_descriptors`).
+    #[must_use]
+    pub fn cap(&self, limits: &config::Admission) -> usize {
+        match self.descriptor_cap.load(Ordering::Relaxed) {
+            0 => limits.max_connections,
+            descriptors => limits.max_connections.min(descriptors),
+        }
     }
 
     /// Open connections now, in all processes.
@@ -150,11 +172,7 @@ impl Admission {
             cell: None,
         };
         let open = self.open();
-        let mut cap = limits.max_connections;
-        let descriptors = self.descriptor_cap.load(Ordering::Relaxed);
-        if descriptors > 0 {
-            cap = cap.min(descriptors);
-        }
+        let cap = self.cap(limits);
         if open > cap + cap / 8 + 16 {
             return Admit::Drop(Shed::Connections);
         }

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::config::{
     ClientCertificates, Config, Handler, HostName, Hsts, LocationSettings, StaticOptions,
+    UpstreamAddress,
 };
 use crate::content::resolve::DocRoot;
 use crate::programs::cgi::Launcher;
@@ -108,6 +109,10 @@ pub struct Route {
     pub settings: LocationSettings,
     /// The opened root (or alias directory) of a static location.
     pub root: Option<Arc<DocRoot>>,
+    /// A FastCGI extension location's root (or alias directory), opened when scripts are
+    /// checked (`fastcgi_check_script`): a request's script is looked up below it through the
+    /// path cache before the application hears of it.
+    pub script_root: Option<Arc<DocRoot>>,
     /// `headers` rendered as `Name: value\r\n` lines, once.
     pub extra_headers: Box<[u8]>,
     /// The site's `Strict-Transport-Security: ...\r\n` (RFC 6797), rendered once; empty when
@@ -281,6 +286,19 @@ impl Sites {
                     }
                     _ => None,
                 };
+                let script_root = if checks_scripts(config, &location.settings) {
+                    let directory = location.settings.static_files.root.clone();
+                    Some(Arc::new(
+                        DocRoot::open(script_options(directory.clone())).map_err(|error| {
+                            BuildError::Root {
+                                root: directory,
+                                error,
+                            }
+                        })?,
+                    ))
+                } else {
+                    None
+                };
                 let mut extra_headers = Vec::new();
                 for (name, value) in &location.settings.headers {
                     extra_headers.extend_from_slice(name.as_bytes());
@@ -294,6 +312,7 @@ impl Sites {
                     access: Access::new(&location.settings.access),
                     settings: location.settings.clone(),
                     root,
+                    script_root,
                     extra_headers: extra_headers.into_boxed_slice(),
                     strict_transport_security: strict_transport_security.clone(),
                     https_redirect: https_redirect.clone(),
@@ -402,6 +421,43 @@ impl Sites {
             .iter()
             .find(|(suffix, _)| name.ends_with(suffix.as_str()))
             .map_or(self.default, |(_, index)| *index)
+    }
+}
+
+/// Whether a FastCGI location checks that a request's script exists before passing it on:
+/// only where the request path names the script (an `extension` location; a front
+/// controller's `script` is the configuration's, a mounted application's path names no file),
+/// as `fastcgi_check_script` says, by default where every server of its pool sees ampd's
+/// files: a unix socket or a loopback address (a server elsewhere may have other files at the
+/// same paths).
+fn checks_scripts(config: &Config, settings: &LocationSettings) -> bool {
+    let Some(fastcgi) = &settings.fastcgi else {
+        return false;
+    };
+    settings.script.extension.is_some()
+        && fastcgi.check_script.unwrap_or_else(|| {
+            config.upstreams.get(fastcgi.pool).is_some_and(|pool| {
+                pool.servers.iter().all(|server| match &server.address {
+                    UpstreamAddress::Unix(_) => true,
+                    UpstreamAddress::Tcp(address) => address.ip().is_loopback(),
+                })
+            })
+        })
+}
+
+/// How scripts are looked up below a FastCGI location's root: as the application will open
+/// them, symlinks followed (a deployment's `current -> releases/7` is common) and no index,
+/// listing or sibling looked for (the path names one file).
+fn script_options(root: std::path::PathBuf) -> StaticOptions {
+    StaticOptions {
+        root,
+        index: Vec::new(),
+        autoindex: false,
+        dotfiles: true,
+        follow_symlinks: true,
+        userdir: None,
+        precompressed: false,
+        script_indexes: Vec::new(),
     }
 }
 
@@ -578,6 +634,7 @@ mod tests {
             pool: 0,
             x_accel_redirect: true,
             x_sendfile_root: Some(dir.clone()),
+            check_script: None,
         });
         let mut cgi = location("/cgi-bin/", false, &dir);
         cgi.settings.handler = Handler::Cgi;

@@ -180,6 +180,7 @@ mod tests {
             access: Access::new(&settings.access),
             settings,
             root: None,
+            script_root: None,
             extra_headers: Box::default(),
             strict_transport_security: Box::default(),
             https_redirect: None,

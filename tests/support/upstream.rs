@@ -3,7 +3,8 @@
 //! re-serialised head, the stripped hop-by-hop fields, `X-Forwarded-For`, one framing), parses
 //! the requests in them strictly (counting every request, so a smuggled second one shows), and
 //! answers each with a scripted `Reply`: fixed bytes (malformed responses included), a close or a
-//! reset mid-body, a delay, no answer at all, or a large body generated as it is sent.
+//! reset mid-body, a delay, no answer at all, the same bytes over and over (interim responses
+//! that never end), or a large body generated as it is sent.
 //! Owns: its listener, its connection threads (all stopped on Drop). Must not touch: ampd.
 
 use std::io::{self, Read, Write};
@@ -72,6 +73,9 @@ pub enum Reply {
     Delay(Duration, Box<Reply>),
     /// Never answer: hold the connection until the peer closes it or the upstream stops.
     Never,
+    /// Write these bytes every `every`, for ever: until the peer closes or the upstream stops
+    /// (an interim response that never ends in a final one).
+    Repeat { bytes: Vec<u8>, every: Duration },
     /// `200` with `Content-Length: N` and `N` bytes of `pattern(offset)`, produced as they are
     /// written (nothing of it held); the connection stays open.
     Generated(u64),
@@ -392,6 +396,13 @@ fn perform(wire: &mut Wire, shared: &Shared, reply: Reply) -> io::Result<bool> {
             // Keep reading (and recording) until the peer goes or the upstream stops.
             while wire.fill(shared)? > 0 {}
             Ok(false)
+        }
+        Reply::Repeat { bytes, every } => {
+            // `send` fails once the peer has gone (EPIPE, reset) or the upstream stops.
+            loop {
+                send(wire, shared, &bytes)?;
+                thread::sleep(every);
+            }
         }
         Reply::Generated(len) => {
             send_generated(wire, shared, len, len)?;

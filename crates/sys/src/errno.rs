@@ -8,7 +8,7 @@ use std::io;
 
 /// errno values a caller names in its own messages, or hands to [`crate::seccomp::deny`]; the
 /// classes below are for deciding what to do.
-pub use libc::{EINVAL, ENOSYS, EPERM};
+pub use libc::{EINVAL, EMFILE, ENOSYS, EPERM};
 
 /// The process (`EMFILE`) or the system (`ENFILE`) has no descriptor left: closing files this
 /// process holds open (the caches) is what frees one.

@@ -5,7 +5,7 @@
 //! Owns: the names, their values and what is never passed (`HTTP_PROXY`: the httpoxy class of
 //! attacks, where an application takes a client's `Proxy:` header for its own outbound proxy;
 //! fields with `_` in their names, which would alias `-` ones; the body's fields, which have
-//! their own variables). Must not touch: processes and sockets (`crate::programs`, the engine).
+//! their own variables; a `Host` that an absolute-form target's authority replaces). Must not touch: processes and sockets (`crate::programs`, the engine).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -180,12 +180,22 @@ fn tls_variables(tls: &TlsInfo, set: &mut impl FnMut(&str, &[u8])) {
     set("SSL_CLIENT_CERT", client.pem.as_bytes());
 }
 
-/// `HTTP_*` for each request field (RFC 3875 §4.1.18), repeated fields joined.
+/// `HTTP_*` for each request field (RFC 3875 §4.1.18), repeated fields joined. An
+/// absolute-form target's authority replaces `Host` (RFC 9112 §3.2.2): it is what ampd routed
+/// by and what `SERVER_NAME` says, so `HTTP_HOST` is it too (nginx's `$http_host` likewise).
 fn http_variables(head: &RequestHead, variables: &mut Vec<(Vec<u8>, Vec<u8>)>) {
     let first = variables.len();
+    let authority = match split_target(&head.target) {
+        Some((Some(authority), _, _)) => Some(authority),
+        _ => None,
+    };
+    if let Some(authority) = authority {
+        variables.push((b"HTTP_HOST".to_vec(), authority.as_bytes().to_vec()));
+    }
     for header in &head.headers {
         let name = &*header.name;
         if name.contains('_')
+            || (authority.is_some() && name.eq_ignore_ascii_case("host"))
             || name.eq_ignore_ascii_case("proxy")
             || name.eq_ignore_ascii_case("content-length")
             || name.eq_ignore_ascii_case("content-type")
@@ -257,6 +267,7 @@ mod tests {
             access: Access::new(&settings.access),
             settings,
             root: None,
+            script_root: None,
             extra_headers: Box::default(),
             strict_transport_security: Box::default(),
             https_redirect: None,
@@ -407,6 +418,34 @@ mod tests {
         ] {
             assert_eq!(get(absent), None, "{absent}");
         }
+    }
+
+    /// RFC 9112 §3.2.2: an absolute-form target's authority replaces `Host`; ampd routes by
+    /// it, so the program is told it in both `SERVER_NAME` and `HTTP_HOST` (as nginx does).
+    #[test]
+    fn an_absolute_form_authority_is_the_http_host() {
+        let route = route("/", Handler::Cgi, ScriptSettings::default());
+        let head = head(
+            "http://b.test:8080/x?q",
+            &[("Host", "a.test"), ("host", "c.test")],
+        );
+        let variables = meta_variables(
+            &Request {
+                head: &head,
+                requested: None,
+                clean: "/x",
+                client: "127.0.0.1:1".parse().unwrap(),
+                server: "127.0.0.1:80".parse().unwrap(),
+                content_length: None,
+                user: None,
+                tls: None,
+            },
+            &route,
+            None,
+        );
+        assert_eq!(lookup(&variables, "SERVER_NAME"), Some("b.test"));
+        assert_eq!(lookup(&variables, "HTTP_HOST"), Some("b.test:8080"));
+        assert_eq!(lookup(&variables, "REQUEST_URI"), Some("/x?q"));
     }
 
     #[test]

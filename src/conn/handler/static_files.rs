@@ -65,6 +65,7 @@ impl Conn {
             redirect: redirect_base,
             resolved: None,
             retried: false,
+            script: None,
         };
         let now = context.clock.now();
         let previous = match context.caches.lookup(root.id, pending.path.as_str(), now) {

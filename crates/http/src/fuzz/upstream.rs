@@ -104,7 +104,7 @@ fn check_end_to_end(head: &ResponseHead) {
 /// # Panics
 /// Only when an invariant is violated.
 pub fn forward_request(head: &RequestHead) {
-    for trust_incoming in [false, true] {
+    for (trust_incoming, underscores) in [(false, false), (true, true)] {
         let forward = ForwardRequest {
             method: &head.method,
             target: &head.target,
@@ -116,6 +116,7 @@ pub fn forward_request(head: &RequestHead) {
             client_host: head.host(),
             trust_incoming,
             upgrade: None,
+            underscores,
             keep_alive: head.keep_alive,
         };
         let mut out = Vec::new();

@@ -6,8 +6,9 @@
 //! does; it says here how the body will be framed).
 //!
 //! Never the client's raw bytes: the request line is always `HTTP/1.1`, `Host` comes first,
-//! hop-by-hop fields and the client's framing are dropped, and exactly one framing field is
-//! written from `body`. However the client framed its request, the upstream sees one message
+//! hop-by-hop fields and the client's framing are dropped, so are names with `_` (unless the
+//! location passes them) and an untrusted client's forwarding claims, and exactly one framing
+//! field is written from `body`. However the client framed its request, the upstream sees one message
 //! framed one way, so no second request can hide in the first.
 
 use std::net::IpAddr;
@@ -17,7 +18,7 @@ use crate::response::{write_decimal, write_header};
 use crate::token::is_field_value;
 
 use super::forwarded::forwarding_fields;
-use super::hop::{is_hop_by_hop, named_by_connection};
+use super::hop::{is_hop_by_hop, named_by_connection, ConnectionOptions};
 
 /// How the request body is framed towards the upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,6 +68,11 @@ pub struct ForwardRequest<'a> {
     /// The protocol to upgrade to (`"websocket"`) when the location tunnels; `None` drops the
     /// client's `Upgrade`.
     pub upgrade: Option<&'a str>,
+    /// Pass the client's fields whose names hold `_` (nginx's `underscores_in_headers on`);
+    /// otherwise they are dropped. Either way a name that, `_` read as `-`, is a field dropped
+    /// here (`X_Forwarded_For`) is dropped: a CGI-style gateway (WSGI, Rack) reads both names
+    /// as one variable (`HTTP_X_FORWARDED_FOR`), so it would pass for the field ampd remade.
+    pub underscores: bool,
     /// Ask the upstream to keep the connection for the next request (`Connection:
     /// keep-alive`) or to close it after the response.
     pub keep_alive: bool,
@@ -85,6 +91,32 @@ const REMADE: [&str; 7] = [
     "x-forwarded-host",
 ];
 
+/// The client's own account of where the request came from, besides the chains ampd remakes
+/// (`X-Real-IP` as nginx's `real_ip` module and many applications read it; the port and path
+/// prefix a front proxy saw): from a client that is not trusted (`trust_incoming`) they are
+/// claims anyone can make, dropped as its `X-Forwarded-For` is; a trusted proxy's are passed.
+const CLIENT_CLAIMS: [&str; 3] = ["x-real-ip", "x-forwarded-port", "x-forwarded-prefix"];
+
+/// Whether the client's field `name` stays behind (see `write_request`).
+fn dropped(name: &str, request: &ForwardRequest<'_>, connection: &ConnectionOptions<'_>) -> bool {
+    let stays = |name: &str| {
+        is_hop_by_hop(name)
+            || REMADE
+                .iter()
+                .any(|remade| remade.eq_ignore_ascii_case(name))
+            || connection.names(name)
+            || (!request.trust_incoming
+                && CLIENT_CLAIMS
+                    .iter()
+                    .any(|claim| claim.eq_ignore_ascii_case(name)))
+    };
+    if name.contains('_') {
+        !request.underscores || stays(name) || stays(&name.replace('_', "-"))
+    } else {
+        stays(name)
+    }
+}
+
 /// Appends the request head for the upstream to `out`.
 ///
 /// Order: request line; `Host`; the client's end-to-end fields in the order received; the
@@ -100,14 +132,8 @@ pub fn write_request(request: &ForwardRequest<'_>, out: &mut Vec<u8>) {
 
     let connection = named_by_connection(request.client_headers);
     for header in request.client_headers {
-        let name = &*header.name;
-        let dropped = is_hop_by_hop(name)
-            || REMADE
-                .iter()
-                .any(|remade| remade.eq_ignore_ascii_case(name))
-            || connection.names(name);
-        if !dropped {
-            push_field(out, name, &header.value);
+        if !dropped(&header.name, request, &connection) {
+            push_field(out, &header.name, &header.value);
         }
     }
     for (name, value) in forwarding_fields(request) {

@@ -22,6 +22,9 @@ impl Failure {
     fn describe(self) -> String {
         match self {
             Failure::Connect(kind) => format!("connect failed: {}", std::io::Error::from(kind)),
+            Failure::OutOfDescriptors => {
+                "no socket: out of file descriptors (RLIMIT_NOFILE)".to_owned()
+            }
             Failure::Io(kind) => format!("connection failed: {}", std::io::Error::from(kind)),
             Failure::Closed => "closed the connection".to_owned(),
             Failure::TimedOut => "timed out".to_owned(),
@@ -49,6 +52,13 @@ impl Conn {
         self.drop_link(Release::Close);
         if answering {
             return self.cut_short(proxy, &failure.describe(), context);
+        }
+        if failure == Failure::OutOfDescriptors {
+            // Neither the server's fault (it is not blamed) nor one another server would
+            // escape: the caches let go of files for the requests after this one, which is
+            // told to come back (`proxy_error` adds `Retry-After` to a 503).
+            context.caches.relieve("upstream socket");
+            return self.proxy_error(proxy, 503, &failure.describe(), context);
         }
         if !stale {
             proxy.report(Report::Failure);

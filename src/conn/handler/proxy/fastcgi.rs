@@ -19,7 +19,9 @@ use crate::config::Level;
 use crate::conn::handler::meta_variables::{self, ScriptPath};
 use crate::conn::handler::Routed;
 use crate::conn::Context;
+use crate::content::path::CleanPath;
 use crate::log::error;
+use crate::site::Route;
 use crate::upstream::Pool;
 
 /// An application's standard error line longer than this is logged in pieces.
@@ -74,6 +76,17 @@ impl Application {
 
     pub(super) fn script(&self) -> &ScriptPath {
         &self.script
+    }
+
+    /// The script's file as a path below the location's root (or alias directory), as
+    /// `Route::script_root` looks it up; `None` if it is not below it.
+    pub(super) fn script_below(&self, route: &Route) -> Option<CleanPath> {
+        let relative = self
+            .script
+            .filename
+            .strip_prefix(&route.settings.static_files.root)
+            .ok()?;
+        CleanPath::from_normalized(&format!("/{}", relative.to_str()?))
     }
 
     /// A new attempt (the first, or a retry on another server) starts from nothing.

@@ -296,3 +296,89 @@ fn a_request_over_tls_tells_the_application_so() {
     }
     assert_eq!(param(&params, "SSL_CLIENT_S_DN"), None);
 }
+
+/// Issue 35, item 25: an absolute-form target's authority replaces `Host` (RFC 9112 §3.2.2):
+/// the program's `HTTP_HOST` is the host ampd routed by, as `SERVER_NAME` is.
+#[test]
+fn an_absolute_form_target_s_authority_is_the_programs_http_host() {
+    let mut harness = Harness::fastcgi(|_| {});
+    let need = harness.feed(b"GET http://b.test:8080/index.php HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    harness.connect(&need);
+    let params = params(&records(&harness.upstream_take().0));
+    assert_eq!(param(&params, "SERVER_NAME"), Some("b.test"));
+    assert_eq!(param(&params, "HTTP_HOST"), Some("b.test:8080"));
+    assert_eq!(param(&params, "REQUEST_URI"), Some("/index.php"));
+}
+
+/// Issue 35, items 20 and 21: a program's `X-Sendfile` where the location has no
+/// `x_sendfile_root` stays behind; a `204` loses its `Content-Length`; a 1xx `Status` cannot be
+/// a final response (the client would wait for another), so it is an invalid answer.
+#[test]
+fn a_programs_fields_are_cleaned_like_an_upstreams() {
+    let answered = |stdout: &[u8]| {
+        let mut harness = Harness::fastcgi(|_| {});
+        let need = harness.feed(b"GET /a.php HTTP/1.1\r\nHost: a\r\n\r\n");
+        harness.connect(&need);
+        harness.upstream_take();
+        harness.upstream_reply(&answer(stdout, ProtocolStatus::RequestComplete));
+        String::from_utf8(harness.take_raw()).unwrap()
+    };
+    let raw = answered(b"Content-Type: text/plain\r\nX-Sendfile: /etc/passwd\r\n\r\nbody");
+    assert!(raw.starts_with("HTTP/1.1 200 "), "{raw}");
+    assert!(!raw.to_ascii_lowercase().contains("x-sendfile"), "{raw}");
+    assert!(!raw.contains("/etc/passwd"), "{raw}");
+
+    let raw = answered(b"Status: 204 No Content\r\nContent-Length: 3\r\n\r\n");
+    assert!(raw.starts_with("HTTP/1.1 204 "), "{raw}");
+    assert!(
+        !raw.to_ascii_lowercase().contains("content-length"),
+        "{raw}"
+    );
+
+    let raw = answered(b"Status: 103 Early Hints\r\nContent-Length: 3\r\n\r\nabc");
+    assert!(raw.starts_with("HTTP/1.1 502 "), "{raw}");
+}
+
+/// Issue 35, item 6: with `fastcgi_check_script` a script is looked up below the root (through
+/// the path cache, by a translation job) before the application hears of it: a missing one,
+/// and an upload with a `.php` segment after it (`cgi.fix_pathinfo` would walk back to the
+/// upload), are answered `404` by ampd, with no connection to the application.
+#[test]
+fn a_missing_script_is_a_404_without_asking_the_application() {
+    let dir = std::env::temp_dir().join(format!("ampd-script-check-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("up")).unwrap();
+    std::fs::write(dir.join("x.php"), "<?php echo 1;").unwrap();
+    std::fs::write(dir.join("up/x.jpg"), "<?php echo 'ran';").unwrap();
+    let root = dir.clone();
+    let mut harness = Harness::fastcgi(move |config| {
+        let location = config.serve_location();
+        location.static_files.root = root;
+        location.fastcgi.as_mut().unwrap().check_script = Some(true);
+    });
+    for _ in 0..2 {
+        // The second time from the path cache.
+        for path in ["/missing.php", "/up/x.jpg/a.php", "/up/missing.php/x"] {
+            let need = harness.feed(format!("GET {path} HTTP/1.1\r\nHost: a\r\n\r\n").as_bytes());
+            assert!(
+                !matches!(need, crate::conn::Need::Connect(_)),
+                "{path}: {need:?}"
+            );
+            assert_eq!(harness.statuses(), vec![404], "{path}");
+        }
+        let need = harness.feed(b"GET /x.php/a/b HTTP/1.1\r\nHost: a\r\n\r\n");
+        harness.connect(&need);
+        let params = params(&records(&harness.upstream_take().0));
+        assert_eq!(param(&params, "SCRIPT_NAME"), Some("/x.php"));
+        harness.upstream_reply(&answer(
+            b"Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
+            ProtocolStatus::RequestComplete,
+        ));
+        assert_eq!(harness.statuses(), vec![200]);
+        assert_eq!(harness.release(), Some(Release::Close));
+    }
+    // A body the missing script would have had: answered, and the connection ends.
+    let need = harness.feed(b"POST /missing.php HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n");
+    assert!(matches!(need, crate::conn::Need::Close(_)), "{need:?}");
+    assert_eq!(harness.statuses(), vec![404]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -119,6 +119,12 @@ impl Conn {
                     return self.local_redirect(proxy, target, context);
                 }
                 let head = head.into_response_head();
+                if head.status < 200 {
+                    // CGI has no interim responses (RFC 3875 §6.3.3): sent as the final one, a
+                    // 1xx would leave the client waiting for another response after it.
+                    let why = format!("a final response with status {}", head.status);
+                    return self.invalid_response(proxy, &why, context);
+                }
                 match response_body(&head, &proxy.exchange.head.method) {
                     Ok(body) => match self.deferred(proxy, &head, &body, context) {
                         Ok(step) => step,

@@ -7,6 +7,7 @@
 
 use std::net::IpAddr;
 
+use ampd_http::request::{Method, RequestHead};
 use ampd_http::response::{write_content_length, write_header, write_status_line};
 use ampd_http::upstream::{
     write_request, ForwardBody, ForwardRequest, Limits as ResponseLimits, ResponseHead,
@@ -74,21 +75,37 @@ pub(super) fn forward(forward: &Forward<'_>, out: &mut Vec<u8>) {
         client_host,
         trust_incoming,
         upgrade: forward.websocket.then_some("websocket"),
+        underscores: forward.settings.underscores,
         keep_alive: forward.keep_alive,
     };
     write_request(&request, out);
 }
 
-/// Whether an end-to-end field of the upstream's response is ampd's to write instead: the
-/// `Server` and `Date` ampd writes itself (as nginx does), and `X-Accel-*` instructions meant
-/// for ampd. (Hop-by-hop fields, those `Connection` names and the framing never reach here:
-/// `ResponseHead::end_to_end_headers`.)
+/// Instructions an upstream or a program gives its web server to send a file instead
+/// (Apache's and lighttpd's `X-Sendfile`, lighttpd's older names): acted on by `deferred.rs`
+/// where the location allows it, and never the client's to see (the value is a path on the
+/// server's disk).
+const SENDFILE_FIELDS: [&str; 4] = [
+    "x-sendfile",
+    "x-sendfile2",
+    "x-lighttpd-send-file",
+    "x-lighttpd-send-tempfile",
+];
+
+/// Whether an end-to-end field of the upstream's response is ampd's to write or to act on
+/// instead: the `Server` and `Date` ampd writes itself (as nginx does), `X-Accel-*` and
+/// `X-Sendfile` instructions meant for ampd (nginx likewise never passes `X-Accel-*` on),
+/// whether or not the location acts on them. (Hop-by-hop fields, those `Connection` names and
+/// the framing never reach here: `ResponseHead::end_to_end_headers`.)
 fn ampds_own(name: &str) -> bool {
     name.eq_ignore_ascii_case("server")
         || name.eq_ignore_ascii_case("date")
         || name
             .get(..8)
             .is_some_and(|prefix| prefix.eq_ignore_ascii_case("x-accel-"))
+        || SENDFILE_FIELDS
+            .iter()
+            .any(|field| field.eq_ignore_ascii_case(name))
 }
 
 /// The upstream's end-to-end fields but ampd's own; with `site_hsts`, its
@@ -106,10 +123,12 @@ fn end_to_end_headers(out: &mut Vec<u8>, head: &ResponseHead, site_hsts: bool) {
     }
 }
 
-/// The client's response head for an upstream `head` whose body goes out as `framing`.
+/// The client's response head for an upstream `head` answering `request`, whose body goes out
+/// as `framing`.
 pub(super) fn write_response_head(
     out: &mut Vec<u8>,
     head: &ResponseHead,
+    request: &RequestHead,
     framing: ClientFraming,
     response: &HeadContext<'_>,
 ) {
@@ -118,9 +137,7 @@ pub(super) fn write_response_head(
     end_to_end_headers(out, head, !response.strict_transport_security.is_empty());
     match framing {
         ClientFraming::Length | ClientFraming::None => {
-            // A length is the body's (or, for HEAD and 304, the representation's it
-            // describes): passed on as the upstream gave it, one value.
-            if let Some(length) = head.content_length() {
+            if let Some(length) = passed_length(head, request) {
                 write_content_length(out, length);
             }
         }
@@ -128,6 +145,26 @@ pub(super) fn write_response_head(
         ClientFraming::Close => {}
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// The upstream's `Content-Length` as the client may get it: the body's, or for a response to
+/// HEAD the representation's it describes, passed on as one value. RFC 9110 §8.6: never on a
+/// 1xx or a 204 (which have no content to measure); on a 304 only in answer to a conditional
+/// GET or HEAD (RFC 9110 §15.4.5), where it is the length of the representation the client
+/// holds; a 304 to anything else is no answer to a validator, and a length on it would
+/// describe nothing the client has.
+fn passed_length(head: &ResponseHead, request: &RequestHead) -> Option<u64> {
+    let length = head.content_length()?;
+    match head.status {
+        100..=199 | 204 => None,
+        304 => {
+            let conditional = matches!(request.method, Method::Get | Method::Head)
+                && (request.header("if-none-match").is_some()
+                    || request.header("if-modified-since").is_some());
+            conditional.then_some(length)
+        }
+        _ => Some(length),
+    }
 }
 
 /// The `101` passed to the client when a WebSocket tunnel opens.
@@ -150,6 +187,7 @@ mod tests {
     fn hop_by_hop_framing_and_connection_named_headers_stay_behind() {
         let wire = b"HTTP/1.1 200 OK\r\nConnection: x-secret\r\nKeep-Alive: 5\r\n\
             Transfer-Encoding: chunked\r\nServer: app\r\nX-Accel-Redirect: /a\r\n\
+            X-Sendfile: /etc/passwd\r\nx-lighttpd-send-file: /etc/group\r\n\
             x-secret: 1\r\nContent-Type: text/plain\r\nSet-Cookie: a=b\r\nETag: \"e\"\r\n\
             X-Accel: kept\r\n\r\n";
         let mut parser = ResponseParser::new(Limits {
@@ -169,6 +207,8 @@ mod tests {
             "content-length:",
             "server:",
             "x-accel-redirect:",
+            "x-sendfile:",
+            "x-lighttpd-send-file:",
             "x-secret:",
         ] {
             assert!(!out.contains(name), "{name} passed on: {out}");

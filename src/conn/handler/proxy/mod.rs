@@ -26,6 +26,7 @@ mod relay;
 mod tunnel;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use ampd_http::cgi::CgiParser;
 use ampd_http::request::{Method, Version};
@@ -33,8 +34,12 @@ use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponsePa
 
 use super::{Methods, Routed};
 use crate::conn::upstream::{Connect, Failure, Link, Release, Timeouts};
-use crate::conn::{Conn, Context, Ending, Exchange, Job, Need, RedirectBase, State};
+use crate::conn::{
+    Conn, Context, Ending, Exchange, Job, Need, Outcome, Pending, RedirectBase, State,
+};
+use crate::content::file::Resolution;
 use crate::content::path::{self, CleanPath};
+use crate::content::path_cache::Lookup;
 use crate::content::serve::Sink;
 use crate::response::Persistence;
 use crate::site::Route;
@@ -44,6 +49,16 @@ use relay::{BodyEncoding, BodyRefused, RequestRelay, ResponseRelay};
 /// Bytes queued towards either side past which the other side is not read: the bound on what
 /// one proxied connection buffers in each direction.
 pub(in crate::conn) const HIGH_WATER: usize = 64 << 10;
+
+/// Interim (1xx) responses one attempt takes before its final head: `100 Continue` and a few
+/// `103 Early Hints` are one or two, `102 Processing` one per some seconds of work. Past
+/// this the response is invalid (`502`), so an upstream cannot keep a request parsing heads
+/// for ever; `read_timeout` bounds the time they take (`proxy_read_deadline`).
+const MAX_INTERIM: usize = 32;
+
+/// A FastCGI request held while its script is looked up (`Conn::serve_fastcgi`).
+#[derive(Debug)]
+pub(in crate::conn) struct ScriptCheck(Box<fastcgi::Application>);
 
 /// One proxied request.
 #[derive(Debug)]
@@ -59,6 +74,8 @@ pub(in crate::conn) struct Proxy {
     reuse: bool,
     /// GET, HEAD, PUT, DELETE, OPTIONS, TRACE (RFC 9110 §9.2.2): safe to send again.
     idempotent: bool,
+    /// Interim responses the current attempt's upstream sent (`MAX_INTERIM`).
+    interim: usize,
     /// The client asked for a WebSocket and the location allows it.
     websocket: bool,
     stage: Stage,
@@ -155,20 +172,107 @@ impl Conn {
         None
     }
 
-    /// The FastCGI handler.
+    /// The FastCGI handler: where the location checks scripts (`Route::script_root`), the
+    /// script is looked up first, through the path cache or a translation job as a static
+    /// file is (never a `stat` on the event loop), and a request for one that is not there is
+    /// answered `404` here: nginx's `try_files $fastcgi_script_name =404`, without which
+    /// `/uploads/x.jpg/a.php` reaches php-fpm, whose `cgi.fix_pathinfo` walks back to the
+    /// upload and runs it unless `security.limit_extensions` stops it.
     pub(super) fn serve_fastcgi(
         &mut self,
         routed: Routed,
         context: &mut Context<'_>,
     ) -> Option<Job> {
-        match fastcgi::Application::new(&routed, context) {
-            Some(application) => {
-                let backend = Backend::FastCgi(Box::new(application));
-                self.start_exchange(routed.exchange, routed.route, backend, false);
-                None
+        let Some(application) = fastcgi::Application::new(&routed, context) else {
+            return self.answer(&routed.exchange, Some(&routed.route), 404, &[], context);
+        };
+        let Some(root) = routed.route.script_root.clone() else {
+            let backend = Backend::FastCgi(Box::new(application));
+            self.start_exchange(routed.exchange, routed.route, backend, false);
+            return None;
+        };
+        let Some(path) = application.script_below(&routed.route) else {
+            return self.answer(&routed.exchange, Some(&routed.route), 404, &[], context);
+        };
+        let Routed {
+            exchange,
+            route,
+            redirect,
+            ..
+        } = routed;
+        let pending = Pending {
+            exchange,
+            route,
+            path,
+            redirect,
+            resolved: None,
+            retried: false,
+            script: Some(ScriptCheck(Box::new(application))),
+        };
+        let previous =
+            match context
+                .caches
+                .lookup(root.id, pending.path.as_str(), context.clock.now())
+            {
+                Lookup::Fresh(resolved) => {
+                    let outcome = self.script_checked(pending, &resolved.resolution, context);
+                    return self.settle(outcome);
+                }
+                Lookup::Stale(previous) => Some(previous),
+                Lookup::Missing => None,
+            };
+        let job = Job::Resolve {
+            root,
+            path: pending.path.clone(),
+            watcher: context.caches.watcher.clone(),
+            previous,
+        };
+        self.settle(Outcome::NeedJob(job, Box::new(pending)))
+    }
+
+    /// The script of `pending` (a FastCGI request, `serve_fastcgi`) was looked up: run it if
+    /// it is a file (one ampd may not read is still the application's to judge), else answer.
+    pub(in crate::conn) fn script_checked(
+        &mut self,
+        pending: Pending,
+        resolution: &Resolution,
+        context: &mut Context<'_>,
+    ) -> Outcome {
+        let Pending {
+            exchange,
+            route,
+            script,
+            ..
+        } = pending;
+        let status = match resolution {
+            Resolution::File(_) | Resolution::Forbidden => {
+                if let Some(ScriptCheck(application)) = script {
+                    self.start_exchange(exchange, route, Backend::FastCgi(application), false);
+                    return Outcome::Routed(None);
+                }
+                500
             }
-            None => self.answer(&routed.exchange, Some(&routed.route), 404, &[], context),
-        }
+            Resolution::Failed => 500,
+            Resolution::Exhausted => 503,
+            Resolution::NotFound
+            | Resolution::AddSlash
+            | Resolution::Listing(_)
+            | Resolution::DirectoryForbidden
+            | Resolution::Script(_) => 404,
+        };
+        let retry = context
+            .config
+            .admission
+            .retry_after
+            .as_secs()
+            .max(1)
+            .to_string();
+        let extra: &[(&str, &[u8])] = if status == 503 {
+            &[("Retry-After", retry.as_bytes())]
+        } else {
+            &[]
+        };
+        Outcome::Routed(self.answer(&exchange, Some(&route), status, extra, context))
     }
 
     /// The CGI handler.
@@ -224,6 +328,7 @@ impl Conn {
             pick: None,
             reuse: true,
             idempotent,
+            interim: 0,
             websocket,
             stage: Stage::Connect,
         };
@@ -325,6 +430,7 @@ impl Conn {
                 if matches!(proxy.backend, Backend::Cgi(_)) && proxy.request.done() {
                     link.output_ended = true;
                 }
+                proxy.interim = 0;
                 proxy.stage = Stage::Head(parser);
                 Step::Again(proxy)
             }
@@ -453,7 +559,14 @@ impl Conn {
                     }
                     // Interim responses: ours went out already (`start_proxy`); others are
                     // not passed on.
-                    100..=199 if head.status != 101 => Step::Again(proxy),
+                    100..=199 if head.status != 101 => {
+                        proxy.interim += 1;
+                        if proxy.interim > MAX_INTERIM {
+                            let why = format!("more than {MAX_INTERIM} interim responses");
+                            return self.invalid_response(proxy, &why, context);
+                        }
+                        Step::Again(proxy)
+                    }
                     _ => {
                         let body = if head.status == 101 {
                             // A switch the client did not ask for (or may not have here).
@@ -512,7 +625,13 @@ impl Conn {
         );
         let out = self.output.bytes();
         let before = out.len();
-        head::write_response_head(out, head, relay.framing, &response.head);
+        head::write_response_head(
+            out,
+            head,
+            &proxy.exchange.head,
+            relay.framing,
+            &response.head,
+        );
         let head_bytes = (out.len() - before) as u64;
         proxy.stage = Stage::Body {
             relay,
@@ -642,6 +761,24 @@ impl Conn {
                     && output < HIGH_WATER
             }
             Stage::Connect | Stage::Opening => false,
+        }
+    }
+
+    /// When the upstream has waited too long to send (`upstream_deadline`, while it is read):
+    /// `read_timeout` after bytes last moved, except for an HTTP upstream's response head once
+    /// the whole request has gone out, which is due `read_timeout` after that, whatever comes
+    /// before it (interim responses, a head dribbled a byte at a time): otherwise an upstream
+    /// sending `102 Processing` every few seconds holds the request for ever.
+    pub(in crate::conn) fn proxy_read_deadline(&self, link: &Link) -> Instant {
+        let awaiting_head = matches!(
+            &self.state,
+            State::Proxying(proxy)
+                if matches!(proxy.stage, Stage::Head(HeadParser::Http(_))) && proxy.request.done()
+        );
+        if awaiting_head && link.pending() == 0 {
+            link.drained + link.timeouts.read
+        } else {
+            link.moved + link.timeouts.read
         }
     }
 

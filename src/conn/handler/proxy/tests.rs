@@ -371,3 +371,173 @@ fn a_client_that_closes_while_the_upstream_thinks_abandons_the_exchange() {
     harness.upstream_reply(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na");
     assert_eq!(harness.statuses(), vec![200]);
 }
+
+/// Issue 35, item 16: a field whose name has `_` would pass, in a WSGI or CGI-like upstream, for
+/// the `-` field it aliases (`X_Forwarded_For` reads as `HTTP_X_FORWARDED_FOR`); and the
+/// forwarding fields ampd does not remake (`X-Real-IP`, `X-Forwarded-Port`,
+/// `X-Forwarded-Prefix`) are a client's claims as much as `X-Forwarded-For` is.
+#[test]
+fn underscored_names_and_untrusted_forwarding_claims_stay_behind() {
+    let request = b"GET / HTTP/1.1\r\nHost: a.test\r\nX_Forwarded_For: 6.6.6.6\r\nX_Custom: 1\r\n\
+        X-Real-IP: 6.6.6.6\r\nX-Forwarded-Port: 1\r\nX-Forwarded-Prefix: /evil\r\nX-Kept: yes\r\n\r\n";
+    let mut harness = Harness::proxying(1, |_| {});
+    let need = harness.feed(request);
+    harness.connect(&need);
+    let sent = text(&harness.upstream_take().0);
+    assert!(sent.contains("X-Kept: yes\r\n"), "{sent}");
+    assert!(sent.contains("X-Forwarded-For: 127.0.0.1\r\n"), "{sent}");
+    for dropped in [
+        "X_Forwarded_For",
+        "X_Custom",
+        "X-Real-IP",
+        "X-Forwarded-Port",
+        "X-Forwarded-Prefix",
+        "6.6.6.6",
+    ] {
+        assert!(!sent.contains(dropped), "{dropped} forwarded: {sent}");
+    }
+
+    // From a trusted proxy, its view of the client is passed on.
+    let mut harness = Harness::proxying(1, |config| {
+        let proxy = config.serve_location().proxy.as_mut().unwrap();
+        proxy.forwarded_trust = vec![crate::config::AddressRange {
+            network: std::net::IpAddr::from([127, 0, 0, 0]),
+            prefix: 8,
+        }];
+    });
+    let need = harness.feed(request);
+    harness.connect(&need);
+    let sent = text(&harness.upstream_take().0);
+    for kept in [
+        "X-Real-IP: 6.6.6.6\r\n",
+        "X-Forwarded-Port: 1\r\n",
+        "X-Forwarded-Prefix: /evil\r\n",
+    ] {
+        assert!(sent.contains(kept), "{kept} dropped: {sent}");
+    }
+    assert!(!sent.contains("X_"), "{sent}");
+}
+
+/// Issue 35, item 20: where the location does not act on them, an upstream's `X-Sendfile` (a
+/// path on the server's disk) and `X-Accel-*` instructions never reach the client.
+#[test]
+fn x_sendfile_and_x_accel_fields_never_reach_the_client() {
+    let mut harness = Harness::proxying(1, |config| {
+        config
+            .serve_location()
+            .proxy
+            .as_mut()
+            .unwrap()
+            .x_accel_redirect = false;
+    });
+    let need = harness.feed(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    harness.connect(&need);
+    harness.upstream_take();
+    harness.upstream_reply(
+        b"HTTP/1.1 200 OK\r\nX-Sendfile: /etc/passwd\r\nX-Sendfile2: /etc/shadow 0-\r\n\
+          X-Lighttpd-Send-File: /etc/group\r\nX-Accel-Redirect: /internal\r\n\
+          X-Accel-Buffering: no\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nok",
+    );
+    let raw = text(&harness.take_raw());
+    assert!(raw.contains("X-Kept: 1\r\n"), "{raw}");
+    let lower = raw.to_ascii_lowercase();
+    for name in ["x-sendfile", "x-lighttpd-send-file", "x-accel-", "/etc/"] {
+        assert!(!lower.contains(name), "{name} reached the client: {raw}");
+    }
+}
+
+/// Issue 35, item 21: RFC 9110 §8.6 forbids `Content-Length` on a 204 (and a 1xx); a 304 may
+/// carry one only in answer to a conditional GET or HEAD, where it is the length of the
+/// representation the client holds.
+#[test]
+fn a_204_loses_its_framing_and_a_304_keeps_its_length_only_for_a_conditional_request() {
+    let exchange = |request: &[u8], reply: &[u8]| {
+        let mut harness = Harness::proxying(1, |_| {});
+        let need = harness.feed(request);
+        harness.connect(&need);
+        harness.upstream_take();
+        harness.upstream_reply(reply);
+        text(&harness.take_raw())
+    };
+    let get = b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n";
+    let raw = exchange(
+        get,
+        b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\nX-Kept: 1\r\n\r\n",
+    );
+    assert!(raw.starts_with("HTTP/1.1 204 "), "{raw}");
+    assert!(raw.contains("X-Kept: 1\r\n"), "{raw}");
+    assert!(
+        !raw.to_ascii_lowercase().contains("content-length"),
+        "{raw}"
+    );
+    assert!(
+        !raw.to_ascii_lowercase().contains("transfer-encoding"),
+        "{raw}"
+    );
+
+    let not_modified = b"HTTP/1.1 304 Not Modified\r\nETag: \"a\"\r\nContent-Length: 5\r\n\r\n";
+    let raw = exchange(get, not_modified);
+    assert!(raw.starts_with("HTTP/1.1 304 "), "{raw}");
+    assert!(
+        !raw.contains("Content-Length"),
+        "a 304 to an unconditional GET: {raw}"
+    );
+    let raw = exchange(
+        b"GET / HTTP/1.1\r\nHost: a.test\r\nIf-None-Match: \"a\"\r\n\r\n",
+        not_modified,
+    );
+    assert!(raw.contains("Content-Length: 5\r\n"), "{raw}");
+}
+
+/// Issue 35, item 19: no descriptor left for the upstream socket is the server's passing
+/// state, not the upstream's fault: `503` with `Retry-After`, and no other server is tried
+/// (it would fail the same way) nor blamed.
+#[test]
+fn no_descriptor_for_the_upstream_socket_is_a_503_with_retry_after() {
+    let mut harness = Harness::proxying(2, |_| {});
+    let need = harness.feed(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    assert!(matches!(need, Need::Connect(_)));
+    harness
+        .conn
+        .upstream_failed(&std::io::Error::from_raw_os_error(ampd_sys::errno::EMFILE));
+    let need = harness.run();
+    assert!(!matches!(need, Need::Connect(_)), "another server tried");
+    let responses = harness.take();
+    assert_eq!(responses.len(), 1);
+    assert_eq!(responses[0].status, 503);
+    assert!(
+        responses[0].header("retry-after").is_some(),
+        "{responses:?}"
+    );
+}
+
+/// Issue 35, item 18: interim responses neither extend `read_timeout` (it runs from the end
+/// of the request to the final head) nor go on for ever (past a cap, the response is invalid).
+#[test]
+fn interim_responses_neither_extend_the_read_timeout_nor_go_on_for_ever() {
+    let mut harness = Harness::proxying(1, |_| {});
+    let need = harness.feed(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    harness.connect(&need);
+    harness.upstream_take();
+    let deadline = harness
+        .conn
+        .upstream_deadline()
+        .expect("the head is awaited");
+    let later = std::time::Instant::now() + std::time::Duration::from_millis(2);
+    while std::time::Instant::now() < later {
+        std::hint::spin_loop();
+    }
+    harness.upstream_reply(b"HTTP/1.1 102 Processing\r\n\r\n");
+    assert_eq!(
+        harness.conn.upstream_deadline(),
+        Some(deadline),
+        "an interim response moved the deadline"
+    );
+    let mut interim = 1;
+    while harness.release().is_none() && interim < 10_000 {
+        harness.upstream_reply(b"HTTP/1.1 102 Processing\r\n\r\n");
+        interim += 1;
+    }
+    assert!(interim < 10_000, "interim responses are not capped");
+    assert_eq!(harness.statuses(), vec![502]);
+}

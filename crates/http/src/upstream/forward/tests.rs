@@ -31,6 +31,7 @@ fn request<'a>(method: &'a Method, headers: &'a [Header]) -> ForwardRequest<'a> 
         client_host: Some("example.com"),
         trust_incoming: false,
         upgrade: None,
+        underscores: false,
         keep_alive: true,
     }
 }
@@ -163,6 +164,60 @@ fn a_connection_named_forwarding_field_is_not_trusted() {
         head.contains("\r\nForwarded: for=6.6.6.6, for=192.0.2.7;proto=http;host=example.com\r\n"),
         "{head}"
     );
+}
+
+/// A name with `_` reaches a CGI-style gateway as the `-` one it aliases (WSGI's
+/// `HTTP_X_FORWARDED_FOR` for `X_Forwarded_For`): dropped (nginx's `underscores_in_headers
+/// off`), and with `underscores` on still dropped where the `-` name would be. `X-Real-IP`,
+/// `X-Forwarded-Port` and `X-Forwarded-Prefix` are a trusted proxy's to pass on only.
+#[test]
+fn underscored_names_and_forwarding_claims() {
+    let headers = fields(&[
+        ("X_Forwarded_For", "6.6.6.6"),
+        ("x_forwarded_host", "evil"),
+        ("Keep_Alive", "1"),
+        ("X_Api_Key", "k"),
+        ("X-Real-IP", "6.6.6.6"),
+        ("X-Forwarded-Port", "1"),
+        ("X-Forwarded-Prefix", "/evil"),
+        ("Connection", "X_Named"),
+        ("X_Named", "1"),
+        ("X-Kept", "yes"),
+    ]);
+    let mut forward = request(&Method::Get, &headers);
+    forward.client_host = None;
+    let end = "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n\
+               Forwarded: for=192.0.2.7;proto=http\r\nConnection: keep-alive\r\n\r\n";
+    assert_eq!(
+        written(&forward),
+        format!("GET /v1/items?x=1 HTTP/1.1\r\nHost: app.internal:9001\r\nX-Kept: yes\r\n{end}")
+    );
+    forward.underscores = true;
+    assert_eq!(
+        written(&forward),
+        format!(
+            "GET /v1/items?x=1 HTTP/1.1\r\nHost: app.internal:9001\r\nX_Api_Key: k\r\n\
+             X-Kept: yes\r\n{end}"
+        )
+    );
+    forward.trust_incoming = true;
+    let head = written(&forward);
+    for kept in [
+        "\r\nX_Api_Key: k\r\n",
+        "\r\nX-Real-IP: 6.6.6.6\r\n",
+        "\r\nX-Forwarded-Port: 1\r\n",
+        "\r\nX-Forwarded-Prefix: /evil\r\n",
+    ] {
+        assert!(head.contains(kept), "{kept:?} dropped: {head}");
+    }
+    for dropped in [
+        "X_Forwarded_For",
+        "x_forwarded_host",
+        "Keep_Alive",
+        "X_Named",
+    ] {
+        assert!(!head.contains(dropped), "{dropped} forwarded: {head}");
+    }
 }
 
 #[test]
@@ -360,6 +415,7 @@ proptest! {
         client in client_request(),
         trust_incoming in any::<bool>(),
         keep_alive in any::<bool>(),
+        underscores in any::<bool>(),
     ) {
         let (client_head, _) = parse_request(&client);
         let forward = ForwardRequest {
@@ -373,6 +429,7 @@ proptest! {
             client_host: client_head.host(),
             trust_incoming,
             upgrade: None,
+            underscores,
             keep_alive,
         };
         let mut out = Vec::new();
