@@ -5,7 +5,7 @@
 //! document root (`openat2(RESOLVE_BENEATH)`: a symlink, `..` or magic link cannot lead out of
 //! it; an absolute symlink naming a place inside it by the root's path is followed,
 //! `file::open_inside`), index files, precompressed siblings, directory listings, and `~user`
-//! directories.
+//! directories. A path with a trailing '/' names a directory or nothing.
 //! Must not touch: the caches (the event loop inserts what this returns).
 
 use std::ffi::OsStr;
@@ -87,6 +87,12 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
         Err(_) => return finish(Resolution::Failed, watch),
     };
     let resolution = match stat.kind {
+        // A trailing '/' names a directory (POSIX path resolution: `ENOTDIR` otherwise);
+        // nginx and Apache answer such a path 404 too. Served, `/file/` would be a second
+        // spelling of `/file` that no `exact` location for `/file` sees.
+        FileKind::Regular | FileKind::Symlink | FileKind::Other if clean.ends_with_slash() => {
+            Resolution::NotFound
+        }
         FileKind::Regular => static_file(
             anchor,
             relative,

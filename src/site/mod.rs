@@ -108,6 +108,24 @@ pub struct Route {
     pub access: Access,
 }
 
+/// A request path's location (`Sites::find`).
+#[derive(Clone, Copy, Debug)]
+pub struct Found<'a> {
+    pub route: &'a Arc<Route>,
+    /// The path is this location's without its trailing '/': the request is redirected to
+    /// the path with it rather than answered.
+    pub add_slash: bool,
+}
+
+impl<'a> Found<'a> {
+    fn at(route: &'a Arc<Route>) -> Found<'a> {
+        Found {
+            route,
+            add_slash: false,
+        }
+    }
+}
+
 /// Where a `redirect_https` site sends plain-HTTP requests: `https://HOST[:port]/target`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpsRedirect {
@@ -170,6 +188,9 @@ impl Route {
 #[derive(Debug)]
 struct SiteRoutes {
     exact: HashMap<String, Arc<Route>>,
+    /// The locations (exact or prefix) whose path ends in '/', by that path without it: a
+    /// request for `/api` is sent to the location `/api/` (`Found::add_slash`).
+    with_slash: HashMap<String, Arc<Route>>,
     /// `extension` locations, in file order (nginx tries its regex locations so).
     extensions: Vec<Arc<Route>>,
     /// Longest prefix first.
@@ -214,6 +235,7 @@ impl Sites {
             let https_redirect = HttpsRedirect::of(config, site);
             let mut routes = SiteRoutes {
                 exact: HashMap::new(),
+                with_slash: HashMap::new(),
                 extensions: Vec::new(),
                 prefixes: Vec::new(),
                 asks_client_certificates: site.tls.client_certificates
@@ -284,9 +306,24 @@ impl Sites {
                     strict_transport_security: strict_transport_security.clone(),
                     https_redirect: https_redirect.clone(),
                 });
+                let extension = location.settings.script.extension.is_some();
+                if let Some(without) = location.path.strip_suffix('/') {
+                    if !without.is_empty() && !extension {
+                        routes
+                            .with_slash
+                            .entry(without.to_owned())
+                            // An exact location for the same path is asked for first.
+                            .and_modify(|found| {
+                                if location.exact {
+                                    *found = route.clone();
+                                }
+                            })
+                            .or_insert_with(|| route.clone());
+                    }
+                }
                 if location.exact {
                     routes.exact.insert(location.path.clone(), route);
-                } else if location.settings.script.extension.is_some() {
+                } else if extension {
                     routes.extensions.push(route);
                 } else {
                     routes.prefixes.push(route);
@@ -309,24 +346,50 @@ impl Sites {
     /// The route for a request: site by `Host` (port and case ignored), location by path.
     #[must_use]
     pub fn route(&self, host: Option<&[u8]>, path: &str) -> &Arc<Route> {
+        self.find(host, path).route
+    }
+
+    /// The location of a normalised request path, in this order: an exact location for the
+    /// path, or for the path without its trailing '/' (`/secret.txt/` is the same resource as
+    /// `/secret.txt`, and a static file answers it `404`: one resource, one set of rules); the
+    /// first extension location that matches; a location whose path is this one with a '/'
+    /// added (`add_slash`: the request is sent there, nginx's answer for `/api` with a
+    /// `location /api/`); the longest prefix.
+    #[must_use]
+    pub fn find(&self, host: Option<&[u8]>, path: &str) -> Found<'_> {
         let site = &self.sites[self.site_for(host)];
-        if let Some(route) = site.exact.get(path) {
-            return route;
+        let without_slash = path.strip_suffix('/').filter(|without| !without.is_empty());
+        let exact = site
+            .exact
+            .get(path)
+            .or_else(|| site.exact.get(without_slash?));
+        if let Some(route) = exact {
+            return Found::at(route);
         }
         if let Some(route) = site
             .extensions
             .iter()
             .find(|route| route.matches_extension(path))
         {
-            return route;
+            return Found::at(route);
         }
-        site.prefixes
+        if without_slash.is_none() && !site.with_slash.is_empty() && path != "/" {
+            if let Some(route) = site.with_slash.get(path) {
+                return Found {
+                    route,
+                    add_slash: true,
+                };
+            }
+        }
+        let route = site
+            .prefixes
             .iter()
             .find(|route| path.starts_with(route.path.as_str()))
             .unwrap_or_else(|| {
                 // Every site has a "/" prefix location (config::load adds one).
                 site.prefixes.last().expect("every site has a / location")
-            })
+            });
+        Found::at(route)
     }
 
     /// Whether a request naming `host` over a handshake that named `server_name` (SNI) must be
@@ -429,7 +492,22 @@ mod tests {
         assert_eq!(route("a.test", "/static/img/1.png"), "/static/img/");
         assert_eq!(route("A.TEST:8080", "/static/x"), "/static/");
         assert_eq!(route("a.test", "/x"), "/x");
+        assert_eq!(route("a.test", "/x/"), "/x", "the same resource as /x");
         assert_eq!(route("a.test", "/xy"), "/");
+        assert_eq!(route("a.test", "/xy/"), "/");
+        let find = |path: &str| {
+            let found = sites.find(Some(b"a.test"), path);
+            (found.route.path.clone(), found.add_slash)
+        };
+        assert_eq!(find("/static"), ("/static/".to_owned(), true));
+        assert_eq!(find("/static/img"), ("/static/img/".to_owned(), true));
+        assert_eq!(find("/static/im"), ("/static/".to_owned(), false));
+        assert_eq!(
+            find("/x"),
+            ("/x".to_owned(), false),
+            "an exact location first"
+        );
+        assert_eq!(find("/"), ("/".to_owned(), false));
         assert_eq!(sites.site_for(Some(b"www.b.test")), 1);
         assert_eq!(sites.site_for(Some(b"other")), 1);
         assert_eq!(sites.site_for(None), 1);

@@ -11,7 +11,7 @@ use ampd_http::request::Method;
 
 use super::Routed;
 use crate::conn::reply::response_context;
-use crate::conn::route::ROUTING;
+use crate::conn::route::{with_slash, ROUTING};
 use crate::conn::{Conn, Context, Job, Outcome, Pending};
 use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
@@ -133,12 +133,10 @@ impl Conn {
                 }
             }
             Resolution::AddSlash => {
-                let mut location = pending.redirect.path.clone();
-                location.push('/');
-                if let Some(query) = &pending.redirect.query {
-                    location.push('?');
-                    location.push_str(query);
-                }
+                // The path the client asked for (an alias or a rewrite looks up another).
+                let asked = path::normalize(&pending.redirect.path, &ROUTING)
+                    .unwrap_or_else(|_| pending.path.clone());
+                let location = with_slash(&asked, pending.redirect.query.as_deref());
                 status_page::write(
                     out.bytes(),
                     301,
