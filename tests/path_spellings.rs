@@ -23,10 +23,12 @@ const FILES: &[(&str, &str)] = &[
     ("open.txt", "OPEN-BODY"),
     ("private/p.txt", "PRIVATE-BODY"),
     ("local/l.txt", "LOCAL-BODY"),
+    ("docs/index.html", "DOCS-INDEX-BODY"),
 ];
 
-/// `/secret.txt` exact with `deny = ["all"]`; `/admin.txt` exact and `/private/` with
-/// `basic_auth`; `/local/` allowing only an address the test never has.
+/// `/secret.txt` and `/docs/index.html` (an index file) exact with `deny = ["all"]`;
+/// `/admin.txt` exact and `/private/` with `basic_auth`; `/local/` allowing only an address
+/// the test never has.
 const LOCATIONS: &str = r#"
   [[site.location]]
   path = "/secret.txt"
@@ -45,6 +47,11 @@ const LOCATIONS: &str = r#"
   [[site.location]]
   path = "/local/"
   allow = ["10.0.0.0/8"]
+
+  [[site.location]]
+  path = "/docs/index.html"
+  exact = true
+  deny = ["all"]
 "#;
 
 /// (request target, status without credentials, status with alice's, the file a `200` carries
@@ -101,6 +108,13 @@ const SPELLINGS: &[(&str, u16, u16, &str)] = &[
     ("/local/l.txt/", 403, 403, ""),
     ("/%6cocal/l.txt", 403, 403, ""),
     ("/private/../local/l.txt", 403, 403, ""),
+    // A directory's index is the file its own path names, under that path's rules.
+    ("/docs/", 403, 403, ""),
+    ("/docs//", 403, 403, ""),
+    ("/docs/.", 403, 403, ""),
+    ("/docs/index.html", 403, 403, ""),
+    ("/docs", 301, 301, "/docs/"),
+    ("/%64ocs?x", 301, 301, "/docs/?x"),
     // No rule: the file, and no file under a trailing slash.
     ("/open.txt", 200, 200, "open.txt"),
     ("/open.txt/", 404, 404, ""),
@@ -132,7 +146,9 @@ fn check(
         .find(|(name, _)| *name == expected)
         .map(|(_, body)| *body);
     if status == 200 && expected_body != Some(body) {
-        failures.push(format!("{over} {target:?}: 200 with {body:?}, not {expected}"));
+        failures.push(format!(
+            "{over} {target:?}: 200 with {body:?}, not {expected}"
+        ));
     }
     if status == 301 && location != Some(expected) {
         failures.push(format!("{over} {target:?}: 301 to {location:?}"));

@@ -408,7 +408,7 @@ fn directory(
             format!("{relative}/{index}")
         };
         match open_regular(base, &candidate, options) {
-            Ok(Some(_)) if is_script(index, options) => {
+            Ok(Some(_)) if is_script(index, options) || options.routed_indexes.contains(index) => {
                 return Resolution::Script(index.as_str().into());
             }
             Ok(Some(found)) => {
@@ -541,6 +541,7 @@ mod tests {
                 userdir: None,
                 precompressed,
                 script_indexes: Vec::new(),
+                routed_indexes: Vec::new(),
             })
             .unwrap()
         }

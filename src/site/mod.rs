@@ -255,6 +255,7 @@ impl Sites {
                     {
                         let mut options = location.settings.static_files.clone();
                         options.script_indexes.clone_from(&script_indexes);
+                        options.routed_indexes = claimed_indexes(location, &site.locations);
                         let path = options.root.clone();
                         Some(Arc::new(
                             DocRoot::open(options)
@@ -276,6 +277,7 @@ impl Sites {
                                     userdir: None,
                                     precompressed: false,
                                     script_indexes: Vec::new(),
+                                    routed_indexes: Vec::new(),
                                 };
                                 Some(Arc::new(DocRoot::open(options).map_err(|error| {
                                     BuildError::Root {
@@ -427,6 +429,39 @@ impl Sites {
             .find(|(suffix, _)| name.ends_with(suffix.as_str()))
             .map_or(self.default, |(_, index)| *index)
     }
+}
+
+/// The index files of static `location` that, appended to a directory path it answers, could
+/// be answered by another location: every one for an exact location (it answers the
+/// directory alone), else those that a longer location below it names (an exact one by its
+/// last segment, a prefix one by a last segment the name begins with: `/docs/index.html`,
+/// `/docs/ind`). Extension locations are `script_indexes`' business.
+fn claimed_indexes(
+    location: &crate::config::Location,
+    all: &[crate::config::Location],
+) -> Vec<String> {
+    let claims = |other: &crate::config::Location, index: &str| {
+        if other.settings.script.extension.is_some()
+            || other.path.len() <= location.path.len()
+            || !other.path.starts_with(location.path.as_str())
+        {
+            return false;
+        }
+        let last = other.path.rsplit('/').next().unwrap_or("");
+        if other.exact {
+            last == index
+        } else {
+            !last.is_empty() && index.starts_with(last)
+        }
+    };
+    location
+        .settings
+        .static_files
+        .index
+        .iter()
+        .filter(|index| location.exact || all.iter().any(|other| claims(other, index)))
+        .cloned()
+        .collect()
 }
 
 /// The `x_sendfile_root` of a location relaying a response (proxy, FastCGI, CGI).
@@ -587,6 +622,42 @@ mod tests {
         assert_eq!(route("/docs/"), at("/", ".php"));
         assert_eq!(route("/"), at("/", ".php"));
         assert_eq!(route("/docs"), at("/", ""));
+    }
+
+    #[test]
+    fn index_files_another_location_names_are_routed_again() {
+        let dir = std::env::temp_dir();
+        let with_index = |path: &str, exact: bool| {
+            let mut location = location(path, exact, &dir);
+            location.settings.static_files.index = vec!["index.html".into(), "home.htm".into()];
+            location
+        };
+        let all = vec![
+            with_index("/", false),
+            with_index("/docs/", false),
+            location("/docs/index.html", true, &dir),
+            location("/a/b/hom", false, &dir),
+            with_index("/exact/", true),
+            location("/other/index.htmlx", true, &dir),
+            location("/x/", false, &dir),
+        ];
+        let claimed = |index: usize| claimed_indexes(&all[index], &all);
+        assert_eq!(
+            claimed(0),
+            ["index.html", "home.htm"],
+            "below /: both named"
+        );
+        assert_eq!(claimed(1), ["index.html"], "/docs/index.html is exact");
+        assert_eq!(
+            claimed(4),
+            ["index.html", "home.htm"],
+            "an exact location: every one"
+        );
+        let alone = vec![with_index("/", false), location("/x/", false, &dir)];
+        assert!(
+            claimed_indexes(&alone[0], &alone).is_empty(),
+            "nothing names them"
+        );
     }
 
     #[test]
