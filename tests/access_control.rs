@@ -5,27 +5,8 @@
 mod support;
 
 use argon2::password_hash::{PasswordHasher, SaltString};
+use support::http::basic_authorization as basic;
 use support::*;
-
-fn basic(user: &str, password: &str) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = format!("{user}:{password}").into_bytes();
-    let mut out = String::from("Basic ");
-    for chunk in bytes.chunks(3) {
-        let value = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
-        for index in 0..4 {
-            if index <= chunk.len() {
-                out.push(TABLE[((value >> (18 - 6 * index)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
 
 fn setup(arch: &str) -> (TempRoot, Server) {
     let root = TempRoot::new();

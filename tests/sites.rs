@@ -137,3 +137,106 @@ for_each_arch!(fn alias_redirect_rewrite(arch) {
     assert_eq!(get_host(&server, host, "/loop/x").status, 500);
     assert!(server.wait_for_stderr("rewrite loop", std::time::Duration::from_secs(5)), "{}", server.stderr());
 });
+
+/// A prefix location whose path ends in `/`, asked for without it, answers `301` to the path
+/// with it (nginx), whatever its handler, before its access rules; the query is kept, the
+/// `Location` is built from the normalised path (never a `//host` reference), a method other
+/// than GET and HEAD gets `308` so that its body is not turned into a GET. An exact location
+/// for the path without the slash wins. Routing is `Conn`'s alone: the default engine.
+#[test]
+fn a_prefix_location_asked_for_without_its_slash_redirects_for_every_handler() {
+    let root = TempRoot::new();
+    root.file("hello.txt", "hello");
+    root.outside_file("assets/a.css", "css");
+    root.outside_file("scripts/x", "not run");
+    root.dir("evil.com");
+    let outside = root.outside_dir().display();
+    let refusing = support::proxy::refusing_address();
+    let config = write_config(
+        &root,
+        "reactor",
+        &format!(
+            r#"
+[[site]]
+root = "www"
+
+  [[site.location]]
+  path = "/api/"
+  proxy_pass = "http://{refusing}"
+  deny = ["all"]
+
+  [[site.location]]
+  path = "/fcgi/"
+  fastcgi_pass = "{refusing}"
+
+  [[site.location]]
+  path = "/scripts/"
+  alias = "{outside}/scripts/"
+  handler = "cgi"
+
+  [[site.location]]
+  path = "/static/"
+  alias = "{outside}/assets/"
+
+  [[site.location]]
+  path = "/metrics/"
+  handler = "status"
+
+  [[site.location]]
+  path = "/health"
+  exact = true
+  handler = "health"
+
+  [[site.location]]
+  path = "/health/"
+  alias = "{outside}/assets/"
+"#
+        ),
+    );
+    let server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let redirect = |method: &str, target: &str| {
+        let response = request(addr, method, target, &[("Content-Length", "0")]);
+        (
+            response.status,
+            response.header("location").map(str::to_owned),
+        )
+    };
+    let to = |status: u16, location: &str| (status, Some(location.to_owned()));
+    assert_eq!(
+        redirect("GET", "/api"),
+        to(301, "/api/"),
+        "before the location's deny"
+    );
+    assert_eq!(redirect("GET", "/api?x=1&y"), to(301, "/api/?x=1&y"));
+    assert_eq!(redirect("HEAD", "/api"), to(301, "/api/"));
+    assert_eq!(
+        redirect("GET", "//api?q"),
+        to(301, "/api/?q"),
+        "not a network-path reference"
+    );
+    assert_eq!(redirect("GET", "/%61pi"), to(301, "/api/"));
+    assert_eq!(redirect("GET", "/x/../api"), to(301, "/api/"));
+    assert_eq!(
+        redirect("POST", "/api"),
+        to(308, "/api/"),
+        "the method and body kept"
+    );
+    assert_eq!(redirect("GET", "/fcgi"), to(301, "/fcgi/"));
+    assert_eq!(redirect("POST", "/fcgi?a=b"), to(308, "/fcgi/?a=b"));
+    assert_eq!(redirect("GET", "/scripts"), to(301, "/scripts/"));
+    assert_eq!(redirect("GET", "/static"), to(301, "/static/"));
+    assert_eq!(redirect("GET", "/metrics"), to(301, "/metrics/"));
+    // The locations themselves answer under their handlers and rules.
+    assert_eq!(get(addr, "/api/").status, 403);
+    assert_eq!(get(addr, "/static/a.css").body_text(), "css");
+    assert_eq!(get(addr, "/metrics/").status, 200);
+    // An exact location for the path without the slash is a better match.
+    let health = get(addr, "/health");
+    assert_eq!((health.status, health.body_text().as_str()), (200, "ok\n"));
+    // Only the path plus `/`: no redirect for a longer or shorter one.
+    assert_eq!(get(addr, "/apix").status, 404);
+    assert_eq!(get(addr, "/ap").status, 404);
+    // A directory's own `301` is built from the normalised path too.
+    assert_eq!(redirect("GET", "//evil.com?q=1"), to(301, "/evil.com/?q=1"));
+}

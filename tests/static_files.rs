@@ -185,18 +185,37 @@ for_each_arch!(fn unreadable_file_is_403(arch) {
     assert!(!response.body.ends_with(b"no"));
 });
 
+// Relative and absolute links alike, when their target lies inside the root: served and
+// listed (an absolute one names the root by its path; links leading out: tests/traversal.rs).
 for_each_arch!(fn symlinks_inside_root_are_followed(arch) {
     let root = TempRoot::new();
     root.file("real/target.txt", "target body");
     root.symlink("real/target.txt", "link.txt");
     root.symlink("real", "linkdir");
-    let server = Server::start(Options::new(root.path(), arch));
-    let response = get(server.addr(), "/link.txt");
-    assert_eq!(response.status, 200);
-    assert_eq!(response.body, b"target body");
-    let response = get(server.addr(), "/linkdir/target.txt");
-    assert_eq!(response.status, 200);
-    assert_eq!(response.body, b"target body");
+    root.symlink(root.path().join("real/target.txt"), "abs.txt");
+    root.symlink(root.path().join("real"), "absdir");
+    // An absolute link through an absolute link, and a relative one through an absolute one.
+    root.symlink(root.path().join("absdir/target.txt"), "real/abs-via-abs.txt");
+    root.symlink("../absdir/target.txt", "real/rel-via-abs.txt");
+    let server = Server::start(Options::new(root.path(), arch).arg("--autoindex"));
+    for path in [
+        "/link.txt",
+        "/linkdir/target.txt",
+        "/abs.txt",
+        "/absdir/target.txt",
+        "/real/abs-via-abs.txt",
+        "/real/rel-via-abs.txt",
+    ] {
+        let response = get(server.addr(), path);
+        assert_eq!((response.status, response.body_text().as_str()), (200, "target body"), "{path}");
+    }
+    assert_eq!(get(server.addr(), "/absdir").status, 301);
+    let listing = get(server.addr(), "/?format=json").body_text();
+    for name in ["abs.txt", "absdir", "link.txt", "linkdir"] {
+        assert!(listing.contains(&format!("\"name\": \"{name}\"")), "{name} not listed: {listing}");
+    }
+    let inner = get(server.addr(), "/absdir/?format=json").body_text();
+    assert!(inner.contains("\"name\": \"abs-via-abs.txt\""), "{inner}");
 });
 
 for_each_arch!(fn userdir_maps_tilde_paths(arch) {

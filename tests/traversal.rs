@@ -62,6 +62,9 @@ const CASES: &[(&str, &[u16])] = &[
     ("/secretlink.txt", &[403, 404]),
     ("/abslink.txt", &[403, 404]),
     ("/sub/inner-escape.txt", &[403, 404]),
+    ("/twinlink.txt", &[403, 404]),
+    ("/abs-dotdot.txt", &[403, 404]),
+    ("/abs-outdir/secret.txt", &[403, 404]),
     ("*", &[400]),
     ("secret.txt", &[400]),
     // Positive controls: these stay inside the root and must be served.
@@ -82,6 +85,11 @@ fn build_root() -> TempRoot {
     root.symlink(&secret, "abslink.txt");
     root.symlink("..", "linkout");
     root.symlink("../../secret.txt", "sub/inner-escape.txt");
+    // Absolute links that name the root's path as a string prefix only, or climb out of it.
+    let twin = root.outside_file("www-twin/secret.txt", SECRET);
+    root.symlink(&twin, "twinlink.txt");
+    root.symlink(root.path().join("../secret.txt"), "abs-dotdot.txt");
+    root.symlink(root.outside_dir(), "abs-outdir");
     root
 }
 

@@ -187,6 +187,11 @@ pub struct StaticOptions {
     /// locations' suffixes, filled in when the site is built): such an index is routed to its
     /// location, never sent as a file.
     pub script_indexes: Vec<String>,
+    /// Index files another location of the site may answer under a directory of this one
+    /// (filled in when the site is built, `site::claimed_indexes`): such an index is routed
+    /// as `path + name`, so that it is served under the rules of the location its own path
+    /// names, never under the directory's.
+    pub routed_indexes: Vec<String>,
 }
 
 /// The three Flash caches (§5.2–5.4) and the residency test (§5.7), each of which can be
@@ -550,6 +555,7 @@ impl LocationSettings {
                 userdir: None,
                 precompressed: true,
                 script_indexes: Vec::new(),
+                routed_indexes: Vec::new(),
             },
             alias: false,
             headers: Vec::new(),

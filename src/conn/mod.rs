@@ -845,7 +845,9 @@ impl Conn {
                 located.route.settings.handler,
                 Handler::Proxy | Handler::FastCgi | Handler::Cgi
             );
-            if streams_body && !self.refused {
+            // A request redirected to its location's path with a '/' is answered, not
+            // forwarded: its body is read and discarded below, as for any other answer.
+            if streams_body && !located.add_slash && !self.refused {
                 // The body goes to the upstream as it arrives (`proxy/`), after the location's
                 // phases let the request through.
                 let exchange = Exchange {

@@ -67,24 +67,56 @@ impl Conn {
         let sites = context.sites;
         // An absolute-form target's authority wins over `Host` (RFC 9112 §3.2.2).
         let host = head.host().map(str::as_bytes);
-        let mut route = sites.route(host, clean.as_str()).clone();
+        let mut found = sites.find(host, clean.as_str());
         let mut rewrites = 0;
-        while let Some(template) = &route.settings.rewrite {
+        while let Some(template) = found
+            .route
+            .settings
+            .rewrite
+            .as_ref()
+            .filter(|_| !found.add_slash)
+        {
             rewrites += 1;
             if rewrites > MAX_REWRITES {
                 return Err(NotLocated::Looping(clean));
             }
-            let rewritten = expand(template, route.rest(clean.as_str()), &head.target);
+            let rewritten = expand(template, found.route.rest(clean.as_str()), &head.target);
             clean = path::normalize(&rewritten, &ROUTING)
                 .map_err(|error| NotLocated::Status(error.status()))?;
-            route = sites.route(host, clean.as_str()).clone();
+            found = sites.find(host, clean.as_str());
             redirect.rewritten = true;
         }
         Ok(Located {
-            route,
+            route: found.route.clone(),
             clean,
             redirect,
+            add_slash: found.add_slash,
         })
+    }
+
+    /// A request for a location's path without its trailing '/' is sent to the path with it
+    /// (nginx), whatever the location's handler, before its access rules (the location is
+    /// not entered): `301`, or `308` for a method other than GET and HEAD, which a client
+    /// repeats with its body (RFC 9110 §15.4.9) where after a `301` it may turn a POST into
+    /// a GET (§15.4.2).
+    fn redirect_adding_slash(
+        &mut self,
+        exchange: &Exchange,
+        located: &Located,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let status = match exchange.head.method {
+            Method::Get | Method::Head => 301,
+            _ => 308,
+        };
+        let location = with_slash(&located.clean, located.redirect.query.as_deref());
+        self.answer(
+            exchange,
+            Some(&located.route),
+            status,
+            &[("Location", location.as_bytes())],
+            context,
+        )
     }
 
     /// Route a handed-back request again under `target` (`internal`: `internal` locations may
@@ -149,6 +181,9 @@ impl Conn {
             if let Some(answered) = self.redirect_to_https(&exchange, located, context) {
                 return answered;
             }
+            if located.add_slash {
+                return self.redirect_adding_slash(&exchange, located, context);
+            }
         }
         // Before anything about the site is answered, its method rule included.
         if let Some(answered) = self.refuse_without_client_certificate(&exchange, context) {
@@ -195,10 +230,14 @@ impl Conn {
         located: Located,
         context: &mut Context<'_>,
     ) -> Option<Job> {
+        if located.add_slash {
+            return self.redirect_adding_slash(&exchange, &located, context);
+        }
         let Located {
             route,
             clean,
             redirect: redirect_base,
+            add_slash: _,
         } = located;
         if route.settings.internal && !exchange.internal {
             // Only an upstream's `X-Accel-Redirect` reaches it (nginx `internal`).
@@ -344,6 +383,9 @@ pub(super) struct Located {
     /// The decoded, normalised path it was routed by.
     pub clean: CleanPath,
     pub redirect: RedirectBase,
+    /// `clean` is `route`'s path without its trailing '/': the request is redirected there
+    /// (`Sites::find`).
+    pub add_slash: bool,
 }
 
 /// Why a request has no location.
@@ -354,6 +396,19 @@ pub(super) enum NotLocated {
     Status(u16),
     /// Rewrites went round more than `MAX_REWRITES` times: a configuration loop, `500`.
     Looping(CleanPath),
+}
+
+/// The `Location` of a redirect from `clean` to `clean/`: the normalised path, percent-encoded
+/// again, then the query as sent. Never the target as sent: `//evil.example` would be a
+/// network-path reference to another host (RFC 3986 §4.2), and dot segments and `%`-spellings
+/// would be kept.
+pub(super) fn with_slash(clean: &CleanPath, query: Option<&str>) -> String {
+    let mut location = clean.with_trailing_slash().to_uri();
+    if let Some(query) = query {
+        location.push('?');
+        location.push_str(query);
+    }
+    location
 }
 
 /// A redirect or rewrite target with `{rest}` (the path after the location's prefix,

@@ -206,8 +206,9 @@ pub enum Resolution {
     /// A directory without an index file, autoindex off.
     DirectoryForbidden,
     NotFound,
-    /// A directory whose index file (this name) is a script (`StaticOptions::script_indexes`):
-    /// the request goes to the script's location, with the name appended.
+    /// A directory whose index file (this name) another location may answer: a script
+    /// (`StaticOptions::script_indexes`), or a file a location of its own names
+    /// (`routed_indexes`). The request is routed again with the name appended.
     Script(Box<str>),
     /// The file exists but may not be read (permissions, or not a regular file).
     Forbidden,

@@ -3,7 +3,9 @@
 //!
 //! Owns: turning a normalised path into a `Resolution` by opening and `fstat`ing beneath the
 //! document root (`openat2(RESOLVE_BENEATH)`: a symlink, `..` or magic link cannot lead out of
-//! it), index files, precompressed siblings, directory listings, and `~user` directories.
+//! it; an absolute symlink naming a place inside it by the root's path is followed,
+//! `file::open_inside`), index files, precompressed siblings, directory listings, and `~user`
+//! directories. A path with a trailing '/' names a directory or nothing.
 //! Must not touch: the caches (the event loop inserts what this returns).
 
 use std::ffi::OsStr;
@@ -71,12 +73,12 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
         Ok(base) => base,
         Err(resolution) => return finish(resolution, None),
     };
-    let base_fd = base.fd(root);
+    let anchor = base.anchor(root);
     let relative = base.relative.as_str();
     // Watch first, then look: a change between the two is then reported, never lost.
     let watch = watcher.and_then(|w| w.add_watch(&base.watch_dir, WATCH_MASK).ok());
     let flags = resolve_flags(options);
-    let fd = match file::open_beneath(base_fd, Path::new(relative), flags) {
+    let fd = match anchor.open(relative, flags) {
         Ok(fd) => fd,
         Err(err) => return finish(open_error(&err), watch),
     };
@@ -85,15 +87,21 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
         Err(_) => return finish(Resolution::Failed, watch),
     };
     let resolution = match stat.kind {
+        // A trailing '/' names a directory (POSIX path resolution: `ENOTDIR` otherwise);
+        // nginx and Apache answer such a path 404 too. Served, `/file/` would be a second
+        // spelling of `/file` that no `exact` location for `/file` sees.
+        FileKind::Regular | FileKind::Symlink | FileKind::Other if clean.ends_with_slash() => {
+            Resolution::NotFound
+        }
         FileKind::Regular => static_file(
-            base_fd,
+            anchor,
             relative,
             File::from(fd),
             FileKey::of(&stat),
             options,
         ),
         FileKind::Directory if !clean.ends_with_slash() && relative != "." => Resolution::AddSlash,
-        FileKind::Directory => directory(base_fd, relative, fd, options),
+        FileKind::Directory => directory(anchor, relative, fd, options),
         _ => Resolution::Forbidden,
     };
     finish(resolution, watch)
@@ -103,6 +111,8 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
 /// directory opened for this lookup), the path below it, and the directory to watch.
 struct Base {
     user_dir: Option<OwnedFd>,
+    /// The path of the root or `~user` directory (`Anchor::path`).
+    path: PathBuf,
     relative: String,
     watch_dir: PathBuf,
 }
@@ -135,13 +145,36 @@ impl Base {
         };
         Ok(Base {
             user_dir,
+            path: base_path,
             relative,
             watch_dir,
         })
     }
 
-    fn fd<'a>(&'a self, root: &'a DocRoot) -> std::os::fd::BorrowedFd<'a> {
-        self.user_dir.as_ref().map_or(root.dir.as_fd(), AsFd::as_fd)
+    fn anchor<'a>(&'a self, root: &'a DocRoot) -> Anchor<'a> {
+        Anchor {
+            dir: self.user_dir.as_ref().map_or(root.dir.as_fd(), AsFd::as_fd),
+            path: &self.path,
+        }
+    }
+}
+
+/// Where a lookup starts: a directory and the path it was opened by, by which an absolute
+/// symbolic link inside it names a file inside it (`file::open_inside`: followed like a
+/// relative link to the same file, where `RESOLVE_BENEATH` alone refuses every absolute one).
+#[derive(Clone, Copy)]
+struct Anchor<'a> {
+    dir: std::os::fd::BorrowedFd<'a>,
+    path: &'a Path,
+}
+
+impl Anchor<'_> {
+    fn open(self, relative: &str, flags: ResolveFlags) -> io::Result<OwnedFd> {
+        file::open_inside(self.dir, self.path, Path::new(relative), flags)
+    }
+
+    fn stat(self, relative: &str, flags: ResolveFlags) -> io::Result<file::FileStat> {
+        file::stat_inside(self.dir, self.path, Path::new(relative), flags)
     }
 }
 
@@ -210,7 +243,7 @@ pub fn revalidate(
         return Revalidated::Changed;
     };
     let watch = watcher.and_then(|w| w.add_watch(&base.watch_dir, WATCH_MASK).ok());
-    let fd = base.fd(root);
+    let fd = base.anchor(root);
     let relative = base.relative.as_str();
     if options.precompressed {
         // Siblings absent then are absent now while the directory is unchanged (one lookup
@@ -273,7 +306,7 @@ fn open_error(err: &io::Error) -> Resolution {
 }
 
 fn static_file(
-    base: std::os::fd::BorrowedFd<'_>,
+    base: Anchor<'_>,
     relative: &str,
     file: File,
     key: FileKey,
@@ -308,12 +341,12 @@ fn static_file(
 
 /// The key of `relative` below `base` if it is of `kind`, found without opening it.
 fn stat_key(
-    base: std::os::fd::BorrowedFd<'_>,
+    base: Anchor<'_>,
     relative: &str,
     options: &StaticOptions,
     kind: FileKind,
 ) -> Option<FileKey> {
-    file::stat_beneath(base, Path::new(relative), resolve_flags(options))
+    base.stat(relative, resolve_flags(options))
         .ok()
         .filter(|stat| stat.kind == kind)
         .map(|stat| FileKey::of(&stat))
@@ -342,12 +375,12 @@ fn parent(relative: &str) -> &str {
 /// The regular file `relative` below `base`, opened; `Ok(None)` when there is none (or it
 /// cannot be read); `Err(Resolution::Exhausted)` when no descriptor was left to look.
 fn open_regular(
-    base: std::os::fd::BorrowedFd<'_>,
+    base: Anchor<'_>,
     relative: &str,
     options: &StaticOptions,
 ) -> Result<Option<OpenFile>, Resolution> {
     let flags = resolve_flags(options);
-    let fd = match file::open_beneath(base, Path::new(relative), flags) {
+    let fd = match base.open(relative, flags) {
         Ok(fd) => fd,
         Err(error) => {
             return match open_error(&error) {
@@ -363,7 +396,7 @@ fn open_regular(
 }
 
 fn directory(
-    base: std::os::fd::BorrowedFd<'_>,
+    base: Anchor<'_>,
     relative: &str,
     dir: OwnedFd,
     options: &StaticOptions,
@@ -375,7 +408,7 @@ fn directory(
             format!("{relative}/{index}")
         };
         match open_regular(base, &candidate, options) {
-            Ok(Some(_)) if is_script(index, options) => {
+            Ok(Some(_)) if is_script(index, options) || options.routed_indexes.contains(index) => {
                 return Resolution::Script(index.as_str().into());
             }
             Ok(Some(found)) => {
@@ -413,7 +446,7 @@ fn is_script(name: &str, options: &StaticOptions) -> bool {
 /// (beneath `base`, with the location's symlink rule) and kept only if that gives a regular
 /// file or a directory; a FIFO, a dangling symlink or one leading out of the root is not shown.
 fn list(
-    base: std::os::fd::BorrowedFd<'_>,
+    base: Anchor<'_>,
     relative: &str,
     dir: &OwnedFd,
     options: &StaticOptions,
@@ -435,7 +468,7 @@ fn list(
         } else {
             format!("{relative}/{name}")
         };
-        let fd = match file::open_beneath(base, Path::new(&below), flags) {
+        let fd = match base.open(&below, flags) {
             Ok(fd) => fd,
             // Out of descriptors or memory: the listing would silently miss entries, so the
             // request fails instead (and can be retried).
@@ -508,6 +541,7 @@ mod tests {
                 userdir: None,
                 precompressed,
                 script_indexes: Vec::new(),
+                routed_indexes: Vec::new(),
             })
             .unwrap()
         }

@@ -496,6 +496,10 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             for extension in &options.script_indexes {
                 writer.text(extension);
             }
+            writer.u32(u32::try_from(options.routed_indexes.len()).unwrap_or(0));
+            for name in &options.routed_indexes {
+                writer.text(name);
+            }
             writer.bool(watcher.is_some());
             let basis = previous
                 .as_deref()
@@ -579,6 +583,14 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
                         extensions.push(reader.text()?);
                     }
                     extensions
+                },
+                routed_indexes: {
+                    let count = reader.u32()?;
+                    let mut names = Vec::new();
+                    for _ in 0..count {
+                        names.push(reader.text()?);
+                    }
+                    names
                 },
             };
             let has_watcher = reader.bool()?;

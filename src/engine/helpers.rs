@@ -856,6 +856,7 @@ mod tests {
             userdir: None,
             precompressed: false,
             script_indexes: Vec::new(),
+            routed_indexes: Vec::new(),
         })
         .unwrap();
         let job = Job::Resolve {

@@ -123,6 +123,24 @@ pub struct Route {
     pub access: Access,
 }
 
+/// A request path's location (`Sites::find`).
+#[derive(Clone, Copy, Debug)]
+pub struct Found<'a> {
+    pub route: &'a Arc<Route>,
+    /// The path is this location's without its trailing '/': the request is redirected to
+    /// the path with it rather than answered.
+    pub add_slash: bool,
+}
+
+impl<'a> Found<'a> {
+    fn at(route: &'a Arc<Route>) -> Found<'a> {
+        Found {
+            route,
+            add_slash: false,
+        }
+    }
+}
+
 /// Where a `redirect_https` site sends plain-HTTP requests: `https://HOST[:port]/target`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpsRedirect {
@@ -185,6 +203,9 @@ impl Route {
 #[derive(Debug)]
 struct SiteRoutes {
     exact: HashMap<String, Arc<Route>>,
+    /// The locations (exact or prefix) whose path ends in '/', by that path without it: a
+    /// request for `/api` is sent to the location `/api/` (`Found::add_slash`).
+    with_slash: HashMap<String, Arc<Route>>,
     /// `extension` locations, in file order (nginx tries its regex locations so).
     extensions: Vec<Arc<Route>>,
     /// Longest prefix first.
@@ -230,6 +251,7 @@ impl Sites {
             let https_redirect = HttpsRedirect::of(config, site);
             let mut routes = SiteRoutes {
                 exact: HashMap::new(),
+                with_slash: HashMap::new(),
                 extensions: Vec::new(),
                 prefixes: Vec::new(),
                 client_certificates: match site.tls.client_certificates {
@@ -252,6 +274,7 @@ impl Sites {
                     {
                         let mut options = location.settings.static_files.clone();
                         options.script_indexes.clone_from(&script_indexes);
+                        options.routed_indexes = claimed_indexes(location, &site.locations);
                         let path = options.root.clone();
                         Some(Arc::new(
                             DocRoot::open(options)
@@ -273,6 +296,7 @@ impl Sites {
                                     userdir: None,
                                     precompressed: false,
                                     script_indexes: Vec::new(),
+                                    routed_indexes: Vec::new(),
                                 };
                                 Some(Arc::new(DocRoot::open(options).map_err(|error| {
                                     BuildError::Root {
@@ -317,9 +341,24 @@ impl Sites {
                     strict_transport_security: strict_transport_security.clone(),
                     https_redirect: https_redirect.clone(),
                 });
+                let extension = location.settings.script.extension.is_some();
+                if let Some(without) = location.path.strip_suffix('/') {
+                    if !without.is_empty() && !extension {
+                        routes
+                            .with_slash
+                            .entry(without.to_owned())
+                            // An exact location for the same path is asked for first.
+                            .and_modify(|found| {
+                                if location.exact {
+                                    *found = route.clone();
+                                }
+                            })
+                            .or_insert_with(|| route.clone());
+                    }
+                }
                 if location.exact {
                     routes.exact.insert(location.path.clone(), route);
-                } else if location.settings.script.extension.is_some() {
+                } else if extension {
                     routes.extensions.push(route);
                 } else {
                     routes.prefixes.push(route);
@@ -342,24 +381,50 @@ impl Sites {
     /// The route for a request: site by `Host` (port and case ignored), location by path.
     #[must_use]
     pub fn route(&self, host: Option<&[u8]>, path: &str) -> &Arc<Route> {
+        self.find(host, path).route
+    }
+
+    /// The location of a normalised request path, in this order: an exact location for the
+    /// path, or for the path without its trailing '/' (`/secret.txt/` is the same resource as
+    /// `/secret.txt`, and a static file answers it `404`: one resource, one set of rules); the
+    /// first extension location that matches; a location whose path is this one with a '/'
+    /// added (`add_slash`: the request is sent there, nginx's answer for `/api` with a
+    /// `location /api/`); the longest prefix.
+    #[must_use]
+    pub fn find(&self, host: Option<&[u8]>, path: &str) -> Found<'_> {
         let site = &self.sites[self.site_for(host)];
-        if let Some(route) = site.exact.get(path) {
-            return route;
+        let without_slash = path.strip_suffix('/').filter(|without| !without.is_empty());
+        let exact = site
+            .exact
+            .get(path)
+            .or_else(|| site.exact.get(without_slash?));
+        if let Some(route) = exact {
+            return Found::at(route);
         }
         if let Some(route) = site
             .extensions
             .iter()
             .find(|route| route.matches_extension(path))
         {
-            return route;
+            return Found::at(route);
         }
-        site.prefixes
+        if without_slash.is_none() && !site.with_slash.is_empty() && path != "/" {
+            if let Some(route) = site.with_slash.get(path) {
+                return Found {
+                    route,
+                    add_slash: true,
+                };
+            }
+        }
+        let route = site
+            .prefixes
             .iter()
             .find(|route| path.starts_with(route.path.as_str()))
             .unwrap_or_else(|| {
                 // Every site has a "/" prefix location (config::load adds one).
                 site.prefixes.last().expect("every site has a / location")
-            })
+            });
+        Found::at(route)
     }
 
     /// Whether a request naming `host` may be answered on a connection whose handshake
@@ -458,7 +523,41 @@ fn script_options(root: std::path::PathBuf) -> StaticOptions {
         userdir: None,
         precompressed: false,
         script_indexes: Vec::new(),
+        routed_indexes: Vec::new(),
     }
+}
+
+/// The index files of static `location` that, appended to a directory path it answers, could
+/// be answered by another location: every one for an exact location (it answers the
+/// directory alone), else those that a longer location below it names (an exact one by its
+/// last segment, a prefix one by a last segment the name begins with: `/docs/index.html`,
+/// `/docs/ind`). Extension locations are `script_indexes`' business.
+fn claimed_indexes(
+    location: &crate::config::Location,
+    all: &[crate::config::Location],
+) -> Vec<String> {
+    let claims = |other: &crate::config::Location, index: &str| {
+        if other.settings.script.extension.is_some()
+            || other.path.len() <= location.path.len()
+            || !other.path.starts_with(location.path.as_str())
+        {
+            return false;
+        }
+        let last = other.path.rsplit('/').next().unwrap_or("");
+        if other.exact {
+            last == index
+        } else {
+            !last.is_empty() && index.starts_with(last)
+        }
+    };
+    location
+        .settings
+        .static_files
+        .index
+        .iter()
+        .filter(|index| location.exact || all.iter().any(|other| claims(other, index)))
+        .cloned()
+        .collect()
 }
 
 /// The `x_sendfile_root` of a location relaying a response (proxy, FastCGI, CGI).
@@ -543,7 +642,22 @@ mod tests {
         assert_eq!(route("a.test", "/static/img/1.png"), "/static/img/");
         assert_eq!(route("A.TEST:8080", "/static/x"), "/static/");
         assert_eq!(route("a.test", "/x"), "/x");
+        assert_eq!(route("a.test", "/x/"), "/x", "the same resource as /x");
         assert_eq!(route("a.test", "/xy"), "/");
+        assert_eq!(route("a.test", "/xy/"), "/");
+        let find = |path: &str| {
+            let found = sites.find(Some(b"a.test"), path);
+            (found.route.path.clone(), found.add_slash)
+        };
+        assert_eq!(find("/static"), ("/static/".to_owned(), true));
+        assert_eq!(find("/static/img"), ("/static/img/".to_owned(), true));
+        assert_eq!(find("/static/im"), ("/static/".to_owned(), false));
+        assert_eq!(
+            find("/x"),
+            ("/x".to_owned(), false),
+            "an exact location first"
+        );
+        assert_eq!(find("/"), ("/".to_owned(), false));
         assert_eq!(sites.site_for(Some(b"www.b.test")), 1);
         assert_eq!(sites.site_for(Some(b"other")), 1);
         assert_eq!(sites.site_for(None), 1);
@@ -623,6 +737,42 @@ mod tests {
         assert_eq!(route("/docs/"), at("/", ".php"));
         assert_eq!(route("/"), at("/", ".php"));
         assert_eq!(route("/docs"), at("/", ""));
+    }
+
+    #[test]
+    fn index_files_another_location_names_are_routed_again() {
+        let dir = std::env::temp_dir();
+        let with_index = |path: &str, exact: bool| {
+            let mut location = location(path, exact, &dir);
+            location.settings.static_files.index = vec!["index.html".into(), "home.htm".into()];
+            location
+        };
+        let all = vec![
+            with_index("/", false),
+            with_index("/docs/", false),
+            location("/docs/index.html", true, &dir),
+            location("/a/b/hom", false, &dir),
+            with_index("/exact/", true),
+            location("/other/index.htmlx", true, &dir),
+            location("/x/", false, &dir),
+        ];
+        let claimed = |index: usize| claimed_indexes(&all[index], &all);
+        assert_eq!(
+            claimed(0),
+            ["index.html", "home.htm"],
+            "below /: both named"
+        );
+        assert_eq!(claimed(1), ["index.html"], "/docs/index.html is exact");
+        assert_eq!(
+            claimed(4),
+            ["index.html", "home.htm"],
+            "an exact location: every one"
+        );
+        let alone = vec![with_index("/", false), location("/x/", false, &dir)];
+        assert!(
+            claimed_indexes(&alone[0], &alone).is_empty(),
+            "nothing names them"
+        );
     }
 
     #[test]

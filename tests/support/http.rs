@@ -439,6 +439,27 @@ pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
         .position(|window| window == needle)
 }
 
+/// An `Authorization` value for HTTP Basic (RFC 7617): `Basic base64(user:password)`.
+pub fn basic_authorization(user: &str, password: &str) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = format!("{user}:{password}").into_bytes();
+    let mut out = String::from("Basic ");
+    for chunk in bytes.chunks(3) {
+        let value = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        for index in 0..4 {
+            if index <= chunk.len() {
+                out.push(TABLE[((value >> (18 - 6 * index)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// `METHOD path HTTP/1.1` with `Host: test` and the given extra fields.
 pub fn build_request(method: &str, path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
     let mut request = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");

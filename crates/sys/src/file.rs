@@ -14,7 +14,7 @@ use std::io;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::cvt::{cvt, cvt_retry, to_usize};
@@ -231,6 +231,168 @@ pub fn open_beneath(dir: BorrowedFd<'_>, path: &Path, flags: ResolveFlags) -> io
 pub fn stat_beneath(dir: BorrowedFd<'_>, path: &Path, flags: ResolveFlags) -> io::Result<FileStat> {
     let fd = open_beneath_as(dir, path, flags, libc::O_PATH | libc::O_CLOEXEC)?;
     fstat(std::os::fd::AsFd::as_fd(&fd))
+}
+
+/// Symbolic links one lookup may pass through before it is a loop (`ELOOP`): the kernel's own
+/// limit (`MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+
+/// [`open_beneath`], where an absolute symbolic link whose target lies below `dir_path` (the
+/// path `dir` was opened by, as given or with its links resolved) leads to that place below
+/// `dir`, as a relative link to it would: `RESOLVE_BENEATH` refuses every absolute link,
+/// though one written as `/srv/www/a` in the root `/srv/www` stays inside.
+///
+/// # Errors
+/// As [`open_beneath`]; `EXDEV` for an absolute link whose target lies elsewhere.
+pub fn open_inside(
+    dir: BorrowedFd<'_>,
+    dir_path: &Path,
+    path: &Path,
+    flags: ResolveFlags,
+) -> io::Result<OwnedFd> {
+    through_inner_links(dir, dir_path, path, flags, |path| {
+        open_beneath(dir, path, flags)
+    })
+}
+
+/// [`stat_beneath`] with [`open_inside`]'s rule for absolute links.
+///
+/// # Errors
+/// As [`open_inside`].
+pub fn stat_inside(
+    dir: BorrowedFd<'_>,
+    dir_path: &Path,
+    path: &Path,
+    flags: ResolveFlags,
+) -> io::Result<FileStat> {
+    through_inner_links(dir, dir_path, path, flags, |path| {
+        stat_beneath(dir, path, flags)
+    })
+}
+
+/// `lookup(path)`; when it left `dir` (`EXDEV`) under `RESOLVE_BENEATH`, `lookup` of the same
+/// path with every link expanded by [`without_links`]. The common case costs nothing more.
+fn through_inner_links<T>(
+    dir: BorrowedFd<'_>,
+    dir_path: &Path,
+    path: &Path,
+    flags: ResolveFlags,
+    lookup: impl Fn(&Path) -> io::Result<T>,
+) -> io::Result<T> {
+    match lookup(path) {
+        Err(error) if flags.beneath && error.raw_os_error() == Some(libc::EXDEV) => {
+            let inner = without_links(dir, dir_path, path, flags)?;
+            lookup(&inner)
+        }
+        result => result,
+    }
+}
+
+/// `path` below `dir` with every symbolic link replaced by its target, one component at a
+/// time: a relative target in place of the link, an absolute one below `dir_path` (as given,
+/// or canonical) as that path below `dir`. Safe against a tree that changes meanwhile:
+/// every step is a lookup beneath `dir` (`read_link_beneath`), and what is returned is
+/// looked up beneath it again, so a change can only make the lookup fail, never leave `dir`.
+///
+/// # Errors
+/// `EXDEV` for a `..` above `dir` or an absolute target elsewhere, `ELOOP` past `MAX_LINKS`
+/// links, and what [`read_link_beneath`] says.
+fn without_links(
+    dir: BorrowedFd<'_>,
+    dir_path: &Path,
+    path: &Path,
+    flags: ResolveFlags,
+) -> io::Result<PathBuf> {
+    let escape = || io::Error::from_raw_os_error(libc::EXDEV);
+    let names = [
+        Some(dir_path.to_path_buf()),
+        std::fs::canonicalize(dir_path).ok(),
+    ];
+    // Components still to walk, the next one last.
+    let mut pending: Vec<OsString> = Vec::new();
+    let push = |pending: &mut Vec<OsString>, path: &Path| {
+        for component in path.components().rev() {
+            match component {
+                Component::Normal(name) => pending.push(name.to_os_string()),
+                Component::ParentDir => pending.push(OsString::from("..")),
+                Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+            }
+        }
+    };
+    push(&mut pending, path);
+    // The path walked so far: directories only, no link.
+    let mut walked = PathBuf::new();
+    let mut links = 0;
+    while let Some(name) = pending.pop() {
+        if name == ".." {
+            if !walked.pop() {
+                return Err(escape());
+            }
+            continue;
+        }
+        let next = walked.join(&name);
+        let Some(target) = read_link_beneath(dir, &next, flags)? else {
+            walked = next;
+            continue;
+        };
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        if target.is_absolute() {
+            let below = names
+                .iter()
+                .flatten()
+                .find_map(|name| target.strip_prefix(name).ok())
+                .ok_or_else(escape)?;
+            walked = PathBuf::new();
+            push(&mut pending, below);
+        } else {
+            push(&mut pending, &target);
+        }
+    }
+    Ok(walked)
+}
+
+/// The target of `path` below `dir` when its last component is a symbolic link, `None` when
+/// it is something else. Every component before the last is resolved under the confinement
+/// of [`open_beneath`]; the last is not followed, and the link read is the one that lookup
+/// found (`readlinkat` on its own descriptor), not whatever the name means a moment later.
+///
+/// # Errors
+/// As [`open_beneath`]; `ENAMETOOLONG` for a target of `PATH_MAX` bytes or more.
+pub fn read_link_beneath(
+    dir: BorrowedFd<'_>,
+    path: &Path,
+    flags: ResolveFlags,
+) -> io::Result<Option<PathBuf>> {
+    let link = open_beneath_as(
+        dir,
+        path,
+        flags,
+        libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    )?;
+    if fstat(std::os::fd::AsFd::as_fd(&link))?.kind != FileKind::Symlink {
+        return Ok(None);
+    }
+    let mut target = vec![0u8; usize::try_from(libc::PATH_MAX).unwrap_or(4096)];
+    // SAFETY: the empty name with an `O_PATH` descriptor of a link reads that link (Linux
+    // 2.6.39); `target` is live and writable for target.len() bytes, which is all the kernel
+    // writes.
+    let length = cvt_retry(|| unsafe {
+        libc::readlinkat(
+            link.as_raw_fd(),
+            c"".as_ptr(),
+            target.as_mut_ptr().cast(),
+            target.len(),
+        )
+    })?;
+    let length = to_usize(length);
+    if length >= target.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    target.truncate(length);
+    Ok(Some(PathBuf::from(OsString::from_vec(target))))
 }
 
 fn open_beneath_as(
@@ -567,6 +729,67 @@ mod tests {
         )
         .unwrap();
         assert_eq!(contents(file), "<h1>hi</h1>");
+    }
+
+    #[test]
+    fn read_link_beneath_reads_the_last_link_and_nothing_else() {
+        let (_base, dir) = tree();
+        let read =
+            |path: &str| read_link_beneath(dir.as_fd(), Path::new(path), ResolveFlags::BENEATH);
+        assert_eq!(read("abs").unwrap(), Some(PathBuf::from("/etc/passwd")));
+        assert_eq!(read("up").unwrap(), Some(PathBuf::from("../outside.txt")));
+        assert_eq!(read("inside").unwrap(), Some(PathBuf::from("index.html")));
+        assert_eq!(read("sub/page.txt").unwrap(), None);
+        assert_eq!(read("sub").unwrap(), None);
+        // Links before the last component are followed under the confinement.
+        assert_eq!(read("subdir_link/page.txt").unwrap(), None);
+        let error = read("up/x").unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EXDEV), "{error}");
+        let error = read("missing").unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ENOENT), "{error}");
+    }
+
+    #[test]
+    fn open_inside_follows_absolute_links_that_name_the_directory() {
+        let (base, dir) = tree();
+        let root = base.path().join("root");
+        let twin = base.path().join("root-twin");
+        fs::create_dir_all(&twin).unwrap();
+        fs::write(twin.join("x"), b"twin").unwrap();
+        symlink(root.join("index.html"), root.join("abs_index")).unwrap();
+        symlink(root.join("sub"), root.join("abs_sub")).unwrap();
+        symlink(root.join("abs_sub/page.txt"), root.join("sub/abs_via_abs")).unwrap();
+        symlink("../abs_sub/page.txt", root.join("sub/rel_via_abs")).unwrap();
+        symlink(twin.join("x"), root.join("abs_twin")).unwrap();
+        symlink(root.join("../outside.txt"), root.join("abs_dotdot")).unwrap();
+        symlink(root.join("loop_b"), root.join("loop_a")).unwrap();
+        symlink(root.join("loop_a"), root.join("loop_b")).unwrap();
+        // The directory named through a link of its own: a target written with either name
+        // is inside.
+        let named = base.path().join("named");
+        symlink(&root, &named).unwrap();
+        let flags = ResolveFlags::BENEATH;
+        for dir_path in [&root, &named] {
+            let open = |path: &str| open_inside(dir.as_fd(), dir_path, Path::new(path), flags);
+            assert_eq!(contents(open("abs_index").unwrap()), "<h1>hi</h1>");
+            assert_eq!(contents(open("abs_sub/page.txt").unwrap()), "page");
+            assert_eq!(contents(open("sub/abs_via_abs").unwrap()), "page");
+            assert_eq!(contents(open("sub/rel_via_abs").unwrap()), "page");
+            assert_eq!(contents(open("inside").unwrap()), "<h1>hi</h1>");
+            for (path, errno) in [
+                ("abs", libc::EXDEV),
+                ("abs_twin", libc::EXDEV),
+                ("abs_dotdot", libc::EXDEV),
+                ("up", libc::EXDEV),
+                ("abs_index/x", libc::ENOTDIR),
+                ("loop_a", libc::ELOOP),
+            ] {
+                let error = open(path).expect_err(path);
+                assert_eq!(error.raw_os_error(), Some(errno), "{path}: {error}");
+            }
+            let stat = stat_inside(dir.as_fd(), dir_path, Path::new("abs_sub"), flags).unwrap();
+            assert_eq!(stat.kind, FileKind::Directory);
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use ampd_http::request::Method;
 
 use super::Routed;
 use crate::conn::reply::response_context;
-use crate::conn::route::ROUTING;
+use crate::conn::route::{with_slash, ROUTING};
 use crate::conn::{Conn, Context, Job, Outcome, Pending};
 use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
@@ -134,12 +134,10 @@ impl Conn {
                 }
             }
             Resolution::AddSlash => {
-                let mut location = pending.redirect.path.clone();
-                location.push('/');
-                if let Some(query) = &pending.redirect.query {
-                    location.push('?');
-                    location.push_str(query);
-                }
+                // The path the client asked for (an alias or a rewrite looks up another).
+                let asked = path::normalize(&pending.redirect.path, &ROUTING)
+                    .unwrap_or_else(|_| pending.path.clone());
+                let location = with_slash(&asked, pending.redirect.query.as_deref());
                 status_page::write(
                     out.bytes(),
                     301,
@@ -203,13 +201,22 @@ impl Conn {
 }
 
 /// Where a static request goes instead of a file: a directory's index that is a script, to the
-/// script's location (`index.php` with `.php` run by FastCGI: its source is never sent); a
+/// script's location (`index.php` with `.php` run by FastCGI: its source is never sent), or
+/// that another location names, to that location; a
 /// path with nothing behind it, to the location's `fallback` (a front controller), its query
 /// kept.
 fn hand_over(pending: &Pending, resolution: &Resolution) -> Option<String> {
     let redirect = &pending.redirect;
     let mut target = match resolution {
-        Resolution::Script(index) => format!("{}{index}", redirect.path),
+        Resolution::Script(index) => {
+            // Below the directory the client named, normalised: `/docs/.` + `index.html` as
+            // sent would be `/docs/.index.html`.
+            let asked =
+                path::normalize(&redirect.path, &ROUTING).unwrap_or_else(|_| pending.path.clone());
+            let mut target = asked.with_trailing_slash().to_uri();
+            target.push_str(&path::encode_path(index));
+            target
+        }
         Resolution::NotFound => pending.route.settings.fallback.clone()?,
         _ => return None,
     };
