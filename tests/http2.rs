@@ -8,8 +8,8 @@
 //! SIGTERM that lets an open stream finish after GOAWAY, an idle connection ended by GOAWAY at
 //! `keepalive_timeout`; `Upgrade: h2c` answered as HTTP/1.1; proxied and CGI streams served
 //! beside a stream whose upstream never answers, each on its own upstream link (a reset closes
-//! only its link, the connection's close every one), and `max_upstream_streams` holding the
-//! streams past it until a link is free;
+//! only its link, the connection's close every one), `max_upstream_streams` holding the
+//! streams past it until a link is free, a stream retried on the next server over its link;
 //! headless Chromium loading a page of 120 resources over one connection (the DevTools
 //! protocol names the connection of every response, tests/fixtures/chromium_page.py).
 
@@ -517,6 +517,32 @@ fn max_upstream_streams_holds_the_streams_past_it() {
         seen[0].connection, seen[1].connection,
         "one link, handed on: {seen:?}"
     );
+}
+
+/// A stream whose server refuses the connection is retried on the next server over its own
+/// link: two streams, so that round-robin starts one of them at the refusing server.
+#[test]
+fn a_stream_retries_on_the_next_server_over_its_own_link() {
+    let (root, _big) = build_root();
+    let upstream = RawUpstream::answering("good", "good\n");
+    let servers = [support::proxy::refusing_address(), upstream.addr()];
+    let body = format!(
+        "{}\n[[site]]\nroot = \"www\"\n{LOCATIONS}\n{}",
+        support::proxy::pool("api", &servers, "tries = 2"),
+        support::proxy::location("/api/", "api", ""),
+    );
+    let config = write_tls_config(&root, "amped", H2C, &body);
+    let server = Server::start(Options::config_file(&config));
+    let mut command = h2c(
+        server.addr(),
+        json!([{"path": "/api/a"}, {"path": "/api/b"}]),
+    );
+    command["timeout"] = json!(10);
+    let answer = h2_client(command);
+    assert_eq!(answer["ok"], true, "{answer}\n{}", server.stderr());
+    for response in answer["responses"].as_array().unwrap() {
+        assert_eq!(response["body"], "good\n", "{answer}");
+    }
 }
 
 /// `Upgrade: h2c` (RFC 7540 §3.2, removed by RFC 9113) is not honoured: the request is
