@@ -59,7 +59,8 @@ const EVERY_KEY: &str = "listen = [\"127.0.0.1:0\", \"127.0.0.1:0 h2c\"]\n\
      max_resets = 50\n\
      max_settings = 20\n\
      max_pings = 30\n\
-     max_empty_frames = 500\n";
+     max_empty_frames = 500\n\
+     max_upstream_streams = 4\n";
 
 #[test]
 fn every_http2_key_is_read() {
@@ -80,6 +81,7 @@ fn every_http2_key_is_read() {
     assert_eq!(limits.max_settings, 20);
     assert_eq!(limits.max_pings, 30);
     assert_eq!(limits.max_empty_frames, 500);
+    assert_eq!(http2.max_upstream_streams, 4);
 
     let root = TempRoot::new();
     let (code, stdout, stderr) = check(root.outside_dir(), &format!("{text}{SITE}"));
@@ -113,6 +115,7 @@ fn the_defaults_are_the_documented_ones() {
     assert_eq!(limits.max_settings, 100);
     assert_eq!(limits.max_pings, 100);
     assert_eq!(limits.max_empty_frames, 1_000);
+    assert_eq!(without.max_upstream_streams, 8);
 }
 
 #[test]
@@ -130,6 +133,8 @@ fn the_rfc_bounds_themselves_are_accepted() {
         ("max_concurrent_streams", "4294967295", u32::MAX),
         ("header_table_size", "\"64k\"", 64 << 10),
         ("max_resets", "1", 1),
+        ("max_upstream_streams", "1", 1),
+        ("max_upstream_streams", "32", 32),
     ] {
         let http2 = http2_of(&format!(
             "listen = \"127.0.0.1:0\"\n[http2]\n{key} = {value}\n{SITE}"
@@ -142,6 +147,7 @@ fn the_rfc_bounds_themselves_are_accepted() {
             "max_concurrent_streams" => limits.max_concurrent_streams,
             "header_table_size" => limits.header_table_size,
             "max_resets" => limits.max_resets,
+            "max_upstream_streams" => u32::try_from(http2.max_upstream_streams).unwrap(),
             other => unreachable!("{other}"),
         };
         assert_eq!(got, read, "{key} = {value}");
@@ -241,6 +247,16 @@ fn every_bad_http2_value_names_file_line_and_key() {
             "max_empty_frames = 0",
             "max_empty_frames",
             "0 is less than 1",
+        ),
+        (
+            "max_upstream_streams = 0",
+            "max_upstream_streams",
+            "0 is less than 1",
+        ),
+        (
+            "max_upstream_streams = 33",
+            "max_upstream_streams",
+            "33 is more than 32",
         ),
         (
             "max_pings = 5000000000",

@@ -6,7 +6,10 @@
 //! and without content-length, Range, If-None-Match, a precompressed variant, the status and
 //! health handlers, 404, HEAD, a stream reset mid-download with the connection going on, and a
 //! SIGTERM that lets an open stream finish after GOAWAY, an idle connection ended by GOAWAY at
-//! `keepalive_timeout`; `Upgrade: h2c` answered as HTTP/1.1;
+//! `keepalive_timeout`; `Upgrade: h2c` answered as HTTP/1.1; proxied and CGI streams served
+//! beside a stream whose upstream never answers, each on its own upstream link (a reset closes
+//! only its link, the connection's close every one), `max_upstream_streams` holding the
+//! streams past it until a link is free, a stream retried on the next server over its link;
 //! headless Chromium loading a page of 120 resources over one connection (the DevTools
 //! protocol names the connection of every response, tests/fixtures/chromium_page.py).
 
@@ -26,6 +29,7 @@ use support::scripts::install_cgi;
 use support::tls::{
     curl_https, eventually, listeners, tls_addr, write_tls_config, Ca, Issued, KeyKind,
 };
+use support::upstream::{RawUpstream, Reply};
 use support::*;
 
 const H2C: &str = "\"127.0.0.1:0 h2c\"";
@@ -412,6 +416,134 @@ for_each_arch!(fn an_idle_connection_gets_goaway_then_close(arch) {
     assert_eq!(answer["goaway"]["last_stream_id"], 1, "{answer}");
     assert_eq!(answer["closed"], true, "{answer}");
 });
+
+/// An upstream whose `/api/slow…` requests are answered by `slow`, every other one at once with
+/// `fast\n`; and a server on an h2c listener passing `/api/` to it, with LOCATIONS (CGI) and
+/// then `http2` keys of `[http2]`.
+fn start_proxy(root: &TempRoot, arch: &str, slow: Reply, http2: &str) -> (RawUpstream, Server) {
+    let upstream = RawUpstream::start(move |seen| {
+        if seen.target.starts_with("/api/slow") {
+            slow.clone()
+        } else {
+            Reply::ok("fast", "fast\n")
+        }
+    });
+    let body = format!(
+        "[http2]\n{http2}\n\n{}\n[[site]]\nroot = \"www\"\n{LOCATIONS}\n{}",
+        support::proxy::pool("api", &[upstream.addr()], ""),
+        support::proxy::location("/api/", "api", ""),
+    );
+    let config = write_tls_config(root, arch, H2C, &body);
+    (upstream, Server::start(Options::config_file(&config)))
+}
+
+for_each_arch!(fn streams_beside_a_silent_upstream_get_their_own_links(arch) {
+    let (root, _big) = build_root();
+    let (upstream, server) = start_proxy(&root, arch, Reply::Never, "");
+    let go = root.outside_dir().join("go");
+    // Stream 1's and stream 3's upstream never answers; stream 5 (proxied) and stream 7 (CGI)
+    // must be answered all the same. Then stream 1 is reset, and the client holds the
+    // connection open (stream 3 still waiting) until `go` exists.
+    let mut command = h2c(server.addr(), json!([
+        {"path": "/api/slow/1", "reset_when": [2, 3]},
+        {"path": "/api/slow/3", "wait": false},
+        {"path": "/api/fast"},
+        {"path": "/cgi-bin/hello.cgi"},
+    ]));
+    command["timeout"] = json!(15);
+    command["hold_until"] = json!(go);
+    let client = std::thread::spawn(move || h2_client(command));
+    let seen = upstream.wait_requests(3, WAIT);
+    let mut targets: Vec<&str> = seen.iter().map(|request| request.target.as_str()).collect();
+    targets.sort_unstable();
+    assert_eq!(targets, ["/api/fast", "/api/slow/1", "/api/slow/3"],
+        "every proxied stream reaches the upstream at once");
+    // The reset closes stream 1's link, and only it: stream 3's stays open while the client
+    // does, and the proxied answer's goes back to the pool.
+    assert!(upstream.wait_closed(1, WAIT), "the reset stream's upstream link stays open\n{}",
+        server.stderr());
+    assert_eq!(upstream.connections_closed(), 1, "a reset closes only its stream's link");
+    std::fs::write(&go, "").expect("write go");
+    let answer = client.join().expect("the client thread");
+    assert_eq!(answer["ok"], true, "{answer}
+{}", server.stderr());
+    let responses = answer["responses"].as_array().unwrap();
+    assert_eq!(responses[0]["reset_by_us"], true, "{answer}");
+    assert_eq!(responses[1]["ended"], false, "{answer}");
+    assert_eq!(responses[2]["status"], 200, "{answer}");
+    assert_eq!(responses[2]["body"], "fast\n", "{answer}");
+    assert_eq!(responses[3]["status"], 200, "{answer}");
+    let script = responses[3]["body"].as_str().unwrap_or_default();
+    assert!(script.contains("SCRIPT_NAME=/cgi-bin/hello.cgi"), "{answer}");
+    // The client's close ends every link its streams still held: stream 3's.
+    assert!(upstream.wait_closed(2, WAIT), "a closed connection's upstream link stays open\n{}",
+        server.stderr());
+    // The server goes on serving.
+    assert_eq!(get(server.addr(), "/hello.txt").status, 200);
+});
+
+/// `max_upstream_streams = 1`: the second proxied stream waits for the first one's link, and
+/// gets the same upstream connection after it (kept alive, handed on in request order).
+#[test]
+fn max_upstream_streams_holds_the_streams_past_it() {
+    let (root, _big) = build_root();
+    let slow = Reply::Delay(
+        Duration::from_millis(300),
+        Box::new(Reply::ok("slow", "slow\n")),
+    );
+    let (upstream, server) = start_proxy(&root, "amped", slow, "max_upstream_streams = 1");
+    let answer = h2_client_ok(h2c(
+        server.addr(),
+        json!([
+            {"path": "/api/slow"},
+            {"path": "/api/fast"},
+        ]),
+    ));
+    let responses = answer["responses"].as_array().unwrap();
+    assert_eq!(responses[0]["body"], "slow\n", "{answer}");
+    assert_eq!(responses[1]["body"], "fast\n", "{answer}");
+    let ended = |at: usize| responses[at]["ended_at"].as_f64().expect("ended_at");
+    assert!(
+        ended(1) >= ended(0),
+        "the second stream did not wait for the link: {answer}"
+    );
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(
+        (seen[0].target.as_str(), seen[1].target.as_str()),
+        ("/api/slow", "/api/fast")
+    );
+    assert_eq!(
+        seen[0].connection, seen[1].connection,
+        "one link, handed on: {seen:?}"
+    );
+}
+
+/// A stream whose server refuses the connection is retried on the next server over its own
+/// link: two streams, so that round-robin starts one of them at the refusing server.
+#[test]
+fn a_stream_retries_on_the_next_server_over_its_own_link() {
+    let (root, _big) = build_root();
+    let upstream = RawUpstream::answering("good", "good\n");
+    let servers = [support::proxy::refusing_address(), upstream.addr()];
+    let body = format!(
+        "{}\n[[site]]\nroot = \"www\"\n{LOCATIONS}\n{}",
+        support::proxy::pool("api", &servers, "tries = 2"),
+        support::proxy::location("/api/", "api", ""),
+    );
+    let config = write_tls_config(&root, "amped", H2C, &body);
+    let server = Server::start(Options::config_file(&config));
+    let mut command = h2c(
+        server.addr(),
+        json!([{"path": "/api/a"}, {"path": "/api/b"}]),
+    );
+    command["timeout"] = json!(10);
+    let answer = h2_client(command);
+    assert_eq!(answer["ok"], true, "{answer}\n{}", server.stderr());
+    for response in answer["responses"].as_array().unwrap() {
+        assert_eq!(response["body"], "good\n", "{answer}");
+    }
+}
 
 /// `Upgrade: h2c` (RFC 7540 §3.2, removed by RFC 9113) is not honoured: the request is
 /// answered as HTTP/1.1 and the connection goes on in HTTP/1.1.

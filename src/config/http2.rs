@@ -6,6 +6,16 @@
 
 use ampd_http::h2::Limits;
 
+/// Streams of one connection that may talk to upstreams (proxy, FastCGI, CGI) at once: as many
+/// as a browser's six HTTP/1.1 connections to a host could, and a few more, so a page's API
+/// calls beside a long poll run side by side; few enough that one client connection cannot
+/// turn its 128 streams into 128 upstream connections or CGI processes.
+pub const DEFAULT_MAX_UPSTREAM_STREAMS: usize = 8;
+
+/// The most `max_upstream_streams` may be: the upstream links the engines' tokens have room
+/// for per connection (`engine::slab`).
+pub const MAX_UPSTREAM_STREAMS: usize = 32;
+
 /// How HTTP/2 is offered (docs/http2.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Http2 {
@@ -13,6 +23,9 @@ pub struct Http2 {
     pub enabled: bool,
     /// The limits and flood budgets every HTTP/2 connection keeps.
     pub limits: Limits,
+    /// Streams of one connection with an upstream link (proxy, FastCGI, CGI) at once; the
+    /// streams past it wait for a link, in the order they asked.
+    pub max_upstream_streams: usize,
 }
 
 impl Default for Http2 {
@@ -20,6 +33,7 @@ impl Default for Http2 {
         Http2 {
             enabled: true,
             limits: Limits::default(),
+            max_upstream_streams: DEFAULT_MAX_UPSTREAM_STREAMS,
         }
     }
 }

@@ -10,7 +10,7 @@ use std::fmt::Display;
 use ampd_http::h2::frame::{DEFAULT_MAX_FRAME_SIZE, MAX_FRAME_SIZE_LIMIT};
 use toml::Spanned;
 
-use super::http2::Http2;
+use super::http2::{Http2, MAX_UPSTREAM_STREAMS};
 use super::load::{Loaded, Loader};
 use super::raw::{Quantity, RawHttp2};
 use super::Listen;
@@ -131,6 +131,19 @@ impl Loader<'_> {
             if let Some(value) = value {
                 *target = self.setting(value, key, BUDGET_HINT)?;
             }
+        }
+        if let Some(value) = &raw.max_upstream_streams {
+            let bounds = 1..=MAX_UPSTREAM_STREAMS as i64;
+            self.in_range(
+                value,
+                "http2.max_upstream_streams",
+                *value.get_ref(),
+                "",
+                &bounds,
+                "streams of one connection talking to upstreams (proxy, FastCGI, CGI) at once, \
+                 each on its own upstream connection: 1 to 32",
+            )?;
+            http2.max_upstream_streams = usize::try_from(*value.get_ref()).unwrap_or(1);
         }
         Ok(http2)
     }

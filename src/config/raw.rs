@@ -162,6 +162,7 @@ pub(super) struct RawHttp2 {
     pub(super) max_settings: Field<i64>,
     pub(super) max_pings: Field<i64>,
     pub(super) max_empty_frames: Field<i64>,
+    pub(super) max_upstream_streams: Field<i64>,
 }
 
 /// `[cgi]`: the server-wide limits of CGI scripts (`config::CgiLimits`).

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use std::net::SocketAddr;
 
-use super::upstream::{Connect, Opened, Release};
+use super::upstream::{Connect, LinkId, Opened, Release};
 
 /// The server a `Need::Connect` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -377,11 +377,11 @@ impl Harness {
     /// Carry out `need`, a `Need::Connect` to a server: a fresh socket whose connect completes
     /// at once.
     pub fn connect(&mut self, need: &Need) -> Connected {
-        let Need::Connect(Connect::Server { address, reuse }) = need else {
-            panic!("expected Need::Connect to a server, got {need:?}");
+        let Need::Connect(LinkId::FIRST, Connect::Server { address, reuse }) = need else {
+            panic!("expected Need::Connect to a server on link 0, got {need:?}");
         };
-        self.conn.upstream_opened(Opened::Fresh);
-        self.conn.upstream_connected();
+        self.conn.upstream_opened(LinkId::FIRST, Opened::Fresh);
+        self.conn.upstream_connected(LinkId::FIRST);
         Connected {
             address: address.clone(),
             reuse: *reuse,
@@ -394,30 +394,31 @@ impl Harness {
         let mut taken = Vec::new();
         loop {
             let need = self.run();
-            let bytes = self.conn.upstream_output().to_vec();
+            let bytes = self.conn.upstream_output(LinkId::FIRST).to_vec();
             if bytes.is_empty() {
                 return (taken, need);
             }
-            self.conn.upstream_sent(bytes.len());
+            self.conn.upstream_sent(LinkId::FIRST, bytes.len());
             taken.extend_from_slice(&bytes);
         }
     }
 
     /// The upstream sends `bytes`.
     pub fn upstream_reply(&mut self, bytes: &[u8]) -> Need {
-        self.conn.upstream_receive(bytes);
+        self.conn.upstream_receive(LinkId::FIRST, bytes);
         self.run()
     }
 
     /// The upstream closes its side.
     pub fn upstream_close(&mut self) -> Need {
-        self.conn.upstream_finished();
+        self.conn.upstream_finished(LinkId::FIRST);
         self.run()
     }
 
     /// The upstream socket fails with `kind` (refused while connecting, reset later).
     pub fn upstream_fail(&mut self, kind: std::io::ErrorKind) -> Need {
-        self.conn.upstream_failed(&std::io::Error::from(kind));
+        self.conn
+            .upstream_failed(LinkId::FIRST, &std::io::Error::from(kind));
         self.run()
     }
 
@@ -429,7 +430,9 @@ impl Harness {
 
     /// What the connection says to do with its upstream socket, once.
     pub fn release(&mut self) -> Option<Release> {
-        self.conn.take_upstream_release()
+        self.conn
+            .take_upstream_release()
+            .map(|(_, release)| release)
     }
 }
 

@@ -52,7 +52,7 @@ use crate::site::{Route, Sites};
 use crate::tls::TlsInfo;
 use crate::upstream::Upstreams;
 use output::Output;
-pub use upstream::{Connect, Opened, ProgramStart, Release};
+pub use upstream::{Connect, LinkId, Opened, ProgramStart, Release};
 
 /// Stop parsing pipelined requests while this much output is queued, so a client that sends
 /// faster than it reads cannot make the server buffer without bound.
@@ -97,9 +97,10 @@ pub enum Need {
     /// Send what is queued, then end the connection as `Ending` says.
     Close(Ending),
     /// Open a connection to an upstream server (from the loop's idle pool when `reuse`
-    /// allows), then call `upstream_opened`, or `upstream_failed` if no socket could be made;
-    /// then `advance` again (`upstream.rs` has the whole contract).
-    Connect(Connect),
+    /// allows) as the connection's link `LinkId`, then call `upstream_opened`, or
+    /// `upstream_failed` if no socket could be made; then `advance` again (`upstream.rs` has
+    /// the whole contract).
+    Connect(LinkId, Connect),
 }
 
 /// How a finished connection ends (RFC 9112 §9.6).
@@ -301,6 +302,8 @@ pub struct Conn {
     open_failure: Option<upstream::Failure>,
     /// An upstream socket to hand back to the engine (`take_upstream_release`).
     release: Option<Release>,
+    /// The upstream sockets an ended HTTP/2 session's streams still held, to hand back.
+    ended_links: Vec<(upstream::LinkId, Release)>,
     /// The listener takes cleartext HTTP/2 with prior knowledge (`"ADDR h2c"`).
     prior_knowledge: bool,
 }
@@ -336,6 +339,7 @@ impl Conn {
             link_buffers: upstream::Buffers::default(),
             open_failure: None,
             release: None,
+            ended_links: Vec::new(),
             prior_knowledge: false,
         }
     }
@@ -565,7 +569,8 @@ impl Conn {
             State::ReadingProxyHeader => self.proxy_header_timed_out(context.stats),
             State::Http2(mut session) => {
                 session.timed_out(&mut self.output);
-                self.release = self.release.or(session.take_release());
+                self.ended_links
+                    .extend(std::iter::from_fn(|| session.take_release()));
             }
             _ if phase == Phase::Head => {
                 self.reply_to(None, 408, Persistence::Close, &[], context);
@@ -603,7 +608,8 @@ impl Conn {
                     );
                     self.consumed += used;
                     if let Need::Close(ending) = need {
-                        self.release = self.release.or(session.take_release());
+                        self.ended_links
+                            .extend(std::iter::from_fn(|| session.take_release()));
                         self.state = State::Closing(ending);
                     }
                     return need;

@@ -59,6 +59,34 @@ impl fmt::Debug for ProgramStart {
     }
 }
 
+/// Which of a connection's upstream links an engine call is about. An HTTP/1 connection runs
+/// one exchange at a time: link 0 (`FIRST`). An HTTP/2 connection gives each stream that talks
+/// to an upstream a link of its own, at most `[http2] max_upstream_streams` at once
+/// (`h2::Session`), so a slow upstream holds back only its own stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LinkId(u8);
+
+impl LinkId {
+    /// The one link of an HTTP/1 connection.
+    pub const FIRST: LinkId = LinkId(0);
+    /// Links one connection may hold at once (`[http2] max_upstream_streams` at most).
+    pub const LIMIT: usize = crate::config::http2::MAX_UPSTREAM_STREAMS;
+
+    /// The link numbered `index`, if it is below `LIMIT`.
+    #[must_use]
+    pub fn from_index(index: usize) -> Option<LinkId> {
+        u8::try_from(index)
+            .ok()
+            .filter(|_| index < LinkId::LIMIT)
+            .map(LinkId)
+    }
+
+    #[must_use]
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
 /// How the engine provided the upstream socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opened {
@@ -198,28 +226,24 @@ impl Link {
 }
 
 impl Conn {
-    /// Under HTTP/2 the link belongs to one stream's inner `Conn`: the engine's calls go
-    /// there (`h2::Session`).
-    fn linked_stream(&self) -> Option<&Conn> {
+    /// The `Conn` whose exchange link `link` belongs to: this one under HTTP/1 (one exchange
+    /// at a time, link 0); under HTTP/2 the inner `Conn` of the stream the session gave the
+    /// link to (`h2::Session`), or none if no stream holds it.
+    fn link_owner(&self, link: LinkId) -> Option<&Conn> {
         match &self.state {
-            super::State::Http2(session) => session.linked(),
-            _ => None,
+            super::State::Http2(session) => session.linked(link),
+            _ => Some(self),
         }
     }
 
-    fn linked_stream_mut(&mut self) -> Option<&mut Conn> {
+    fn link_owner_mut(&mut self, link: LinkId) -> Option<&mut Conn> {
+        if !matches!(self.state, super::State::Http2(_)) {
+            return Some(self);
+        }
         match &mut self.state {
-            super::State::Http2(session) => session.linked_mut(),
+            super::State::Http2(session) => session.linked_mut(link),
             _ => None,
         }
-    }
-
-    fn link(&self) -> Option<&Link> {
-        self.link.as_ref()
-    }
-
-    fn link_mut(&mut self) -> Option<&mut Link> {
-        self.link.as_mut()
     }
 
     fn proxy_opened(&mut self, opened: Opened, now: Instant) {
@@ -239,32 +263,29 @@ impl Conn {
         }
     }
 
-    /// The engine attached an upstream socket after `Need::Connect`.
-    pub fn upstream_opened(&mut self, opened: Opened) {
-        if let Some(stream) = self.linked_stream_mut() {
-            return stream.upstream_opened(opened);
+    /// The engine attached an upstream socket as `link` after `Need::Connect`.
+    pub fn upstream_opened(&mut self, link: LinkId, opened: Opened) {
+        if let Some(owner) = self.link_owner_mut(link) {
+            owner.proxy_opened(opened, Instant::now());
         }
-        self.proxy_opened(opened, Instant::now());
     }
 
     /// A fresh socket's `connect` completed.
-    pub fn upstream_connected(&mut self) {
-        if let Some(stream) = self.linked_stream_mut() {
-            return stream.upstream_connected();
-        }
-        if let Some(link) = self.link_mut() {
+    pub fn upstream_connected(&mut self, link: LinkId) {
+        if let Some(link) = self
+            .link_owner_mut(link)
+            .and_then(|owner| owner.link.as_mut())
+        {
             link.connected = true;
             link.moved = Instant::now();
         }
     }
 
-    /// Bytes to write to the upstream now (empty: nothing, for now).
+    /// Bytes to write to the upstream on `link` now (empty: nothing, for now).
     #[must_use]
-    pub fn upstream_output(&self) -> &[u8] {
-        if let Some(stream) = self.linked_stream() {
-            return stream.upstream_output();
-        }
-        self.link()
+    pub fn upstream_output(&self, link: LinkId) -> &[u8] {
+        self.link_owner(link)
+            .and_then(|owner| owner.link.as_ref())
             .filter(|link| link.connected && link.failure.is_none())
             .map_or(&[][..], |link| &link.out[link.sent..])
     }
@@ -272,19 +293,18 @@ impl Conn {
     /// Whether the bytes of `upstream_output` are the last: once they are written, the engine
     /// shuts down the socket's write side (once).
     #[must_use]
-    pub fn upstream_output_ended(&self) -> bool {
-        if let Some(stream) = self.linked_stream() {
-            return stream.upstream_output_ended();
-        }
-        self.link().is_some_and(|link| link.output_ended)
+    pub fn upstream_output_ended(&self, link: LinkId) -> bool {
+        self.link_owner(link)
+            .and_then(|owner| owner.link.as_ref())
+            .is_some_and(|link| link.output_ended)
     }
 
     /// `count` bytes of `upstream_output` were written.
-    pub fn upstream_sent(&mut self, count: usize) {
-        if let Some(stream) = self.linked_stream_mut() {
-            return stream.upstream_sent(count);
-        }
-        if let Some(link) = self.link_mut() {
+    pub fn upstream_sent(&mut self, link: LinkId, count: usize) {
+        if let Some(link) = self
+            .link_owner_mut(link)
+            .and_then(|owner| owner.link.as_mut())
+        {
             link.sent = (link.sent + count).min(link.out.len());
             if count > 0 {
                 link.moved = Instant::now();
@@ -295,22 +315,20 @@ impl Conn {
         }
     }
 
-    /// Whether reading from the upstream is useful now (false: nothing is expected, or the
-    /// client is slower than the upstream and its output is full: backpressure).
+    /// Whether reading from the upstream on `link` is useful now (false: nothing is expected,
+    /// or the client is slower than the upstream and its output is full: backpressure).
     #[must_use]
-    pub fn upstream_wants_input(&self) -> bool {
-        if let Some(stream) = self.linked_stream() {
-            return stream.upstream_wants_input();
-        }
-        self.proxy_reads_upstream()
+    pub fn upstream_wants_input(&self, link: LinkId) -> bool {
+        self.link_owner(link)
+            .is_some_and(Conn::proxy_reads_upstream)
     }
 
-    /// Bytes read from the upstream.
-    pub fn upstream_receive(&mut self, bytes: &[u8]) {
-        if let Some(stream) = self.linked_stream_mut() {
-            return stream.upstream_receive(bytes);
-        }
-        if let Some(link) = self.link_mut() {
+    /// Bytes read from the upstream on `link`.
+    pub fn upstream_receive(&mut self, link: LinkId, bytes: &[u8]) {
+        if let Some(link) = self
+            .link_owner_mut(link)
+            .and_then(|owner| owner.link.as_mut())
+        {
             link.input.extend_from_slice(bytes);
             link.received += bytes.len() as u64;
             if !bytes.is_empty() {
@@ -319,23 +337,23 @@ impl Conn {
         }
     }
 
-    /// The upstream closed its side (a read returned 0).
-    pub fn upstream_finished(&mut self) {
-        if let Some(stream) = self.linked_stream_mut() {
-            return stream.upstream_finished();
-        }
-        if let Some(link) = self.link_mut() {
+    /// The upstream on `link` closed its side (a read returned 0).
+    pub fn upstream_finished(&mut self, link: LinkId) {
+        if let Some(link) = self
+            .link_owner_mut(link)
+            .and_then(|owner| owner.link.as_mut())
+        {
             link.finished = true;
         }
     }
 
-    /// Connecting, reading or writing the upstream socket failed, or (with no socket attached
-    /// after `Need::Connect`) no socket could be made.
-    pub fn upstream_failed(&mut self, error: &io::Error) {
-        if let Some(stream) = self.linked_stream_mut() {
-            return stream.upstream_failed(error);
-        }
-        match self.link_mut() {
+    /// Connecting, reading or writing the upstream socket of `link` failed, or (with no socket
+    /// attached after `Need::Connect`) no socket could be made.
+    pub fn upstream_failed(&mut self, link: LinkId, error: &io::Error) {
+        let Some(owner) = self.link_owner_mut(link) else {
+            return;
+        };
+        match owner.link.as_mut() {
             Some(link) => {
                 let failure = if link.connected {
                     Failure::Io(error.kind())
@@ -344,20 +362,25 @@ impl Conn {
                 };
                 link.failure.get_or_insert(failure);
             }
-            None => self.proxy_open_failed(error),
+            None => owner.proxy_open_failed(error),
         }
     }
 
-    /// When the exchange's current timeout runs out: connecting, the upstream taking request
-    /// bytes, or sending response bytes (for an HTTP upstream's head, counted from the end of
-    /// the request: `proxy_read_deadline`). `None` while nothing is awaited from the upstream
-    /// (the client is slow: its own send timeout governs).
+    /// When the earliest of the exchanges' current timeouts runs out: connecting, the upstream
+    /// taking request bytes, or sending response bytes (for an HTTP upstream's head, counted
+    /// from the end of the request: `proxy_read_deadline`). `None` while nothing is awaited
+    /// from an upstream (the client is slow: its own send timeout governs).
     #[must_use]
     pub fn upstream_deadline(&self) -> Option<Instant> {
-        if let Some(stream) = self.linked_stream() {
-            return stream.upstream_deadline();
+        match &self.state {
+            super::State::Http2(session) => session.upstream_deadline(),
+            _ => self.exchange_deadline(),
         }
-        let link = self.link()?;
+    }
+
+    /// This `Conn`'s own exchange's deadline (see `upstream_deadline`).
+    pub(super) fn exchange_deadline(&self) -> Option<Instant> {
+        let link = self.link.as_ref()?;
         if link.failure.is_some() {
             return None;
         }
@@ -371,32 +394,43 @@ impl Conn {
             .then(|| self.proxy_read_deadline(link))
     }
 
-    /// The engine saw `upstream_deadline` pass.
+    /// The engine saw `upstream_deadline` pass: every exchange whose deadline has passed
+    /// fails with a timeout (the others go on).
     pub fn upstream_timed_out(&mut self) {
-        if let Some(stream) = self.linked_stream_mut() {
-            return stream.upstream_timed_out();
+        let now = Instant::now();
+        match &mut self.state {
+            super::State::Http2(session) => session.upstream_timed_out(now),
+            _ => self.exchange_timed_out(),
         }
-        if let Some(link) = self.link_mut() {
+    }
+
+    /// This `Conn`'s own exchange timed out.
+    pub(super) fn exchange_timed_out(&mut self) {
+        if let Some(link) = self.link.as_mut() {
             link.failure.get_or_insert(Failure::TimedOut);
         }
     }
 
-    /// The upstream socket the connection is done with, once: pool it or close it.
-    pub fn take_upstream_release(&mut self) -> Option<Release> {
+    /// An upstream socket the connection is done with, once per socket: pool it or close it.
+    /// The engine takes every one (until `None`) after each `advance`, `job_done` or
+    /// `timed_out`, before it carries out a `Need::Connect`: the link a socket was released
+    /// from may be handed to another exchange in the same `advance`.
+    pub fn take_upstream_release(&mut self) -> Option<(LinkId, Release)> {
         if let super::State::Http2(session) = &mut self.state {
-            if let Some(release) = session.take_release() {
-                return Some(release);
-            }
+            return session.take_release();
         }
-        self.release.take()
+        if let Some(ended) = self.ended_links.pop() {
+            return Some(ended);
+        }
+        self.release.take().map(|release| (LinkId::FIRST, release))
     }
 
     /// Whether an upstream socket is attached (the engine watches it).
     #[must_use]
     pub fn has_upstream(&self) -> bool {
-        if let Some(stream) = self.linked_stream() {
-            return stream.has_upstream();
+        match &self.state {
+            super::State::Http2(session) => session.has_upstream(),
+            _ => self.link.is_some(),
         }
-        self.link().is_some()
     }
 }

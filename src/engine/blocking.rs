@@ -61,9 +61,9 @@ pub struct Connection {
     /// Our side is shut; the client's input is read and discarded until it closes.
     lingering: bool,
     clock: PhaseClock,
-    /// The upstream socket it drives besides its client socket (`Need::Connect`); a connection
-    /// with one attached never waits in a waiting room.
-    upstream: Option<Upstream>,
+    /// The upstream sockets it drives besides its client socket (`Need::Connect`), one per
+    /// link; a connection with one attached never waits in a waiting room.
+    upstreams: Vec<Upstream>,
     /// The slot its scoreboard state is counted in (the accepting thread's).
     stats: LoopStats,
     _ticket: Ticket,
@@ -342,7 +342,7 @@ impl Worker {
                     registered: false,
                     lingering: false,
                     clock,
-                    upstream: None,
+                    upstreams: Vec::new(),
                     stats,
                     _ticket: ticket,
                     tls,
@@ -420,15 +420,15 @@ impl Worker {
                 Need::Flush => continue,
                 // Jobs and connects are carried out inline here, so nothing can be outstanding
                 // but the upstream.
-                Need::Job(_) | Need::Connect(_) => return Err(Reset),
-                Need::Wait if connection.upstream.is_none() => return Err(Reset),
+                Need::Job(_) | Need::Connect(..) => return Err(Reset),
+                Need::Wait if connection.upstreams.is_empty() => return Err(Reset),
                 Need::Read if read_any && !drained => continue,
                 Need::Read | Need::Wait => {}
             }
-            // With an upstream attached the connection waits here on both sockets, never in
+            // With upstreams attached the connection waits here on all its sockets, never in
             // a waiting room (which watches only the client).
-            if let Some(socket) = connection.upstream.as_ref() {
-                if pumped || socket.can_move(&connection.conn) {
+            if !connection.upstreams.is_empty() {
+                if pumped || upstream::any_can_move(&connection.upstreams, &connection.conn) {
                     continue;
                 }
                 match self.wait_upstream(connection)? {
@@ -530,10 +530,13 @@ impl Worker {
                         settle_upstream(connection, pool);
                     }
                 }
-                Need::Connect(connect) => {
-                    connection.upstream = None;
-                    connection.upstream =
-                        upstream::open(&connect, &mut connection.conn, &mut lock(pool));
+                Need::Connect(link, connect) => {
+                    upstream::detach(&mut connection.upstreams, link);
+                    let opened =
+                        upstream::open(&connect, link, &mut connection.conn, &mut lock(pool));
+                    if let Some(socket) = opened {
+                        upstream::attach(&mut connection.upstreams, socket);
+                    }
                 }
                 need => return need,
             }
@@ -751,8 +754,8 @@ impl Worker {
     /// destroys the response in flight. Under `OnWait::Return` the wait for the client happens
     /// in the waiting room, not in this worker.
     fn linger_close(&mut self, connection: &mut Connection, on_wait: OnWait) -> Step {
-        // The exchange is over or abandoned: an upstream socket still attached is closed.
-        connection.upstream = None;
+        // The exchanges are over or abandoned: upstream sockets still attached are closed.
+        connection.upstreams.clear();
         if let Some(tls) = connection.tls.as_mut() {
             // close_notify after the last response (best effort: a client that stopped reading
             // does not get it).
@@ -818,14 +821,14 @@ pub fn finish(worker: &mut Worker) {
 /// After a decision: the upstream socket `Conn` is done with goes to the shared idle pool or
 /// is closed.
 fn settle_upstream(connection: &mut Connection, pool: &Mutex<IdlePool>) {
-    if connection.upstream.is_none() {
+    if connection.upstreams.is_empty() {
         // Nothing to pool or close (the common case: no lock taken).
-        let _ = connection.conn.take_upstream_release();
+        while connection.conn.take_upstream_release().is_some() {}
         return;
     }
     upstream::release(
         &mut connection.conn,
-        &mut connection.upstream,
+        &mut connection.upstreams,
         &mut lock(pool),
         |_| {},
     );

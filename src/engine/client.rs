@@ -37,9 +37,9 @@ pub struct Client {
     pub job_out: bool,
     /// Write side shut; input is read and discarded until the client closes (lingering close).
     pub lingering: bool,
-    /// The upstream socket it drives besides its client socket (`Need::Connect`); closed
-    /// with the connection, never pooled then.
-    pub upstream: Option<Upstream>,
+    /// The upstream sockets it drives besides its client socket (`Need::Connect`), one per
+    /// link; closed with the connection, never pooled then.
+    pub upstreams: Vec<Upstream>,
     /// Given back to admission control when the connection is dropped.
     pub ticket: Ticket,
     /// The connection's TLS (accepted on a TLS listener): the engine reads and writes through
@@ -112,7 +112,7 @@ impl Client {
             && !busy
             && !self.job_out
             && !self.lingering
-            && self.upstream.is_none()
+            && self.upstreams.is_empty()
             && self.clock.drain_may_close(self.conn.has_answered(), now)
     }
 }
@@ -174,7 +174,7 @@ impl Door<'_> {
                     clock: PhaseClock::opened(self.stats, now),
                     job_out: false,
                     lingering: false,
-                    upstream: None,
+                    upstreams: Vec::new(),
                     ticket,
                     tls,
                     handshake_deadline,

@@ -7,16 +7,26 @@
 //! closed (and another took its slot) resolves to nothing instead of to the newcomer.
 //! Must not touch: what a slot holds (the engines' `Slot`s).
 //!
-//! Token layout (64 bits): `generation << 32 | index << KIND_BITS | kind`. Generations start at
-//! 1 and skip 0 when they wrap; tokens at the very top of the range (`u64::MAX - n`) are left
-//! to the engines for their own descriptors (listener, waker, helpers, inotify): they would
-//! need slot 2^29 - 1 with generation 2^32 - 1, which the slab never hands out.
+//! Token layout (64 bits): `generation << 32 | link << LINK_SHIFT | index << KIND_BITS | kind`,
+//! where `link` names one of the connection's upstream sockets (`conn::LinkId`) in a token of
+//! kind `Upstream`, and is 0 otherwise. Generations start at 1 and skip 0 when they wrap; tokens
+//! at the very top of the range (`u64::MAX - n`) are left to the engines for their own
+//! descriptors (listener, waker, helpers, inotify): they would need slot 2^24 - 1, which the
+//! slab never hands out.
 
 /// Bits of a token that say what the event or completion is about.
 const KIND_BITS: u32 = 3;
 const KIND_MASK: u64 = (1 << KIND_BITS) - 1;
-/// Slots a slab may hold: the index must fit beside the kind in the token's low half.
-const MAX_SLOTS: usize = 1 << (32 - KIND_BITS);
+/// Bits of a token that name an upstream link: room for every `LinkId`.
+const LINK_BITS: u32 = 5;
+const LINK_SHIFT: u32 = 32 - LINK_BITS;
+const LINK_MASK: u64 = (1 << LINK_BITS) - 1;
+const _: () = assert!(1 << LINK_BITS >= crate::conn::LinkId::LIMIT);
+/// Bits of a token's slot index: what the kind and link leave of its low half.
+const INDEX_BITS: u32 = 32 - KIND_BITS - LINK_BITS;
+/// Slots a slab may hold (16 million connections per loop: descriptors run out long before);
+/// the highest index is never handed out (see the token layout).
+const MAX_SLOTS: usize = (1 << INDEX_BITS) - 1;
 
 /// What a token refers to, besides the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +59,18 @@ impl Kind {
     fn from_bits(bits: u64) -> Option<Kind> {
         Kind::ALL.get(usize::try_from(bits).ok()?).copied()
     }
+}
+
+/// `token` (of kind `Upstream`, link 0) for upstream link `link` (`Slab::link_token`).
+#[must_use]
+pub fn with_link(token: u64, link: usize) -> u64 {
+    token | ((link as u64 & LINK_MASK) << LINK_SHIFT)
+}
+
+/// The upstream link a token of kind `Upstream` names (`Slab::link_token`).
+#[must_use]
+pub fn link_of(token: u64) -> usize {
+    ((token >> LINK_SHIFT) & LINK_MASK) as usize
 }
 
 struct Entry<T> {
@@ -130,10 +152,17 @@ impl<T> Slab<T> {
         (u64::from(generation) << 32) | ((index as u64) << KIND_BITS) | kind.bits()
     }
 
+    /// The token for upstream link `link` (`conn::LinkId::index`) of slot `index`'s current
+    /// connection: a token of kind `Upstream` that also says which link (`link_of`).
+    #[must_use]
+    pub fn link_token(&self, index: usize, link: usize) -> u64 {
+        with_link(self.token(index, Kind::Upstream), link)
+    }
+
     /// The slot and kind a token names, if the connection it was made for is still there.
     #[must_use]
     pub fn resolve(&self, token: u64) -> Option<(usize, Kind)> {
-        let index = usize::try_from((token & 0xffff_ffff) >> KIND_BITS).ok()?;
+        let index = usize::try_from((token >> KIND_BITS) & ((1 << INDEX_BITS) - 1)).ok()?;
         let generation = (token >> 32) as u32;
         let kind = Kind::from_bits(token & KIND_MASK)?;
         match self.entries.get(index) {
@@ -236,6 +265,23 @@ mod tests {
         slab.remove(index);
         let index = slab.insert(()).unwrap();
         assert_eq!(slab.token(index, Kind::Connection) >> 32, 1);
+    }
+
+    #[test]
+    fn a_link_token_names_its_slot_and_link() {
+        let mut slab = Slab::default();
+        let first = slab.insert(()).unwrap();
+        let second = slab.insert(()).unwrap();
+        for link in [0, 1, crate::conn::LinkId::LIMIT - 1] {
+            let token = slab.link_token(second, link);
+            assert_eq!(slab.resolve(token), Some((second, Kind::Upstream)));
+            assert_eq!(link_of(token), link);
+        }
+        assert_eq!(
+            slab.link_token(first, 0),
+            slab.token(first, Kind::Upstream),
+            "link 0 (HTTP/1) has the plain upstream token"
+        );
     }
 
     #[test]

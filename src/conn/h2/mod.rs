@@ -4,12 +4,13 @@
 //! Owns: the streams of one connection, each served by an inner `Conn` (`stream.rs`) so that
 //! every handler — static files with their caches, ranges and conditionals, status, health,
 //! the proxy, FastCGI and CGI — answers HTTP/2 as it answers HTTP/1; arbitration of what the
-//! engine can do for one connection at a time (one job, one upstream link: the streams that
-//! need one wait their turn); pacing (requests that arrive together are started a few at a
-//! time, so the first responses leave while the rest are served); the order responses go in
-//! (the most urgent first, RFC 9218; round-robin within an urgency, one share per stream per
-//! pass, so one large download does not starve the others); the connection's phase for the
-//! engine's timeouts; GOAWAY on a graceful stop.
+//! engine does for the streams: one job at a time (a batch of every stream's disk work), and an
+//! upstream link per stream that talks to an upstream, up to `[http2] max_upstream_streams` at
+//! once (the streams past it wait their turn in the order they asked); pacing (requests that
+//! arrive together are started a few at a time, so the first responses leave while the rest
+//! are served); the order responses go in (the most urgent first, RFC 9218; round-robin within
+//! an urgency, one share per stream per pass, so one large download does not starve the
+//! others); the connection's phase for the engine's timeouts; GOAWAY on a graceful stop.
 //! Must not touch: the protocol (`ampd_http::h2::Connection` owns frames, HPACK, windows and
 //! stream states), sockets and threads (the engine drives `Conn` exactly as for HTTP/1).
 
@@ -24,7 +25,7 @@ use ampd_http::h2::{Connection, ErrorCode, Event, Priority, StreamId};
 use ampd_http::request::{BodyFraming, RequestHead};
 
 use super::output::Output;
-use super::upstream::Release;
+use super::upstream::{LinkId, Release};
 use super::{Context, Ending, Need, Phase, State};
 use crate::conn::Conn;
 use crate::content::job::{Job, JobDone};
@@ -83,10 +84,13 @@ pub(super) struct Session {
     /// The streams whose jobs are out, in the order of the job handed (the engine runs one
     /// per connection: a single job, or a `Job::Batch` of every stream that needed one).
     job_owners: Vec<StreamId>,
-    /// The stream the upstream link is attached to (one per connection).
-    link_owner: Option<StreamId>,
-    /// An upstream socket a reset or finished stream let go of, for `take_upstream_release`.
-    release: Option<Release>,
+    /// The stream each upstream link is attached to, by `LinkId` (at most
+    /// `max_upstream_streams`).
+    links: Vec<Option<StreamId>>,
+    /// `[http2] max_upstream_streams`.
+    max_links: usize,
+    /// Upstream sockets reset or finished streams let go of, for `take_upstream_release`.
+    releases: Vec<(LinkId, Release)>,
     /// Where the next framing pass starts (round-robin).
     cursor: usize,
     /// GOAWAY NO_ERROR was sent for a graceful stop.
@@ -116,8 +120,13 @@ impl Session {
             },
             head: Vec::new(),
             job_owners: Vec::new(),
-            link_owner: None,
-            release: None,
+            links: Vec::new(),
+            max_links: context
+                .config
+                .http2
+                .max_upstream_streams
+                .clamp(1, LinkId::LIMIT),
+            releases: Vec::new(),
             cursor: 0,
             announced_stop: false,
             served: 0,
@@ -304,14 +313,8 @@ impl Session {
         let Some(at) = self.streams.iter().position(|entry| entry.id == id) else {
             return;
         };
-        if self.link_owner == Some(id) {
-            self.link_owner = None;
-            let conn = &mut self.streams[at].conn;
-            conn.drop_link(Release::Close);
-            if let Some(release) = conn.release.take() {
-                self.release = Some(release);
-            }
-        }
+        // Its upstream socket closes; the other streams' links go on.
+        self.unlink(at);
         if self.job_owners.contains(&id) {
             // The engine still runs its job: the stream stays until `job_done`.
             self.streams[at].cancelled = true;
@@ -323,10 +326,12 @@ impl Session {
         }
     }
 
-    /// Advance every stream's inner `Conn`; then hand the engine one job or one upstream link
-    /// if a stream needs it and none is out. A link let go of in the first pass can be
-    /// handed on in the second: every engine takes the release (`take_upstream_release`)
-    /// before it carries out the next `Need::Connect`.
+    /// Advance every stream's inner `Conn`; then hand the engine a job if a stream needs one
+    /// and none is out, or an upstream link for the first stream (in the order they opened)
+    /// that needs one: its own again (a retry on another server), or a free one while fewer
+    /// than `max_links` are held. A link let go of in the first pass can be handed on in the
+    /// second: every engine takes the releases (`take_upstream_release`) before it carries
+    /// out the next `Need::Connect`.
     fn serve_streams(&mut self, context: &mut Context<'_>) -> Option<Need> {
         for stream in &mut self.streams {
             if stream.cancelled || stream.answered {
@@ -335,7 +340,7 @@ impl Session {
             if matches!(stream.queued, Queued::Nothing) {
                 match stream.conn.advance(context) {
                     Need::Job(job) => stream.queued = Queued::Job(job),
-                    Need::Connect(connect) => stream.queued = Queued::Connect(connect),
+                    Need::Connect(_, connect) => stream.queued = Queued::Connect(connect),
                     Need::Close(_) => stream.answered = true,
                     Need::Read | Need::Flush | Need::Wait => {}
                 }
@@ -345,20 +350,51 @@ impl Session {
                 self.connection.release_body(stream.id, credit);
             }
         }
-        self.settle_link();
+        self.settle_links();
         if let Some(job) = self.take_jobs() {
             return Some(Need::Job(job));
         }
+        self.take_connect()
+    }
+
+    /// The first `Need::Connect` a link is there for (see `serve_streams`).
+    fn take_connect(&mut self) -> Option<Need> {
+        let free = self.free_link();
         for stream in &mut self.streams {
-            match std::mem::replace(&mut stream.queued, Queued::Nothing) {
-                Queued::Connect(connect) if self.link_owner.is_none() => {
-                    self.link_owner = Some(stream.id);
-                    return Some(Need::Connect(connect));
-                }
-                other => stream.queued = other,
+            if !matches!(stream.queued, Queued::Connect(_)) {
+                continue;
             }
+            let held = self
+                .links
+                .iter()
+                .position(|owner| *owner == Some(stream.id));
+            let Some(index) = held.or(free) else {
+                // Every link is held: it waits, and so do the streams after it that have
+                // none (a retry on a link held already may still go).
+                continue;
+            };
+            let (Some(link), Queued::Connect(connect)) = (
+                LinkId::from_index(index),
+                std::mem::replace(&mut stream.queued, Queued::Nothing),
+            ) else {
+                continue;
+            };
+            if index == self.links.len() {
+                self.links.push(None);
+            }
+            self.links[index] = Some(stream.id);
+            return Some(Need::Connect(link, connect));
         }
         None
+    }
+
+    /// The lowest link no stream holds, if fewer than `max_links` are held.
+    fn free_link(&self) -> Option<usize> {
+        match self.links.iter().position(Option::is_none) {
+            Some(index) => Some(index),
+            None if self.links.len() < self.max_links => Some(self.links.len()),
+            None => None,
+        }
     }
 
     /// Every stream's queued job, as one job (a `Job::Batch` when several wait), if none is
@@ -465,6 +501,9 @@ impl Session {
                 at += 1;
                 continue;
             }
+            // Its exchange is over, and let its link go (`settle_links`); a socket still
+            // attached now would have nothing to serve.
+            self.unlink(at);
             let stream = self.streams.remove(at);
             if stream.unreleased > 0 {
                 self.connection.release_body(stream.id, stream.unreleased);
@@ -477,13 +516,22 @@ impl Session {
     }
 
     /// The client hung up: a stream whose request body it never finished cannot be answered
-    /// (its inner `Conn` would wait for the body timeout); streams it had finished sending go
-    /// on (a half-closed client may still read).
+    /// (its inner `Conn` would wait for the body timeout), and one still waiting for its
+    /// upstream's answer (or for a link) is given up as an HTTP/1 client's FIN gives up a
+    /// proxied request: its upstream link closes now, not when the upstream answers or times
+    /// out. Streams whose answer has begun go on (a half-closed client may still read).
     fn abandon_unfinished_requests(&mut self) {
+        let links = &self.links;
         let unfinished: Vec<StreamId> = self
             .streams
             .iter()
-            .filter(|stream| !stream.client_ended && !stream.cancelled)
+            .filter(|stream| {
+                let awaits_upstream = (links.contains(&Some(stream.id))
+                    || matches!(stream.queued, Queued::Connect(_)))
+                    && stream.framing == Framing::Head
+                    && stream.conn.output.is_empty();
+                !stream.cancelled && (!stream.client_ended || awaits_upstream)
+            })
             .map(|stream| stream.id)
             .collect();
         for id in unfinished {
@@ -493,13 +541,8 @@ impl Session {
 
     fn drop_streams(&mut self) {
         self.deferred.clear();
-        if let Some(owner) = self.link_owner.take() {
-            if let Some(stream) = self.streams.iter_mut().find(|entry| entry.id == owner) {
-                stream.conn.drop_link(Release::Close);
-                if let Some(release) = stream.conn.release.take() {
-                    self.release = Some(release);
-                }
-            }
+        for at in 0..self.streams.len() {
+            self.unlink(at);
         }
         let job_owners = &self.job_owners;
         self.streams
@@ -559,13 +602,11 @@ impl Session {
         {
             return Phase::Sending;
         }
-        let linked = self
-            .link_owner
-            .and_then(|owner| self.streams.iter().find(|entry| entry.id == owner));
-        if let Some(stream) = linked {
-            if stream.conn.phase() == Phase::Upstream {
-                return Phase::Upstream;
-            }
+        if self
+            .linked_conns()
+            .any(|conn| conn.phase() == Phase::Upstream)
+        {
+            return Phase::Upstream;
         }
         if !self.deferred.is_empty() || self.streams.iter().any(|stream| !stream.cancelled) {
             return Phase::Busy;
@@ -576,42 +617,106 @@ impl Session {
         Phase::Idle
     }
 
-    /// The inner `Conn` the upstream link belongs to.
-    pub(super) fn linked(&self) -> Option<&Conn> {
-        let owner = self.link_owner?;
+    /// The inner `Conn` of the stream upstream link `link` belongs to.
+    pub(super) fn linked(&self, link: LinkId) -> Option<&Conn> {
+        let owner = (*self.links.get(link.index())?)?;
         self.streams
             .iter()
             .find(|entry| entry.id == owner)
             .map(|entry| &*entry.conn)
     }
 
-    pub(super) fn linked_mut(&mut self) -> Option<&mut Conn> {
-        let owner = self.link_owner?;
+    pub(super) fn linked_mut(&mut self, link: LinkId) -> Option<&mut Conn> {
+        let owner = (*self.links.get(link.index())?)?;
         self.streams
             .iter_mut()
             .find(|entry| entry.id == owner)
             .map(|entry| &mut *entry.conn)
     }
 
-    /// An upstream socket to hand back: one a reset stream let go of, or the linked stream's.
-    pub(super) fn take_release(&mut self) -> Option<Release> {
-        self.settle_link();
-        self.release.take()
+    /// The inner `Conn`s that hold an upstream link.
+    fn linked_conns(&self) -> impl Iterator<Item = &Conn> {
+        self.streams
+            .iter()
+            .filter(|stream| self.links.contains(&Some(stream.id)))
+            .map(|stream| &*stream.conn)
     }
 
-    /// The linked stream's exchange let its upstream socket go: keep the release for the
-    /// engine, and free the link for the next stream once the socket is detached.
-    fn settle_link(&mut self) {
-        let Some(conn) = self.linked_mut() else {
+    /// The earliest deadline of the streams' exchanges (`Conn::upstream_deadline`).
+    pub(super) fn upstream_deadline(&self) -> Option<Instant> {
+        self.linked_conns()
+            .filter_map(Conn::exchange_deadline)
+            .min()
+    }
+
+    /// The exchanges whose deadline has passed at `now` time out; the others go on.
+    pub(super) fn upstream_timed_out(&mut self, now: Instant) {
+        let links = &self.links;
+        for stream in &mut self.streams {
+            if !links.contains(&Some(stream.id)) {
+                continue;
+            }
+            if stream
+                .conn
+                .exchange_deadline()
+                .is_some_and(|deadline| now >= deadline)
+            {
+                stream.conn.exchange_timed_out();
+            }
+        }
+    }
+
+    /// Whether any stream has an upstream socket attached.
+    pub(super) fn has_upstream(&self) -> bool {
+        self.linked_conns().any(Conn::has_upstream)
+    }
+
+    /// An upstream socket to hand back: one a reset or finished stream let go of, or one a
+    /// linked stream's exchange is done with.
+    pub(super) fn take_release(&mut self) -> Option<(LinkId, Release)> {
+        self.settle_links();
+        self.releases.pop()
+    }
+
+    /// The linked streams' exchanges that let their upstream socket go: keep each release for
+    /// the engine, and free the link for the next stream once its socket is detached (a
+    /// stream that retries on another server keeps its link: `awaiting_link`).
+    fn settle_links(&mut self) {
+        for (index, owner) in self.links.iter_mut().enumerate() {
+            let Some(id) = *owner else {
+                continue;
+            };
+            let Some(link) = LinkId::from_index(index) else {
+                continue;
+            };
+            let Some(stream) = self.streams.iter_mut().find(|entry| entry.id == id) else {
+                *owner = None;
+                continue;
+            };
+            let conn = &mut stream.conn;
+            if let Some(release) = conn.release.take() {
+                self.releases.push((link, release));
+            }
+            if !conn.has_upstream() && conn.awaiting_link.is_none() {
+                *owner = None;
+            }
+        }
+    }
+
+    /// The stream at `at` lets go of its upstream link, if it holds one: its socket, if any,
+    /// is closed (`Release::Close` for the engine).
+    fn unlink(&mut self, at: usize) {
+        let id = self.streams[at].id;
+        let Some(index) = self.links.iter().position(|owner| *owner == Some(id)) else {
             return;
         };
-        let release = conn.release.take();
-        let detached = !conn.has_upstream() && conn.awaiting_link.is_none();
-        if release.is_some() {
-            self.release = release;
+        self.links[index] = None;
+        let conn = &mut self.streams[at].conn;
+        if conn.release.is_none() {
+            conn.drop_link(Release::Close);
         }
-        if detached {
-            self.link_owner = None;
+        if let (Some(release), Some(link)) = (conn.release.take(), LinkId::from_index(index)) {
+            self.releases.push((link, release));
         }
     }
 }

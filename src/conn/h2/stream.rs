@@ -5,7 +5,7 @@
 //! the request has no `content-length`), and turning the inner `Conn`'s response (an HTTP/1
 //! head, then body segments) into HEADERS and DATA frames under flow control.
 //! Must not touch: the protocol state (`ampd_http::h2::Connection` decides windows and
-//! states), other streams, the engine's Needs (`mod.rs` arbitrates jobs and the upstream link).
+//! states), other streams, the engine's Needs (`mod.rs` arbitrates jobs and upstream links).
 
 use std::io::Write as _;
 
@@ -38,8 +38,8 @@ pub(super) enum Framing {
     Ended,
 }
 
-/// A Need of the stream's inner `Conn` the engine has not been handed yet (one job and one
-/// upstream link per connection at a time: `mod.rs`).
+/// A Need of the stream's inner `Conn` the engine has not been handed yet (one job per
+/// connection at a time; an upstream link per stream, up to `max_upstream_streams`: `mod.rs`).
 #[derive(Debug)]
 pub(super) enum Queued {
     Nothing,

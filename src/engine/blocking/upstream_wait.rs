@@ -1,7 +1,7 @@
-//! A blocking engine's thread with an upstream socket attached to its connection: the pump
-//! between the two sockets, and the wait on both (`poll` on the client, the upstream and the
-//! stop descriptor), bounded by the earlier of the client phase's deadline and the exchange's
-//! `Conn::upstream_deadline`.
+//! A blocking engine's thread with upstream sockets attached to its connection (one per link:
+//! several for an HTTP/2 connection's streams): the pump between them and the client, and the
+//! wait on all of them (`poll` on the client, the upstreams and the stop descriptor), bounded
+//! by the earlier of the client phase's deadline and the exchanges' `Conn::upstream_deadline`.
 //!
 //! Owns: that wait and what it reports. Must not touch: the client's reads and writes
 //! (`blocking.rs`), HTTP.
@@ -15,15 +15,16 @@ use super::{Connection, Reset, Waited, Worker, TICK};
 use crate::engine::upstream;
 
 impl Worker {
-    /// Move what can move between the upstream socket and `Conn`; whether anything did.
+    /// Move what can move between the upstream sockets and `Conn`; whether anything did.
     pub(super) fn pump_upstream(&mut self, connection: &mut Connection) -> bool {
-        match connection.upstream.as_mut() {
-            Some(socket) => upstream::pump(socket, &mut connection.conn, &mut self.scratch),
-            None => false,
-        }
+        upstream::pump_all(
+            &mut connection.upstreams,
+            &mut connection.conn,
+            &mut self.scratch,
+        )
     }
 
-    /// Wait until the client sends (when `Conn` wants its input), the upstream socket is ready
+    /// Wait until the client sends (when `Conn` wants its input), an upstream socket is ready
     /// for what `Conn` waits on, a limit runs out (the client phase's: `Expired`; the
     /// upstream's: `Conn::upstream_timed_out`, then `Ready` so the connection decides), or a
     /// graceful stop begins. A client that hangs up meanwhile is reset (the upstream socket
@@ -54,32 +55,40 @@ impl Worker {
             let left = deadline
                 .map_or(TICK, |deadline| deadline.saturating_duration_since(now))
                 .min(TICK);
-            let Some(socket) = connection.upstream.as_ref() else {
+            if connection.upstreams.is_empty() {
                 return Ok(Waited::Ready);
-            };
+            }
             let client_reads = connection.conn.wants_input();
-            let wants = socket.wants(&connection.conn);
-            let mut fds = Vec::with_capacity(3);
+            let mut fds = Vec::with_capacity(2 + connection.upstreams.len());
             fds.push(PollFd::new(connection.fd.as_fd(), client_reads, false));
             // An upstream socket is watched only for what `Conn` waits on: one that hung up
             // while nothing is wanted from it would otherwise report so on every poll.
-            let upstream_at = wants.any().then(|| {
-                fds.push(PollFd::new(socket.fd.as_fd(), wants.read, wants.write));
-                fds.len() - 1
-            });
+            // `watched[i]`: the upstream socket `fds[i + 1]` is.
+            let mut watched = Vec::with_capacity(connection.upstreams.len());
+            for (at, socket) in connection.upstreams.iter().enumerate() {
+                let wants = socket.wants(&connection.conn);
+                if wants.any() {
+                    fds.push(PollFd::new(socket.fd.as_fd(), wants.read, wants.write));
+                    watched.push(at);
+                }
+            }
             // While draining the stop descriptor stays readable: it is not watched again.
             if !draining {
                 fds.push(PollFd::new(self.control.stopping_fd(), true, false));
             }
             poll::poll(&mut fds, Some(left))?;
             let client = fds[0];
-            let upstream_ready = upstream_at.map(|at| fds[at]);
             let (client_readable, client_hangup) = (client.readable, client.hangup);
+            let ready: Vec<(usize, bool, bool, bool)> = watched
+                .iter()
+                .zip(&fds[1..])
+                .filter(|(_, fd)| fd.ready())
+                .map(|(&at, fd)| (at, fd.readable, fd.writable, fd.hangup))
+                .collect();
             drop(fds);
-            if let Some(ready) = upstream_ready.filter(PollFd::ready) {
-                let (readable, writable, hangup) = (ready.readable, ready.writable, ready.hangup);
-                if let Some(socket) = connection.upstream.as_mut() {
-                    socket.ready(readable, writable, hangup);
+            if !ready.is_empty() {
+                for (at, readable, writable, hangup) in ready {
+                    connection.upstreams[at].ready(readable, writable, hangup);
                 }
                 return Ok(Waited::Ready);
             }

@@ -49,17 +49,18 @@ impl EventLoop {
             };
             // The upstream's side of the cycle: request bytes out, response bytes in (as far
             // as `Conn` wants them: a slow client stops the reading here).
-            let pumped = match slot.client.upstream.as_mut() {
-                Some(socket) => upstream::pump(socket, &mut slot.client.conn, &mut self.scratch),
-                None => false,
-            };
+            let pumped = upstream::pump_all(
+                &mut slot.client.upstreams,
+                &mut slot.client.conn,
+                &mut self.scratch,
+            );
             let need = {
                 let mut context = context!(self);
                 slot.client.conn.advance(&mut context)
             };
             self.settle_upstream(index);
-            if let Need::Connect(connect) = &need {
-                self.connect_upstream(index, connect);
+            if let Need::Connect(link, connect) = &need {
+                self.connect_upstream(index, *link, connect);
                 continue;
             }
             if let Need::Job(job) = need {
@@ -98,11 +99,8 @@ impl EventLoop {
                     return self.end(index, ending);
                 }
             }
-            let upstream_can_move = slot
-                .client
-                .upstream
-                .as_ref()
-                .is_some_and(|socket| socket.can_move(&slot.client.conn));
+            let upstream_can_move =
+                upstream::any_can_move(&slot.client.upstreams, &slot.client.conn);
             if !read && !wrote && !pumped && !upstream_can_move {
                 // Nothing more to read or write for now: done, if a drain is under way.
                 return self.close_if_drained(index);
@@ -350,8 +348,8 @@ impl EventLoop {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        // The exchange is over or abandoned: an upstream socket still attached is closed.
-        slot.client.upstream = None;
+        // The exchanges are over or abandoned: upstream sockets still attached are closed.
+        slot.client.upstreams.clear();
         if let Some(tls) = slot.client.tls.as_mut() {
             // close_notify after the last response (best effort: a client that stopped reading
             // does not get it).

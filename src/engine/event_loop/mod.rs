@@ -275,7 +275,7 @@ impl EventLoop {
                         let Some((index, kind)) = self.slots.resolve(token) else {
                             continue;
                         };
-                        self.note_event(index, kind, &event);
+                        self.note_event(index, kind, token, &event);
                         self.drive(index);
                     }
                 }
@@ -370,7 +370,7 @@ impl EventLoop {
             watched: Watched::NotYet { writes: false },
             paged_in: None,
         };
-        // A full slab (2^29 connections) cannot happen before descriptors run out; the
+        // A full slab (2^24 connections) cannot happen before descriptors run out; the
         // connection would be dropped.
         let Some(index) = self.slots.insert(slot) else {
             return;

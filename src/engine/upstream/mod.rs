@@ -1,10 +1,11 @@
-//! The upstream endpoint: the socket a connection drives to an upstream server besides its
-//! client socket, the same in every engine. `Conn` stays sans-I/O (`conn::upstream` has its side
-//! of the contract); this module opens the socket (`open`: from the idle pool or a non-blocking
-//! `connect`), moves bytes between it and `Conn` (`pump.rs`), and takes it back when `Conn` is
-//! done with it (`release`: into the pool or closed).
+//! The upstream endpoint: the sockets a connection drives to upstream servers besides its
+//! client socket (one per link: an HTTP/1 connection's one exchange, or each HTTP/2 stream
+//! that talks to an upstream), the same in every engine. `Conn` stays sans-I/O
+//! (`conn::upstream` has its side of the contract); this module opens a socket (`open`: from
+//! the idle pool or a non-blocking `connect`), moves bytes between it and `Conn` (`pump.rs`),
+//! and takes it back when `Conn` is done with it (`release`: into the pool or closed).
 //!
-//! Owns: the upstream descriptor and what may be done on it now. Must not touch: how an engine
+//! Owns: the upstream descriptors and what may be done on each now. Must not touch: how an engine
 //! waits for readiness (epoll, `poll`, io_uring: each engine sets the readiness hints and
 //! watches what `Upstream::wants` says), HTTP (`conn`).
 
@@ -18,54 +19,55 @@ use std::time::Instant;
 use ampd_sys::socket;
 
 use crate::config::UpstreamAddress;
-use crate::conn::{Conn, Connect, Opened, ProgramStart, Release};
+use crate::conn::{Conn, Connect, LinkId, Opened, ProgramStart, Release};
 pub use pool::IdlePool;
 pub use pump::pump;
 
-/// The side of `Conn` that speaks to the upstream socket (`conn::upstream`'s contract), as the
-/// pump and `open` use it: a trait so that they can be tested against a recording endpoint.
+/// The side of `Conn` that speaks to its upstream sockets (`conn::upstream`'s contract), as the
+/// pump and `open` use it, each call about one link: a trait so that they can be tested against
+/// a recording endpoint.
 pub trait Endpoint {
-    fn upstream_opened(&mut self, opened: Opened);
-    fn upstream_connected(&mut self);
-    fn upstream_output(&self) -> &[u8];
-    fn upstream_sent(&mut self, count: usize);
-    fn upstream_output_ended(&self) -> bool;
-    fn upstream_wants_input(&self) -> bool;
-    fn upstream_receive(&mut self, bytes: &[u8]);
-    fn upstream_finished(&mut self);
-    fn upstream_failed(&mut self, error: &io::Error);
-    fn take_upstream_release(&mut self) -> Option<Release>;
+    fn upstream_opened(&mut self, link: LinkId, opened: Opened);
+    fn upstream_connected(&mut self, link: LinkId);
+    fn upstream_output(&self, link: LinkId) -> &[u8];
+    fn upstream_sent(&mut self, link: LinkId, count: usize);
+    fn upstream_output_ended(&self, link: LinkId) -> bool;
+    fn upstream_wants_input(&self, link: LinkId) -> bool;
+    fn upstream_receive(&mut self, link: LinkId, bytes: &[u8]);
+    fn upstream_finished(&mut self, link: LinkId);
+    fn upstream_failed(&mut self, link: LinkId, error: &io::Error);
+    fn take_upstream_release(&mut self) -> Option<(LinkId, Release)>;
 }
 
 impl Endpoint for Conn {
-    fn upstream_opened(&mut self, opened: Opened) {
-        Conn::upstream_opened(self, opened);
+    fn upstream_opened(&mut self, link: LinkId, opened: Opened) {
+        Conn::upstream_opened(self, link, opened);
     }
-    fn upstream_connected(&mut self) {
-        Conn::upstream_connected(self);
+    fn upstream_connected(&mut self, link: LinkId) {
+        Conn::upstream_connected(self, link);
     }
-    fn upstream_output(&self) -> &[u8] {
-        Conn::upstream_output(self)
+    fn upstream_output(&self, link: LinkId) -> &[u8] {
+        Conn::upstream_output(self, link)
     }
-    fn upstream_sent(&mut self, count: usize) {
-        Conn::upstream_sent(self, count);
+    fn upstream_sent(&mut self, link: LinkId, count: usize) {
+        Conn::upstream_sent(self, link, count);
     }
-    fn upstream_output_ended(&self) -> bool {
-        Conn::upstream_output_ended(self)
+    fn upstream_output_ended(&self, link: LinkId) -> bool {
+        Conn::upstream_output_ended(self, link)
     }
-    fn upstream_wants_input(&self) -> bool {
-        Conn::upstream_wants_input(self)
+    fn upstream_wants_input(&self, link: LinkId) -> bool {
+        Conn::upstream_wants_input(self, link)
     }
-    fn upstream_receive(&mut self, bytes: &[u8]) {
-        Conn::upstream_receive(self, bytes);
+    fn upstream_receive(&mut self, link: LinkId, bytes: &[u8]) {
+        Conn::upstream_receive(self, link, bytes);
     }
-    fn upstream_finished(&mut self) {
-        Conn::upstream_finished(self);
+    fn upstream_finished(&mut self, link: LinkId) {
+        Conn::upstream_finished(self, link);
     }
-    fn upstream_failed(&mut self, error: &io::Error) {
-        Conn::upstream_failed(self, error);
+    fn upstream_failed(&mut self, link: LinkId, error: &io::Error) {
+        Conn::upstream_failed(self, link, error);
     }
-    fn take_upstream_release(&mut self) -> Option<Release> {
+    fn take_upstream_release(&mut self) -> Option<(LinkId, Release)> {
         Conn::take_upstream_release(self)
     }
 }
@@ -74,6 +76,8 @@ impl Endpoint for Conn {
 #[derive(Debug)]
 pub struct Upstream {
     pub fd: OwnedFd,
+    /// The connection's link it serves (`Need::Connect`).
+    pub link: LinkId,
     /// The server's address (the idle pool's key); `None` for a program's socket, which is
     /// never pooled.
     address: Option<UpstreamAddress>,
@@ -113,9 +117,15 @@ impl Wants {
 }
 
 impl Upstream {
-    fn new(fd: OwnedFd, address: Option<UpstreamAddress>, connecting: bool) -> Upstream {
+    fn new(
+        fd: OwnedFd,
+        link: LinkId,
+        address: Option<UpstreamAddress>,
+        connecting: bool,
+    ) -> Upstream {
         Upstream {
             fd,
+            link,
             address,
             connecting,
             // A socket connected already may be written (and read: nothing is lost by a
@@ -153,8 +163,8 @@ impl Upstream {
             };
         }
         Wants {
-            read: !self.finished && !self.can_read && conn.upstream_wants_input(),
-            write: !self.can_write && !conn.upstream_output().is_empty(),
+            read: !self.finished && !self.can_read && conn.upstream_wants_input(self.link),
+            write: !self.can_write && !conn.upstream_output(self.link).is_empty(),
         }
     }
 
@@ -168,8 +178,8 @@ impl Upstream {
         if self.connecting {
             return self.can_write;
         }
-        (self.can_write && !conn.upstream_output().is_empty())
-            || (self.can_read && !self.finished && conn.upstream_wants_input())
+        (self.can_write && !conn.upstream_output(self.link).is_empty())
+            || (self.can_read && !self.finished && conn.upstream_wants_input(self.link))
     }
 
     /// Whether it can go back to the idle pool: a server's, connected, nothing failed, both
@@ -183,32 +193,38 @@ impl Upstream {
     }
 }
 
-/// Carry out `Need::Connect`: an idle connection from `pool` when `connect.reuse` allows (checked
-/// alive), else a new non-blocking socket whose `connect` is under way; `Conn` is told which
-/// (`upstream_opened`, then `upstream_connected` at once if the connect completed already), or
-/// why no socket could be made (`upstream_failed`: refused, no such unix socket, out of
-/// descriptors). The socket returned is the connection's to watch.
-pub fn open(connect: &Connect, conn: &mut impl Endpoint, pool: &mut IdlePool) -> Option<Upstream> {
-    open_preferring(connect, conn, pool, 0)
+/// Carry out `Need::Connect` for `link`: an idle connection from `pool` when `connect.reuse`
+/// allows (checked alive), else a new non-blocking socket whose `connect` is under way; `Conn`
+/// is told which (`upstream_opened`, then `upstream_connected` at once if the connect completed
+/// already), or why no socket could be made (`upstream_failed`: refused, no such unix socket,
+/// out of descriptors). The socket returned is the connection's to watch (`attach`).
+pub fn open(
+    connect: &Connect,
+    link: LinkId,
+    conn: &mut impl Endpoint,
+    pool: &mut IdlePool,
+) -> Option<Upstream> {
+    open_preferring(connect, link, conn, pool, 0)
 }
 
 /// `open`, preferring the idle connection registered as `preferred` (see
 /// `IdlePool::take_preferring`).
 pub fn open_preferring(
     connect: &Connect,
+    link: LinkId,
     conn: &mut impl Endpoint,
     pool: &mut IdlePool,
     preferred: u64,
 ) -> Option<Upstream> {
     let (address, reuse) = match connect {
         Connect::Server { address, reuse } => (address, *reuse),
-        Connect::Program(start) => return open_program(start, conn),
+        Connect::Program(start) => return open_program(start, link, conn),
     };
     let now = Instant::now();
     if reuse {
         if let Some((fd, registration)) = pool.take_preferring(address, preferred, now) {
-            conn.upstream_opened(Opened::Reused);
-            let mut upstream = Upstream::new(fd, Some(address.clone()), false);
+            conn.upstream_opened(link, Opened::Reused);
+            let mut upstream = Upstream::new(fd, link, Some(address.clone()), false);
             upstream.registration = registration;
             // The pool found nothing to read on it: the response to come is what the next
             // readiness event reports, so no read is tried before then (one `read` that would
@@ -228,23 +244,23 @@ pub fn open_preferring(
     let fd = match opened {
         Ok(fd) => fd,
         Err(error) => {
-            conn.upstream_failed(&error);
+            conn.upstream_failed(link, &error);
             return None;
         }
     };
-    conn.upstream_opened(Opened::Fresh);
-    let mut upstream = Upstream::new(fd, Some(address.clone()), true);
+    conn.upstream_opened(link, Opened::Fresh);
+    let mut upstream = Upstream::new(fd, link, Some(address.clone()), true);
     match socket::connect_finished(upstream.fd.as_fd()) {
         Ok(true) => {
             upstream.connecting = false;
             upstream.can_read = true;
             upstream.can_write = true;
-            conn.upstream_connected();
+            conn.upstream_connected(link);
         }
         Ok(false) => {}
         Err(error) => {
             upstream.broken = true;
-            conn.upstream_failed(&error);
+            conn.upstream_failed(link, &error);
         }
     }
     Some(upstream)
@@ -252,50 +268,77 @@ pub fn open_preferring(
 
 /// `Connect::Program`: a socket pair, one end attached (connected), the other (blocking, as a
 /// program's standard streams are) handed to the program's start.
-fn open_program(start: &ProgramStart, conn: &mut impl Endpoint) -> Option<Upstream> {
+fn open_program(start: &ProgramStart, link: LinkId, conn: &mut impl Endpoint) -> Option<Upstream> {
     let pair = socket::socket_pair().and_then(|(ours, theirs)| {
         socket::set_nonblocking(theirs.as_fd(), false).map(|()| (ours, theirs))
     });
     let (ours, theirs) = match pair {
         Ok(pair) => pair,
         Err(error) => {
-            conn.upstream_failed(&error);
+            conn.upstream_failed(link, &error);
             return None;
         }
     };
     start.start(theirs);
-    conn.upstream_opened(Opened::Fresh);
-    conn.upstream_connected();
-    Some(Upstream::new(ours, None, false))
+    conn.upstream_opened(link, Opened::Fresh);
+    conn.upstream_connected(link);
+    Some(Upstream::new(ours, link, None, false))
 }
 
-/// After an `advance`, `job_done` or `timed_out`: if `Conn` is done with its upstream socket,
-/// keep it in `pool` (`Release::Keep`, when it is fit for another request) or close it.
-/// `before_pooling` runs on a socket about to be pooled (the epoll loop takes it out of its
-/// set: an idle pooled socket belongs to no connection).
+/// Attach `socket` to a connection's `attached` sockets. One still attached under the same
+/// link is done with: closed (`Conn` released it, or broke the contract; either way it cannot
+/// be trusted for another request).
+pub fn attach(attached: &mut Vec<Upstream>, socket: Upstream) {
+    detach(attached, socket.link);
+    attached.push(socket);
+}
+
+/// The socket attached under `link`, taken out of `attached`.
+pub fn detach(attached: &mut Vec<Upstream>, link: LinkId) -> Option<Upstream> {
+    let at = attached.iter().position(|socket| socket.link == link)?;
+    Some(attached.swap_remove(at))
+}
+
+/// Pump every attached socket (`pump`); whether anything moved on any.
+pub fn pump_all(attached: &mut [Upstream], conn: &mut impl Endpoint, scratch: &mut [u8]) -> bool {
+    let mut moved = false;
+    for socket in attached {
+        moved |= pump(socket, conn, scratch);
+    }
+    moved
+}
+
+/// Whether the pump could move bytes on any attached socket now (`Upstream::can_move`).
+#[must_use]
+pub fn any_can_move(attached: &[Upstream], conn: &impl Endpoint) -> bool {
+    attached.iter().any(|socket| socket.can_move(conn))
+}
+
+/// After an `advance`, `job_done` or `timed_out`: every upstream socket `Conn` is done with is
+/// taken out of `attached` and kept in `pool` (`Release::Keep`, when it is fit for another
+/// request) or closed. `before_pooling` runs on a socket about to be pooled.
 pub fn release(
     conn: &mut impl Endpoint,
-    upstream: &mut Option<Upstream>,
+    attached: &mut Vec<Upstream>,
     pool: &mut IdlePool,
-    before_pooling: impl FnOnce(&Upstream),
+    mut before_pooling: impl FnMut(&Upstream),
 ) {
-    let Some(release) = conn.take_upstream_release() else {
-        return;
-    };
-    let Some(socket) = upstream.take() else {
-        return;
-    };
-    if let (Release::Keep { keepalive, timeout }, Some(address)) = (release, &socket.address) {
-        if socket.reusable() && keepalive > 0 {
-            before_pooling(&socket);
-            pool.put_registered(
-                address,
-                socket.fd,
-                socket.registration,
-                keepalive,
-                timeout,
-                Instant::now(),
-            );
+    while let Some((link, release)) = conn.take_upstream_release() {
+        let Some(socket) = detach(attached, link) else {
+            continue;
+        };
+        if let (Release::Keep { keepalive, timeout }, Some(address)) = (release, &socket.address) {
+            if socket.reusable() && keepalive > 0 {
+                before_pooling(&socket);
+                pool.put_registered(
+                    address,
+                    socket.fd,
+                    socket.registration,
+                    keepalive,
+                    timeout,
+                    Instant::now(),
+                );
+            }
         }
     }
 }

@@ -34,7 +34,7 @@ pub fn pump(upstream: &mut Upstream, conn: &mut impl Endpoint, scratch: &mut [u8
                 upstream.connecting = false;
                 // The completion is the writability event; the first read finds out the rest.
                 upstream.can_read = true;
-                conn.upstream_connected();
+                conn.upstream_connected(upstream.link);
                 moved = true;
             }
             // A stale hint: still under way.
@@ -45,21 +45,25 @@ pub fn pump(upstream: &mut Upstream, conn: &mut impl Endpoint, scratch: &mut [u8
             Err(error) => return fail(upstream, conn, &error),
         }
     }
+    let link = upstream.link;
     while upstream.can_write {
-        let output = conn.upstream_output();
+        let output = conn.upstream_output(link);
         if output.is_empty() {
             break;
         }
         match sysio::send(upstream.fd.as_fd(), output, sysio::MSG_NOSIGNAL) {
             Ok(sent) => {
-                conn.upstream_sent(sent);
+                conn.upstream_sent(link, sent);
                 moved = true;
             }
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => upstream.can_write = false,
             Err(error) => return fail(upstream, conn, &error),
         }
     }
-    if !upstream.write_shut && conn.upstream_output_ended() && conn.upstream_output().is_empty() {
+    if !upstream.write_shut
+        && conn.upstream_output_ended(link)
+        && conn.upstream_output(link).is_empty()
+    {
         // The program's standard input ends here (its reads return 0); its output still comes.
         if let Err(error) = socket::shutdown_write(upstream.fd.as_fd()) {
             return fail(upstream, conn, &error);
@@ -68,7 +72,7 @@ pub fn pump(upstream: &mut Upstream, conn: &mut impl Endpoint, scratch: &mut [u8
         moved = true;
     }
     let mut total = 0;
-    while upstream.can_read && !upstream.finished && conn.upstream_wants_input() {
+    while upstream.can_read && !upstream.finished && conn.upstream_wants_input(link) {
         if total >= READ_TURN {
             // More may be there: `can_move` says so, and the engine comes back.
             break;
@@ -76,11 +80,11 @@ pub fn pump(upstream: &mut Upstream, conn: &mut impl Endpoint, scratch: &mut [u8
         match sysio::read(upstream.fd.as_fd(), scratch) {
             Ok(0) => {
                 upstream.finished = true;
-                conn.upstream_finished();
+                conn.upstream_finished(link);
                 return true;
             }
             Ok(count) => {
-                conn.upstream_receive(&scratch[..count]);
+                conn.upstream_receive(link, &scratch[..count]);
                 total += count;
                 moved = true;
                 if count < scratch.len() && !upstream.hung_up {
@@ -101,6 +105,6 @@ fn fail(upstream: &mut Upstream, conn: &mut impl Endpoint, error: &io::Error) ->
     upstream.broken = true;
     upstream.can_read = false;
     upstream.can_write = false;
-    conn.upstream_failed(error);
+    conn.upstream_failed(upstream.link, error);
     true
 }

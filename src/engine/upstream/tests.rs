@@ -29,35 +29,35 @@ struct Recorder {
 }
 
 impl Endpoint for Recorder {
-    fn upstream_opened(&mut self, opened: Opened) {
+    fn upstream_opened(&mut self, _: LinkId, opened: Opened) {
         self.opened = Some(opened);
     }
-    fn upstream_connected(&mut self) {
+    fn upstream_connected(&mut self, _: LinkId) {
         self.connected = true;
     }
-    fn upstream_output(&self) -> &[u8] {
+    fn upstream_output(&self, _: LinkId) -> &[u8] {
         &self.out[self.sent..]
     }
-    fn upstream_sent(&mut self, count: usize) {
+    fn upstream_sent(&mut self, _: LinkId, count: usize) {
         self.sent += count;
     }
-    fn upstream_output_ended(&self) -> bool {
+    fn upstream_output_ended(&self, _: LinkId) -> bool {
         self.output_ended
     }
-    fn upstream_wants_input(&self) -> bool {
+    fn upstream_wants_input(&self, _: LinkId) -> bool {
         self.input.len() < self.want_up_to
     }
-    fn upstream_receive(&mut self, bytes: &[u8]) {
+    fn upstream_receive(&mut self, _: LinkId, bytes: &[u8]) {
         self.input.extend_from_slice(bytes);
     }
-    fn upstream_finished(&mut self) {
+    fn upstream_finished(&mut self, _: LinkId) {
         self.finished = true;
     }
-    fn upstream_failed(&mut self, error: &io::Error) {
+    fn upstream_failed(&mut self, _: LinkId, error: &io::Error) {
         self.failed = Some(io::Error::new(error.kind(), error.to_string()));
     }
-    fn take_upstream_release(&mut self) -> Option<Release> {
-        self.release.take()
+    fn take_upstream_release(&mut self) -> Option<(LinkId, Release)> {
+        self.release.take().map(|release| (LinkId::FIRST, release))
     }
 }
 
@@ -104,7 +104,7 @@ fn a_fresh_connection_connects_writes_the_request_reads_the_response_and_sees_th
         ..Recorder::default()
     };
     let connect = tcp_connect(listener.local_addr().unwrap(), true);
-    let mut upstream = open(&connect, &mut endpoint, &mut pool).expect("a socket");
+    let mut upstream = open(&connect, LinkId::FIRST, &mut endpoint, &mut pool).expect("a socket");
     assert_eq!(endpoint.opened, Some(Opened::Fresh), "the pool was empty");
     assert!(socket::nodelay(upstream.fd.as_fd()).unwrap(), "TCP_NODELAY");
     pump_until(&mut upstream, &mut endpoint, |endpoint| {
@@ -138,7 +138,12 @@ fn a_refused_connect_is_reported_to_the_endpoint() {
         ..Recorder::default()
     };
     let mut pool = IdlePool::default();
-    if let Some(mut upstream) = open(&tcp_connect(address, false), &mut endpoint, &mut pool) {
+    if let Some(mut upstream) = open(
+        &tcp_connect(address, false),
+        LinkId::FIRST,
+        &mut endpoint,
+        &mut pool,
+    ) {
         pump_until(&mut upstream, &mut endpoint, |endpoint| {
             endpoint.failed.is_some()
         });
@@ -166,7 +171,7 @@ fn a_slow_upstream_and_a_slow_client_apply_backpressure_both_ways() {
         ..Recorder::default()
     };
     let connect = tcp_connect(listener.local_addr().unwrap(), false);
-    let mut upstream = open(&connect, &mut endpoint, &mut pool).unwrap();
+    let mut upstream = open(&connect, LinkId::FIRST, &mut endpoint, &mut pool).unwrap();
     let (mut theirs, _) = listener.accept().unwrap();
     let mut scratch = vec![0u8; 16 << 10];
     // Write until the socket is full: the pump stops at EAGAIN and waits for writability.
@@ -232,28 +237,30 @@ fn a_kept_connection_is_reused_and_a_closed_or_finished_one_is_not() {
         timeout: Duration::from_secs(60),
     };
     let mut endpoint = Recorder::default();
-    let upstream = open(&connect, &mut endpoint, &mut pool).unwrap();
-    let mut attached = Some(upstream);
-    pump_until(attached.as_mut().unwrap(), &mut endpoint, |endpoint| {
+    let upstream = open(&connect, LinkId::FIRST, &mut endpoint, &mut pool).unwrap();
+    let mut attached = vec![upstream];
+    pump_until(&mut attached[0], &mut endpoint, |endpoint| {
         endpoint.connected
     });
     let (mut theirs, _) = listener.accept().unwrap();
-    let number = attached.as_ref().unwrap().fd.as_raw_fd();
+    let number = attached[0].fd.as_raw_fd();
     // No release asked for: nothing happens.
     release(&mut endpoint, &mut attached, &mut pool, |_| {});
-    assert!(attached.is_some());
+    assert_eq!(attached.len(), 1);
     endpoint.release = Some(keep);
     let mut pooled = 0;
     release(&mut endpoint, &mut attached, &mut pool, |_| pooled += 1);
-    assert!(attached.is_none());
+    assert!(attached.is_empty());
     assert_eq!((pooled, pool.len()), (1, 1));
 
     // The next exchange to the same address takes it, already connected.
     let mut next = Recorder::default();
-    let mut attached = open(&connect, &mut next, &mut pool);
+    let mut attached: Vec<Upstream> = open(&connect, LinkId::FIRST, &mut next, &mut pool)
+        .into_iter()
+        .collect();
     assert_eq!(next.opened, Some(Opened::Reused));
-    assert_eq!(attached.as_ref().unwrap().fd.as_raw_fd(), number);
-    assert!(!attached.as_ref().unwrap().connecting);
+    assert_eq!(attached[0].fd.as_raw_fd(), number);
+    assert!(!attached[0].connecting);
     assert!(pool.is_empty());
 
     // Closed, not pooled: the upstream sees the end of stream.
@@ -272,17 +279,17 @@ fn a_kept_connection_is_reused_and_a_closed_or_finished_one_is_not() {
         want_up_to: usize::MAX,
         ..Recorder::default()
     };
-    let mut attached = open(&connect, &mut third, &mut pool);
+    let mut attached: Vec<Upstream> = open(&connect, LinkId::FIRST, &mut third, &mut pool)
+        .into_iter()
+        .collect();
     let (theirs, _) = listener.accept().unwrap();
     drop(theirs);
-    pump_until(attached.as_mut().unwrap(), &mut third, |third| {
-        third.finished
-    });
+    pump_until(&mut attached[0], &mut third, |third| third.finished);
     third.release = Some(keep);
     release(&mut third, &mut attached, &mut pool, |_| {
         panic!("not pooled")
     });
-    assert!(pool.is_empty() && attached.is_none());
+    assert!(pool.is_empty() && attached.is_empty());
 }
 
 #[test]
@@ -297,7 +304,7 @@ fn unix_sockets_connect_at_once_and_a_missing_one_fails() {
     };
     let mut pool = IdlePool::default();
     let mut missing = Recorder::default();
-    assert!(open(&connect, &mut missing, &mut pool).is_none());
+    assert!(open(&connect, LinkId::FIRST, &mut missing, &mut pool).is_none());
     assert_eq!(
         missing.failed.as_ref().map(io::Error::kind),
         Some(io::ErrorKind::NotFound)
@@ -310,7 +317,7 @@ fn unix_sockets_connect_at_once_and_a_missing_one_fails() {
         want_up_to: usize::MAX,
         ..Recorder::default()
     };
-    let mut upstream = open(&connect, &mut endpoint, &mut pool).unwrap();
+    let mut upstream = open(&connect, LinkId::FIRST, &mut endpoint, &mut pool).unwrap();
     assert_eq!(endpoint.opened, Some(Opened::Fresh));
     assert!(endpoint.connected, "a unix connect completes at once");
     pump_until(&mut upstream, &mut endpoint, |endpoint| endpoint.sent == 4);
@@ -347,7 +354,14 @@ fn an_idle_connection_the_upstream_closed_is_skipped_for_a_fresh_one() {
     let deadline = Instant::now() + Duration::from_secs(5);
     // The FIN is on its way over loopback; until it arrives the peek cannot see it.
     loop {
-        let mut attached = open(&tcp_connect(address, true), &mut endpoint, &mut pool);
+        let mut attached: Vec<Upstream> = open(
+            &tcp_connect(address, true),
+            LinkId::FIRST,
+            &mut endpoint,
+            &mut pool,
+        )
+        .into_iter()
+        .collect();
         if endpoint.opened == Some(Opened::Fresh) {
             assert!(pool.is_empty(), "the closed one was dropped");
             break;
@@ -372,7 +386,7 @@ fn an_end_of_stream_that_arrived_while_no_input_was_wanted_is_read_once_it_is() 
     let mut pool = IdlePool::default();
     let mut endpoint = Recorder::default();
     let connect = tcp_connect(listener.local_addr().unwrap(), false);
-    let mut upstream = open(&connect, &mut endpoint, &mut pool).unwrap();
+    let mut upstream = open(&connect, LinkId::FIRST, &mut endpoint, &mut pool).unwrap();
     pump_until(&mut upstream, &mut endpoint, |endpoint| endpoint.connected);
     let (mut theirs, _) = listener.accept().unwrap();
     theirs.write_all(b"tail").unwrap();
@@ -426,7 +440,8 @@ fn a_program_gets_one_end_of_a_pair_reads_its_input_to_the_end_and_is_never_pool
         output_ended: true,
         ..Recorder::default()
     };
-    let mut upstream = open(&connect, &mut endpoint, &mut pool).expect("a socket pair");
+    let mut upstream =
+        open(&connect, LinkId::FIRST, &mut endpoint, &mut pool).expect("a socket pair");
     assert_eq!(endpoint.opened, Some(Opened::Fresh));
     assert!(endpoint.connected, "a pair is connected at once");
     pump_until(&mut upstream, &mut endpoint, |endpoint| endpoint.finished);
@@ -436,8 +451,8 @@ fn a_program_gets_one_end_of_a_pair_reads_its_input_to_the_end_and_is_never_pool
         keepalive: 8,
         timeout: Duration::from_secs(60),
     });
-    let mut attached = Some(upstream);
+    let mut attached = vec![upstream];
     release(&mut endpoint, &mut attached, &mut pool, |_| {});
-    assert!(attached.is_none());
+    assert!(attached.is_empty());
     assert_eq!(pool.len(), 0, "a program's socket is closed, never pooled");
 }

@@ -26,7 +26,7 @@ use crate::engine::client::{Accepted, Client, Door};
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::listener::{Endpoint, Listener};
 use crate::engine::slab::{Kind, Slab};
-use crate::engine::upstream::{IdlePool, Wants};
+use crate::engine::upstream::IdlePool;
 use crate::log::clock::Clock;
 use crate::log::error::Throttle;
 use crate::ops::{Control, LoopLink};
@@ -80,10 +80,8 @@ pub(crate) struct Slot {
     pipe: Option<(OwnedFd, OwnedFd)>,
     /// The client closed its sending side (a receive returned end of stream).
     eof: bool,
-    /// The poll in flight on the connection's upstream socket.
-    upstream_poll: Option<OpId>,
-    /// What `upstream_poll` waits for.
-    upstream_watching: Wants,
+    /// The polls in flight on the connection's upstream sockets, one per socket at most.
+    upstream_polls: Vec<upstream::UpstreamPoll>,
     /// Over TLS: the range this connection's last page-in made resident (see the event loop's
     /// `page_in_job`).
     paged_in: Option<(FileKey, u64)>,
@@ -373,11 +371,10 @@ impl Proactor {
             send_op: None,
             pipe: None,
             eof: false,
-            upstream_poll: None,
-            upstream_watching: Wants::default(),
+            upstream_polls: Vec::new(),
             paged_in: None,
         };
-        // A full slab (2^29 connections) cannot happen before descriptors run out.
+        // A full slab (2^24 connections) cannot happen before descriptors run out.
         if let Some(index) = self.slots.insert(slot) {
             self.arm_receive(index);
         }
@@ -504,10 +501,10 @@ impl Proactor {
             };
             self.settle_upstream(index);
             match need {
-                Need::Connect(connect) => {
+                Need::Connect(link, connect) => {
                     // Then `advance` again: it queues the request, which `watch_upstream`
                     // sends on its way (at once on a socket connected already).
-                    self.connect_upstream(index, &connect);
+                    self.connect_upstream(index, link, &connect);
                 }
                 Need::Job(job) => {
                     self.submit(index, job);
@@ -572,7 +569,7 @@ impl Proactor {
     /// The response is out and the connection must end: FIN after the data, then discard
     /// input until the client closes (lingering close).
     pub(super) fn begin_close(&mut self, index: usize) {
-        // The exchange is over or abandoned: an upstream socket still attached is closed.
+        // The exchanges are over or abandoned: upstream sockets still attached are closed.
         self.drop_upstream(index);
         let Some(slot) = self.slots.get_mut(index) else {
             return;
@@ -616,8 +613,10 @@ impl Proactor {
                     self.orphaned_pipes.push((op, pipe));
                 }
             }
-            for op in [slot.receive, slot.send_op, slot.upstream_poll]
+            let upstream_polls = slot.upstream_polls.iter().map(|poll| Some(poll.op()));
+            for op in [slot.receive, slot.send_op]
                 .into_iter()
+                .chain(upstream_polls)
                 .flatten()
             {
                 let _ = self.ring.cancel(op);

@@ -13,7 +13,7 @@ use super::{Backend, Proxy, Stage, Step};
 use crate::config::{CgiSettings, Level};
 use crate::conn::handler::meta_variables;
 use crate::conn::handler::Routed;
-use crate::conn::upstream::{Connect, ProgramStart, Timeouts};
+use crate::conn::upstream::{Connect, LinkId, ProgramStart, Timeouts};
 use crate::conn::{Conn, Context, Ending, Need, State};
 use crate::log::error::Throttle;
 use crate::programs::cgi::{Launch, LaunchFailure, Script as Program};
@@ -130,7 +130,7 @@ impl Conn {
         self.awaiting_link = Some(timeouts(&settings));
         proxy.stage = Stage::Opening;
         let start = ProgramStart::new(move |stdio| launch.start(stdio));
-        Step::Wait(proxy, Need::Connect(Connect::Program(start)))
+        Step::Wait(proxy, Need::Connect(LinkId::FIRST, Connect::Program(start)))
     }
 
     fn too_many_scripts(&mut self, proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {

@@ -33,7 +33,7 @@ use ampd_http::request::{Method, Version};
 use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponseParser};
 
 use super::{Methods, Routed};
-use crate::conn::upstream::{Connect, Failure, Link, Release, Timeouts};
+use crate::conn::upstream::{Connect, Failure, Link, LinkId, Release, Timeouts};
 use crate::conn::{
     Conn, Context, Ending, Exchange, Job, Need, Outcome, Pending, RedirectBase, State,
 };
@@ -502,7 +502,7 @@ impl Conn {
         };
         proxy.pick = Some(pick);
         proxy.stage = Stage::Opening;
-        Step::Wait(proxy, Need::Connect(connect))
+        Step::Wait(proxy, Need::Connect(LinkId::FIRST, connect))
     }
 
     /// Move the client's body towards the upstream, as far as the upstream's queue has room.

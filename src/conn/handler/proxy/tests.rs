@@ -4,7 +4,7 @@
 use std::io::ErrorKind;
 
 use crate::conn::harness::Harness;
-use crate::conn::upstream::Release;
+use crate::conn::upstream::{LinkId, Release};
 use crate::conn::{Ending, Need};
 
 fn text(bytes: &[u8]) -> String {
@@ -41,7 +41,7 @@ fn a_get_goes_upstream_re_serialised_and_its_answer_comes_back() {
         assert!(!sent.contains(dropped), "{dropped} forwarded: {sent}");
     }
     assert!(matches!(need, Need::Read), "{need:?}");
-    assert!(harness.conn.upstream_wants_input());
+    assert!(harness.conn.upstream_wants_input(LinkId::FIRST));
     let need = harness.upstream_reply(
         b"HTTP/1.1 200 OK\r\nServer: app\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello",
     );
@@ -189,11 +189,11 @@ fn a_refused_connection_is_retried_on_the_next_server_for_a_get_but_not_for_a_po
 fn no_socket_at_all_is_a_502_and_a_timeout_a_504() {
     let mut harness = Harness::proxying(1, |_| {});
     let need = harness.feed(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
-    assert!(matches!(need, Need::Connect(_)));
+    assert!(matches!(need, Need::Connect(LinkId::FIRST, _)));
     // The engine could not even make a socket (descriptors exhausted).
     harness
         .conn
-        .upstream_failed(&std::io::Error::from(ErrorKind::OutOfMemory));
+        .upstream_failed(LinkId::FIRST, &std::io::Error::from(ErrorKind::OutOfMemory));
     harness.run();
     assert_eq!(harness.statuses(), vec![502]);
     assert_eq!(harness.release(), None);
@@ -254,18 +254,19 @@ fn a_slow_client_stops_the_reading_of_the_upstream() {
     let need = harness.feed(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
     harness.connect(&need);
     harness.upstream_take();
-    harness
-        .conn
-        .upstream_receive(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+    harness.conn.upstream_receive(
+        LinkId::FIRST,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n",
+    );
     let chunk = vec![b'x'; 32 << 10];
     // Nothing is sent to the client here: the connection's output fills up.
     let mut fed = 0;
-    while harness.conn.upstream_wants_input() && fed < 1_000_000 {
-        harness.conn.upstream_receive(&chunk);
+    while harness.conn.upstream_wants_input(LinkId::FIRST) && fed < 1_000_000 {
+        harness.conn.upstream_receive(LinkId::FIRST, &chunk);
         harness.feed_unread(b"");
         fed += chunk.len();
     }
-    assert!(!harness.conn.upstream_wants_input());
+    assert!(!harness.conn.upstream_wants_input(LinkId::FIRST));
     assert!(
         fed < 512 << 10,
         "read {fed} bytes past a client that reads nothing"
@@ -496,12 +497,13 @@ fn a_204_loses_its_framing_and_a_304_keeps_its_length_only_for_a_conditional_req
 fn no_descriptor_for_the_upstream_socket_is_a_503_with_retry_after() {
     let mut harness = Harness::proxying(2, |_| {});
     let need = harness.feed(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
-    assert!(matches!(need, Need::Connect(_)));
-    harness
-        .conn
-        .upstream_failed(&std::io::Error::from_raw_os_error(ampd_sys::errno::EMFILE));
+    assert!(matches!(need, Need::Connect(..)));
+    harness.conn.upstream_failed(
+        LinkId::FIRST,
+        &std::io::Error::from_raw_os_error(ampd_sys::errno::EMFILE),
+    );
     let need = harness.run();
-    assert!(!matches!(need, Need::Connect(_)), "another server tried");
+    assert!(!matches!(need, Need::Connect(..)), "another server tried");
     let responses = harness.take();
     assert_eq!(responses.len(), 1);
     assert_eq!(responses[0].status, 503);

@@ -1,129 +1,178 @@
-//! The proactor's side of a connection's upstream socket (`engine::upstream`): readiness by a
-//! single-shot `IORING_OP_POLL_ADD` tagged with the connection's token of kind `Upstream`, then
-//! the same non-blocking pump as the epoll loop; opening it for `Need::Connect` and taking it
-//! back when `Conn` is done with it (this ring's idle pool, or closed).
+//! The proactor's side of a connection's upstream sockets (`engine::upstream`): readiness by a
+//! single-shot `IORING_OP_POLL_ADD` per socket, tagged with the connection's token of kind
+//! `Upstream` for its link, then the same non-blocking pump as the epoll loop; opening a socket
+//! for `Need::Connect` and taking it back when `Conn` is done with it (this ring's idle pool,
+//! or closed).
 //!
 //! Owns: at most one poll in flight per upstream socket. Must not touch: the client socket's
 //! receive and send (`proactor.rs`, `send.rs`), HTTP.
 
 use std::os::fd::AsFd;
 
-use ampd_sys::uring::{poll_events, Completion};
+use ampd_sys::uring::{poll_events, Completion, OpId};
 
 use super::Proactor;
-use crate::conn::Connect;
-use crate::engine::slab::Kind;
-use crate::engine::upstream;
+use crate::conn::{Connect, LinkId};
+use crate::engine::slab::{self, Kind};
+use crate::engine::upstream::{self, Wants};
+
+/// The poll in flight on one upstream socket.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct UpstreamPoll {
+    link: LinkId,
+    op: OpId,
+    /// What it waits for.
+    watching: Wants,
+}
+
+impl UpstreamPoll {
+    pub(super) fn op(&self) -> OpId {
+        self.op
+    }
+}
 
 impl Proactor {
-    /// Move what can move between the upstream socket and `Conn`; whether anything did.
+    /// Move what can move between the upstream sockets and `Conn`; whether anything did.
     pub(super) fn pump_upstream(&mut self, index: usize) -> bool {
         let Some(slot) = self.slots.get_mut(index) else {
             return false;
         };
-        match slot.client.upstream.as_mut() {
-            Some(socket) => upstream::pump(socket, &mut slot.client.conn, &mut self.scratch),
-            None => false,
-        }
+        upstream::pump_all(
+            &mut slot.client.upstreams,
+            &mut slot.client.conn,
+            &mut self.scratch,
+        )
     }
 
-    /// Carry out `Need::Connect`: a socket from the ring's idle pool or a new one; the poll
-    /// that watches it is armed by `watch_upstream`.
-    pub(super) fn connect_upstream(&mut self, index: usize, connect: &Connect) {
-        self.drop_upstream(index);
+    /// Carry out `Need::Connect` for `link`: a socket from the ring's idle pool or a new one;
+    /// the poll that watches it is armed by `watch_upstream`.
+    pub(super) fn connect_upstream(&mut self, index: usize, link: LinkId, connect: &Connect) {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        slot.client.upstream =
-            upstream::open(connect, &mut slot.client.conn, &mut self.upstream_pool);
+        // A socket still attached to the link is done with: closed, its poll cancelled.
+        upstream::detach(&mut slot.client.upstreams, link);
+        if let Some(at) = slot
+            .upstream_polls
+            .iter()
+            .position(|poll| poll.link == link)
+        {
+            let _ = self.ring.cancel(slot.upstream_polls.swap_remove(at).op);
+        }
+        if let Some(socket) = upstream::open(
+            connect,
+            link,
+            &mut slot.client.conn,
+            &mut self.upstream_pool,
+        ) {
+            upstream::attach(&mut slot.client.upstreams, socket);
+        }
     }
 
-    /// After `advance`, `job_done` or `timed_out`: the socket `Conn` is done with goes to the
-    /// idle pool or is closed, and its poll is cancelled.
+    /// After `advance`, `job_done` or `timed_out`: the sockets `Conn` is done with go to the
+    /// idle pool or are closed, and their polls are cancelled.
     pub(super) fn settle_upstream(&mut self, index: usize) {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         upstream::release(
             &mut slot.client.conn,
-            &mut slot.client.upstream,
+            &mut slot.client.upstreams,
             &mut self.upstream_pool,
             |_| {},
         );
-        if slot.client.upstream.is_none() {
-            if let Some(op) = slot.upstream_poll.take() {
-                let _ = self.ring.cancel(op);
+        let upstreams = &slot.client.upstreams;
+        let ring = &mut self.ring;
+        slot.upstream_polls.retain(|poll| {
+            let watched = upstreams.iter().any(|socket| socket.link == poll.link);
+            if !watched {
+                let _ = ring.cancel(poll.op);
             }
-        }
+            watched
+        });
     }
 
-    /// Close the connection's upstream socket, if any, and cancel its poll.
+    /// Close the connection's upstream sockets and cancel their polls.
     pub(super) fn drop_upstream(&mut self, index: usize) {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        slot.client.upstream = None;
-        if let Some(op) = slot.upstream_poll.take() {
-            let _ = self.ring.cancel(op);
+        slot.client.upstreams.clear();
+        for poll in slot.upstream_polls.drain(..) {
+            let _ = self.ring.cancel(poll.op);
         }
     }
 
-    /// After a turn: run the connection again if its upstream can move now, else poll for what
-    /// it waits on (once: a poll already in flight covers it).
+    /// After a turn: run the connection again if an upstream socket can move now, else poll
+    /// each for what it waits on (once: a poll already in flight covers it).
     pub(super) fn watch_upstream(&mut self, index: usize) {
-        let tag = self.tag(index, Kind::Upstream);
+        let upstream_tag = self.slots.token(index, Kind::Upstream);
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        let Some(socket) = slot.client.upstream.as_ref() else {
-            return;
-        };
-        if socket.can_move(&slot.client.conn) {
+        if upstream::any_can_move(&slot.client.upstreams, &slot.client.conn) {
             self.ready.push_back(index);
             return;
         }
-        let wants = socket.wants(&slot.client.conn);
-        if let Some(op) = slot.upstream_poll {
-            let watching = slot.upstream_watching;
-            if (watching.read || !wants.read) && (watching.write || !wants.write) {
-                // The poll in flight covers what is waited for.
-                return;
+        for at in 0..slot.client.upstreams.len() {
+            let socket = &slot.client.upstreams[at];
+            let link = socket.link;
+            let wants = socket.wants(&slot.client.conn);
+            let polls = &mut slot.upstream_polls;
+            if let Some(poll_at) = polls.iter().position(|poll| poll.link == link) {
+                let watching = polls[poll_at].watching;
+                if (watching.read || !wants.read) && (watching.write || !wants.write) {
+                    // The poll in flight covers what is waited for.
+                    continue;
+                }
+                // It does not (it waits for a response while the request now waits for room,
+                // as in an upload): replace it, or neither would ever complete.
+                let _ = self.ring.cancel(polls.swap_remove(poll_at).op);
             }
-            // It does not (it waits for a response while the request now waits for room, as
-            // in an upload): replace it, or neither would ever complete.
-            let _ = self.ring.cancel(op);
-            slot.upstream_poll = None;
-        }
-        if !wants.any() {
-            return;
-        }
-        match self
-            .ring
-            .poll_once(socket.fd.as_fd(), wants.read, wants.write, tag)
-        {
-            Ok(op) => {
-                slot.upstream_poll = Some(op);
-                slot.upstream_watching = wants;
+            if !wants.any() {
+                continue;
             }
-            Err(error) => {
-                slot.client.conn.upstream_failed(&error);
-                self.ready.push_back(index);
+            let tag = slab::with_link(upstream_tag, link.index());
+            match self
+                .ring
+                .poll_once(socket.fd.as_fd(), wants.read, wants.write, tag)
+            {
+                Ok(op) => slot.upstream_polls.push(UpstreamPoll {
+                    link,
+                    op,
+                    watching: wants,
+                }),
+                Err(error) => {
+                    slot.client.conn.upstream_failed(link, &error);
+                    self.ready.push_back(index);
+                    return;
+                }
             }
         }
     }
 
-    /// The upstream socket's poll completed: note what is ready and drive the connection.
+    /// An upstream socket's poll completed: note what is ready and drive the connection.
     pub(super) fn upstream_polled(&mut self, index: usize, completion: &Completion) {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
+        let link = slab::link_of(completion.tag);
         // A cancelled poll of a socket given up already completes too: only the current one
         // counts.
-        if slot.upstream_poll != Some(completion.op) {
+        let Some(at) = slot
+            .upstream_polls
+            .iter()
+            .position(|poll| poll.link.index() == link && poll.op == completion.op)
+        else {
             return;
-        }
-        slot.upstream_poll = None;
-        if let Some(socket) = slot.client.upstream.as_mut() {
+        };
+        slot.upstream_polls.swap_remove(at);
+        let socket = slot
+            .client
+            .upstreams
+            .iter_mut()
+            .find(|socket| socket.link.index() == link);
+        if let Some(socket) = socket {
             let events = poll_events(completion.result);
             socket.ready(events.readable, events.writable, events.error_or_hangup);
         }
