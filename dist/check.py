@@ -157,6 +157,16 @@ with open(os.path.join(DIST, "ampd.service"), encoding="utf-8") as file:
 expect("NotifyAccess=all" in unit, "ampd.service: an upgraded process notifies: NotifyAccess=all")
 stop = re.search(r"^TimeoutStopSec=(\d+)", unit, re.M)
 expect(stop is not None and int(stop.group(1)) > 30, "ampd.service: TimeoutStopSec > grace_period")
+# Documentation= names pages that exist once installed as the unit's header says.
+documents = re.findall(r"^Documentation=(.*)$", unit, re.M)
+expect(documents, "ampd.service: no Documentation=")
+installs_docs = "install -Dm644 docs/*.md -t /usr/share/doc/ampd/" in unit
+for url in " ".join(documents).split():
+    local = url.removeprefix("file:///usr/share/doc/ampd/")
+    expect(
+        url != local and installs_docs and os.path.isfile(os.path.join(ROOT, "docs", local)),
+        f"ampd.service: Documentation={url} is not a document the header installs",
+    )
 
 # --- ampd check ----------------------------------------------------------------------------------
 if len(sys.argv) > 1:

@@ -21,9 +21,11 @@ use ampd::log::access::LogFile;
 use ampd::log::build_info::VERSION;
 use ampd::log::error;
 use ampd::ops::{self, notify::notify, Shared};
-use ampd::site::Generation;
+use ampd::site::{BuildError, Generation};
+use ampd::tls::TlsError;
 
-use cli::{Request, ServeArgs};
+use ampd::ops::pid_file::Order;
+use cli::{OrderTarget, Request, ServeArgs};
 
 /// A start-up failure, reported as one line.
 struct Failure(String);
@@ -85,12 +87,15 @@ fn usage_exit(usage: &clap::Error) -> ExitCode {
 
 fn start(request: Request, activated: Vec<OwnedFd>) -> Result<(), Stop> {
     match request {
-        Request::Help => print!("{}", cli::help()),
+        Request::Help(page) => print!("{page}"),
+        Request::Order(order, target) => send_order(order, &target)?,
         Request::ShortVersion => println!("{}", cli::short_version()),
         Request::LongVersion => println!("{}", cli::long_version()),
         Request::Serve(args) => serve(*args, activated)?,
         Request::Run(file) => run(&file, activated)?,
-        Request::Check(file) => check(&file)?,
+        Request::Check(file) => {
+            check(&file)?;
+        }
         Request::Helper => engine::helper_process::serve_parent()
             .map_err(|error| Failure(format!("helper process: {}", plain(&error))))?,
         Request::AcmeManager => ampd::tls::acme::process::serve()
@@ -150,12 +155,17 @@ fn run(file: &Path, activated: Vec<OwnedFd>) -> Result<(), Failure> {
 
 /// `ampd check FILE` (also `check -c FILE`, `-t -c FILE`): everything `run` checks before it
 /// binds.
-fn check(path: &Path) -> Result<(), Failure> {
+fn check(path: &Path) -> Result<Config, Failure> {
     let config = config::check_file(path).map_err(|error| Failure(error.to_string()))?;
     let sites = config.sites.len();
     let locations: usize = config.sites.iter().map(|site| site.locations.len()).sum();
-    let generation = Generation::build(config, 1)
-        .map_err(|error| Failure(format!("{}: {error}", path.display())))?;
+    let generation = Generation::build(config.clone(), 1).map_err(|error| {
+        Failure(format!(
+            "{}: {error}{}",
+            path.display(),
+            build_hint(Some(path), &error)
+        ))
+    })?;
     for warning in &generation.warnings {
         eprintln!("ampd: {}: warning: {warning}", path.display());
     }
@@ -165,7 +175,7 @@ fn check(path: &Path) -> Result<(), Failure> {
         if sites == 1 { "" } else { "s" },
         if locations == 1 { "" } else { "s" },
     );
-    Ok(())
+    Ok(config)
 }
 
 /// The start-up sequence, then serve until a graceful stop has drained every loop.
@@ -182,21 +192,17 @@ fn launch(
     let bound = engine::bind(&config, activated).map_err(|failure| Failure(failure.to_string()))?;
     // The addresses as bound (a port 0 is the kernel's choice): what an HTTPS redirect names.
     config.listen = bound.listening();
-    let generation =
-        Generation::build(config, 1).map_err(|failure| Failure(failure.to_string()))?;
+    let generation = Generation::build(config, 1).map_err(|failure| {
+        Failure(format!(
+            "{failure}{}",
+            build_hint(file.as_deref(), &failure)
+        ))
+    })?;
     for warning in &generation.warnings {
         error::log(Level::Warn, format_args!("{warning}"));
     }
     let config = generation.config.clone();
-    if let Some(pid_file) = &config.process.pid_file {
-        ops::process::write_pid_file(pid_file).map_err(|failure| {
-            Failure(format!(
-                "pid file {}: {}",
-                pid_file.display(),
-                plain(&failure)
-            ))
-        })?;
-    }
+    write_pid_file(&config, file.as_deref())?;
     // Opened while still privileged; under mp, shared by every worker forked later.
     let log_file = LogFile::open(config.logs.access.as_deref()).map_err(|failure| {
         let path = config.logs.access.as_deref().unwrap_or(Path::new("-"));
@@ -241,15 +247,105 @@ fn launch(
     // After the drain: requests in flight to an application have finished. (The mp master
     // stops its own; nothing is held here then.)
     ops::applications::stop_within(Duration::MAX);
-    if let Some(pid_file) = &config.process.pid_file {
-        ops::process::remove_pid_file(pid_file);
-    }
+    ops::pid_file::remove_written();
     match served {
         Ok(()) => {
             error::log(Level::Info, format_args!("stopped"));
             Ok(())
         }
         Err(failure) => Err(Failure(format!("server stopped: {}", plain(&failure)))),
+    }
+}
+
+/// Write the pid file: `pid_file` (a failure stops the start), or, for a server started with a
+/// configuration file that sets none, the default one `ampd reload -c FILE` looks for
+/// (`ops::pid_file`; a failure there is a warning: the server runs, unreachable by name).
+/// `ops::pid_file::remove_written` removes it at exit.
+fn write_pid_file(config: &Config, file: Option<&Path>) -> Result<(), Failure> {
+    if let Some(path) = &config.process.pid_file {
+        ops::process::write_pid_file(path).map_err(|failure| {
+            Failure(format!("pid file {}: {}", path.display(), plain(&failure)))
+        })?;
+        ops::pid_file::remember(path);
+        return Ok(());
+    }
+    let Some(path) = file.and_then(ops::pid_file::default_path) else {
+        return Ok(());
+    };
+    match ops::pid_file::write_default(&path) {
+        Ok(()) => ops::pid_file::remember(&path),
+        Err(failure) => error::log(
+            Level::Warn,
+            format_args!(
+                "pid file {}: {}; `ampd reload|stop|reopen` cannot find this server (set \
+                     pid_file)",
+                path.display(),
+                plain(&failure)
+            ),
+        ),
+    }
+    Ok(())
+}
+
+/// `ampd reload|stop|reopen [-c FILE] [--pid-file PATH]`: find the server's pid file, check
+/// the process is an ampd, send the signal. A reload checks FILE first, as `ampd check` does:
+/// a file the server would refuse is reported here, where it is read, not only in its error
+/// log.
+fn send_order(order: Order, target: &OrderTarget) -> Result<(), Failure> {
+    let config_exists = target.config.exists();
+    let mut configured_pid_file = None;
+    if order == Order::Reload && (target.config_given || config_exists) {
+        configured_pid_file = check(&target.config)?.process.pid_file;
+    } else if config_exists {
+        configured_pid_file = config::pid_file_setting(&target.config);
+    } else if target.config_given && target.pid_file.is_none() {
+        return Err(Failure(format!(
+            "{}: no such file (hint: the configuration file the server was started with)",
+            target.config.display()
+        )));
+    }
+    let file = absolute(&target.config);
+    let pid_file = target
+        .pid_file
+        .clone()
+        .or(configured_pid_file)
+        .or_else(|| ops::pid_file::default_path(&file))
+        .ok_or_else(|| {
+            Failure(format!(
+                "{} sets no pid_file, and there is no runtime directory for the default one \
+                 (hint: set XDG_RUNTIME_DIR, pid_file in the file, or give --pid-file)",
+                file.display()
+            ))
+        })?;
+    let hint = if target.pid_file.is_some() {
+        "a server writes it when started with --pid-file (ampd serve) or pid_file (a file)"
+            .to_owned()
+    } else {
+        format!(
+            "start the server with 'ampd run -c {}', or give --pid-file",
+            file.display()
+        )
+    };
+    let pid = ops::pid_file::send(order, &pid_file, &hint)
+        .map_err(|failure| Failure(failure.to_string()))?;
+    println!(
+        "ampd: sent {} to process {pid} ({}): it {}",
+        order.signal_name(),
+        pid_file.display(),
+        order.effect()
+    );
+    Ok(())
+}
+
+/// ` (hint: …)` for a build failure a hint helps with: a certificate, key or CA file that does
+/// not exist yet (the TLS examples have the reader make theirs first).
+fn build_hint(file: Option<&Path>, error: &BuildError) -> String {
+    match (file, error) {
+        (Some(file), BuildError::Tls(TlsError::Missing { .. })) => {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            format!(" (hint: {})", config::missing_file_hint(file, &text))
+        }
+        _ => String::new(),
     }
 }
 

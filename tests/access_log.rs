@@ -152,3 +152,164 @@ for_each_arch!(fn logging_off_writes_nothing_and_reload_turns_it_on(arch) {
         started.elapsed()
     );
 });
+
+/// Starts `ampd ARGS` with `stdout` and `stderr` as given; returns the child.
+fn spawn_with_streams(
+    args: &[&str],
+    stdout: std::process::Stdio,
+    stderr: std::process::Stdio,
+) -> std::process::Child {
+    std::process::Command::new(support::server::binary())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn ampd")
+}
+
+/// Reads lines from `reader` (bounded by `within`) until one contains `needle`; every line read.
+fn lines_until(
+    reader: &mut impl std::io::BufRead,
+    needle: &str,
+    within: Duration,
+) -> Result<Vec<String>, Vec<String>> {
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) => return Err(seen),
+            Ok(_) => {
+                let found = line.contains(needle);
+                seen.push(line);
+                if found {
+                    return Ok(seen);
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(10));
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return Err(seen),
+        }
+    }
+    Err(seen)
+}
+
+/// systemd hands a service a socket to the journal as its standard output: `access =
+/// "/dev/stdout"` writes to that descriptor (it cannot be opened again by path: ENXIO), and
+/// `SIGUSR1` leaves it as it is.
+#[test]
+fn dev_stdout_is_the_inherited_descriptor_even_when_it_is_a_socket() {
+    use std::os::unix::net::UnixStream;
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let config = write_config(
+        &root,
+        "reactor",
+        "[log]\naccess = \"/dev/stdout\"\nformat = \"common\"\n[[site]]\nroot = \"www\"\n",
+    );
+    let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+    ours.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut child = spawn_with_streams(
+        &["run", "-c", &config.display().to_string()],
+        std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)),
+        std::process::Stdio::piped(),
+    );
+    let mut reader = std::io::BufReader::new(ours);
+    let ready = match lines_until(&mut reader, "serving", Duration::from_secs(10)) {
+        Ok(lines) => lines.last().cloned().unwrap_or_default(),
+        Err(lines) => {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("collect ampd's stderr");
+            panic!(
+                "no ready line on the socket: {lines:?}; stderr: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    };
+    let addr = support::server::parse_ready_line(ready.trim()).expect(&ready);
+    assert_eq!(get(addr, "/a.txt").status, 200);
+    let first = lines_until(
+        &mut reader,
+        "\"GET /a.txt HTTP/1.1\" 200 5",
+        Duration::from_secs(5),
+    );
+    assert!(first.is_ok(), "no access line on the socket: {first:?}");
+    support::processes::signal("USR1", child.id(), false);
+    assert_eq!(get(addr, "/a.txt?after").status, 200);
+    let after = lines_until(
+        &mut reader,
+        "\"GET /a.txt?after HTTP/1.1\" 200",
+        Duration::from_secs(5),
+    );
+    support::processes::signal("TERM", child.id(), false);
+    let _ = child.wait();
+    assert!(after.is_ok(), "no access line after SIGUSR1: {after:?}");
+}
+
+/// `ampd serve --access-log - >out 2>&1`: standard output and error share one open file (one
+/// offset); access lines written through the inherited descriptor interleave with the error
+/// log's lines instead of overwriting them.
+#[test]
+fn access_log_dash_shares_the_file_with_standard_error() {
+    let root = TempRoot::new();
+    root.file("a.txt", "alpha");
+    let out_path = root.outside_dir().join("out.log");
+    let out = std::fs::File::create(&out_path).expect("create out.log");
+    let dir = root.path().display().to_string();
+    let mut child = spawn_with_streams(
+        &[
+            "serve",
+            &dir,
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            "-",
+            "--log-format",
+            "common",
+        ],
+        std::process::Stdio::from(out.try_clone().unwrap()),
+        std::process::Stdio::from(out),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let addr = loop {
+        let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+        if let Some(addr) = text.lines().find_map(support::server::parse_ready_line) {
+            break addr;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no ready line in out.log: {text}"
+        );
+        thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(get(addr, "/a.txt").status, 200);
+    assert_eq!(get(addr, "/missing").status, 404);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&out_path)
+        .unwrap_or_default()
+        .contains("/missing")
+    {
+        assert!(Instant::now() < deadline, "the access lines never came");
+        thread::sleep(Duration::from_millis(10));
+    }
+    support::processes::signal("TERM", child.id(), false);
+    let status = child.wait().expect("wait for ampd");
+    assert!(status.success(), "{status:?}");
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    for needle in [
+        "serving",
+        "\"GET /a.txt HTTP/1.1\" 200 5",
+        "\"GET /missing HTTP/1.1\" 404",
+        "graceful stop",
+        "[info] stopped",
+    ] {
+        assert!(
+            text.contains(needle),
+            "{needle:?} missing from out.log:\n{text}"
+        );
+    }
+}

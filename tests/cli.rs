@@ -151,6 +151,8 @@ fn usage_errors_exit_2_with_the_usage() {
         );
     }
     assert_usage_error(&["serve", dir, "--max-body", "1 parsec"], "parsec");
+    // Binary units only: "10MB" names the spelling that means what ampd reads.
+    assert_usage_error(&["serve", dir, "--max-body", "10MB"], "10MiB");
     assert_usage_error(&["serve", dir, "--header", "NoColon"], "NoColon");
     assert_usage_error(&["serve", dir, "--header", "Bad Name: x"], "Bad Name");
     assert_usage_error(&["serve", dir, "--status", "no-slash"], "no-slash");
@@ -261,7 +263,42 @@ fn address_forms() {
             "{listen}"
         );
     }
-    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+    // `:PORT` is every address, IPv4 and IPv6, on one port (as Caddy reads it): the ready line
+    // names both sockets, and both loopbacks answer.
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    for every in [":0", "*:0"] {
+        let server = Server::start(Options::exact(["serve", &dir, "--listen", every]));
+        let port = server.addr().port();
+        assert!(
+            server
+                .ready_line()
+                .contains(&format!("http://0.0.0.0:{port}/")),
+            "{every}: {}",
+            server.ready_line()
+        );
+        let v4 = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        assert_eq!(
+            get(v4, "/hello.txt").body_text(),
+            "hello",
+            "{every} over IPv4"
+        );
+        if ipv6 {
+            assert!(
+                server
+                    .ready_line()
+                    .contains(&format!("http://[::]:{port}/")),
+                "{every}: {}",
+                server.ready_line()
+            );
+            let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+            assert_eq!(
+                get(v6, "/hello.txt").body_text(),
+                "hello",
+                "{every} over IPv6"
+            );
+        }
+    }
+    if ipv6 {
         let server = Server::start(Options::exact(["serve", &dir, "--listen", "[::1]:0"]));
         assert_eq!(
             server.addr().ip(),
@@ -563,10 +600,11 @@ fn serve_help_lists_every_engine_on_one_line_each() {
 fn config_file_listen_takes_the_same_address_forms() {
     let root = TempRoot::new();
     root.file("hello.txt", "hello");
-    for listen in ["localhost:0", "0"] {
+    // `listen = 0`: a TOML integer is a bare port, as the string "0" is.
+    for listen in ["\"localhost:0\"", "\"0\"", "0", "[0]"] {
         let file = root.outside_file(
             "forms.toml",
-            format!("listen = \"{listen}\"\narch = \"amped\"\n[[site]]\nroot = \"www\"\n"),
+            format!("listen = {listen}\narch = \"amped\"\n[[site]]\nroot = \"www\"\n"),
         );
         let server = Server::start(Options::config_file(&file));
         assert!(
@@ -584,4 +622,153 @@ fn config_file_listen_takes_the_same_address_forms() {
         "listen = \"localhost\"\n[[site]]\nroot = \"www\"\n",
     );
     assert_one_line_failure(&["check", &bad.display().to_string()]);
+}
+
+/// Runs `ampd ARGS`; (exit code, stdout, stderr).
+fn ampd(args: &[&str]) -> (Option<i32>, String, String) {
+    run_to_exit(args)
+}
+
+/// `ampd reload|reopen|stop -c FILE` find the server FILE started by the pid file it wrote
+/// where FILE sets none (the default path, keyed by FILE: tests running side by side never
+/// share one), and each does what its signal does.
+#[test]
+fn reload_reopen_and_stop_find_the_server_by_its_configuration_file() {
+    let root = TempRoot::new();
+    root.file("hello.txt", "hello");
+    let access = root.outside_dir().join("access.log");
+    let body = |generation: &str| {
+        format!(
+            "[log]\naccess = \"access.log\"\n[[site]]\nroot = \"www\"\nheaders = {{ \"X-Generation\" = \"{generation}\" }}\n"
+        )
+    };
+    let file = write_config(&root, "reactor", &body("1"));
+    let path = file.display().to_string();
+    let mut server = Server::start(Options::config_file(&file));
+    assert_eq!(
+        get(server.addr(), "/hello.txt").header("x-generation"),
+        Some("1")
+    );
+
+    // reload: checks the file, then HUP; the change is served once the reload is done.
+    write_config(&root, "reactor", &body("2"));
+    let (code, stdout, stderr) = ampd(&["reload", "-c", &path]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("configuration OK"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("sent HUP to process {}", server.pid())),
+        "{stdout}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(server.addr(), "/hello.txt").header("x-generation") != Some("2") {
+        assert!(
+            Instant::now() < deadline,
+            "never reloaded: {}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A file the server would refuse is refused here, and nothing is sent.
+    std::fs::write(&file, "listn = 1\n").unwrap();
+    let (code, _, stderr) = ampd(&["reload", &path]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("listn"), "{stderr}");
+    write_config(&root, "reactor", &body("2"));
+
+    // reopen: USR1; after a rename the log starts afresh at the configured path.
+    let rotated = root.outside_dir().join("access.log.1");
+    std::fs::rename(&access, &rotated).unwrap();
+    let (code, stdout, stderr) = ampd(&["reopen", "--config", &path]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("sent USR1"), "{stdout}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&access)
+        .unwrap_or_default()
+        .contains("/hello.txt?reopened")
+    {
+        assert!(Instant::now() < deadline, "the log was not reopened");
+        get(server.addr(), "/hello.txt?reopened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // stop: TERM; the server drains, exits 0 and removes its pid file.
+    let (code, stdout, stderr) = ampd(&["stop", "-c", &path]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0));
+    let (code, _, stderr) = ampd(&["stop", "-c", &path]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("ampd: no pid file at ") && stderr.contains("ampd run -c"),
+        "the pid file went with the server: {stderr}"
+    );
+}
+
+/// `--pid-file` names the file directly (a server started by `ampd serve --pid-file`); a pid
+/// file naming a process that is gone, or that is not an ampd, is refused, and nothing is sent.
+#[test]
+fn orders_by_pid_file_and_their_refusals() {
+    let root = TempRoot::new();
+    let pid_file = root.outside_dir().join("serve.pid");
+    let pid_path = pid_file.display().to_string();
+    let mut server =
+        Server::start(Options::new(root.path(), "amped").args(["--pid-file", &pid_path]));
+    assert_eq!(
+        std::fs::read_to_string(&pid_file).unwrap().trim(),
+        server.pid().to_string()
+    );
+    // A server without a configuration file has nothing to reload: it says so, and serves on.
+    let (code, stdout, stderr) = ampd(&["reload", "--pid-file", &pid_path]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        server.wait_for_stderr("no configuration file to reload", Duration::from_secs(10)),
+        "{}",
+        server.stderr()
+    );
+    assert!(server.is_running());
+
+    // A pid that is this test program's, not an ampd's.
+    let other = root.outside_dir().join("other.pid");
+    std::fs::write(&other, format!("{}\n", std::process::id())).unwrap();
+    let (code, _, stderr) = ampd(&["stop", "--pid-file", &other.display().to_string()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("not ampd"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let (code, _, stderr) = ampd(&["stop", "--pid-file", &pid_path]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0));
+    // The server removed its file; one left behind by a killed server names a dead process.
+    std::fs::write(&pid_file, "4194305\n").unwrap();
+    let (code, _, stderr) = ampd(&["reopen", "--pid-file", &pid_path]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("which is not running"), "{stderr}");
+    let (code, _, stderr) = ampd(&["stop", "-c", "/no/such/ampd.toml"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("/no/such/ampd.toml: no such file"),
+        "{stderr}"
+    );
+}
+
+/// `ampd` alone is a usage mistake (clap's convention: the help on stderr, exit 2); `ampd help
+/// --help` and `ampd help COMMAND` work; the top-level page names the signals and the orders.
+#[test]
+fn bare_ampd_and_the_help_command() {
+    let (code, stdout, stderr) = ampd(&[]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("Usage: ampd"), "{stderr}");
+    let (code, stdout, stderr) = ampd(&["help", "--help"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("Usage: ampd help"), "{stdout}");
+    let (code, stdout, _) = ampd(&["help", "reload"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("Usage: ampd reload"), "{stdout}");
+    let (code, _, stderr) = ampd(&["help", "bogus"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let (_, top, _) = ampd(&["--help"]);
+    for needle in [
+        "reload", "stop", "reopen", "HUP", "TERM", "USR1", "USR2", "QUIT",
+    ] {
+        assert!(top.contains(needle), "--help lacks {needle}: {top}");
+    }
 }

@@ -70,6 +70,23 @@ fn bad_values() {
     let line = error_for(&format!("listen = \"localhost\"\n{SITE}"));
     assert_place(&line, "1:10", "listen");
     assert!(line.contains("hint:"), "{line}");
+    // A port out of range, written as a TOML integer, gets the same hint as in a string; a
+    // value of another type says what to write.
+    let line = error_for(&format!("listen = 70000\n{SITE}"));
+    assert_place(&line, "1:10", "listen");
+    assert!(line.contains("'70000' is not an address"), "{line}");
+    assert!(line.contains("hint: write it like"), "{line}");
+    for other in ["true", "{ port = 80 }", "[true]"] {
+        let line = error_for(&format!("listen = {other}\n{SITE}"));
+        assert!(line.contains(": listen: "), "{other}: {line}");
+        assert!(line.contains("\":8080\" or 8080"), "{other}: {line}");
+        assert!(!line.contains("untagged enum"), "{other}: {line}");
+    }
+    // "MB" is decimal elsewhere; ampd's units are binary, so it is refused with the spelling.
+    let line = error_for(&format!("[limits]\nmax_body = \"10MB\"\n{SITE}"));
+    assert_place(&line, "2:12", "limits.max_body");
+    assert!(line.contains("hint:"), "{line}");
+    assert!(line.contains("10MiB"), "{line}");
     let line = error_for(&format!("arch = \"fast\"\n{SITE}"));
     assert_place(&line, "1:8", "arch");
     assert!(

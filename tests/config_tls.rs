@@ -176,12 +176,15 @@ fn files_that_cannot_be_used_are_named() {
             b_key.display()
         )
     );
+    // A file that is not there yet says how to make one.
     let missing = dir.join("missing.pem");
     let line = error_line(dir, &config(&missing, &a_key));
     assert_eq!(
         line,
         format!(
-            "ampd: {file}: tls: {}: No such file or directory",
+            "ampd: {file}: tls: {}: No such file or directory (hint: make it or correct the \
+             path (relative to the configuration file); docs/tls.md, \"A self-signed \
+             certificate\", makes one with openssl)",
             missing.display()
         )
     );

@@ -81,6 +81,32 @@ fn certificate_example_copy(dir: &TempRoot, name: &str) -> PathBuf {
     file
 }
 
+/// Before the reader has run the `openssl` commands at its top, `ampd check` on a TLS example
+/// names the missing file and says to run those commands.
+#[test]
+fn a_tls_example_before_its_certificates_says_to_make_them() {
+    let dir = TempRoot::new();
+    let text = std::fs::read_to_string(examples().join("tls.toml")).unwrap();
+    let www = examples().join("www").display().to_string();
+    let file = dir.outside_dir().join("tls.toml");
+    std::fs::write(&file, text.replace("= \"www", &format!("= \"{www}"))).unwrap();
+    let (code, _, stderr) = run_to_exit(&["check", &file.display().to_string()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let missing = dir.outside_dir().join("certs/localhost.pem");
+    assert!(
+        stderr.contains(&format!(
+            "tls: {}: No such file or directory",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: run the openssl commands at the top of"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn the_http2_example_offers_h2_by_alpn_and_h2c_in_cleartext() {
     let dir = TempRoot::new();

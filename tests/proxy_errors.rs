@@ -120,6 +120,11 @@ for_each_arch!(fn silence_is_504_reset_and_refused_are_502(arch) {
     let started = Instant::now();
     let timed_out = request(server.addr(), "GET", "/silent", &[]);
     assert_eq!(timed_out.status, 504, "{timed_out:?}");
+    assert!(
+        timed_out.body_text().contains("<title>504 Gateway Timeout</title>"),
+        "a titled page: {}",
+        timed_out.body_text()
+    );
     assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
     // A reset before any response byte: a POST is not retried, it is a 502.
     let reset = request(server.addr(), "POST", "/reset", &[("Content-Length", "0")]);
@@ -137,6 +142,11 @@ for_each_arch!(fn silence_is_504_reset_and_refused_are_502(arch) {
     let started = Instant::now();
     let refused = get(refused_server.addr(), "/x");
     assert_eq!(refused.status, 502, "{refused:?}");
+    assert!(
+        refused.body_text().contains("<title>502 Bad Gateway</title>"),
+        "a titled page: {}",
+        refused.body_text()
+    );
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert!(
         refused_server.wait_for_stderr(&nowhere.to_string(), Duration::from_secs(5)),

@@ -4,12 +4,11 @@
 //! Owns: the serve flags, their help, and the mapping onto `Config`. Must not touch: the
 //! document root on disk (main checks it at start-up), serving.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use ampd::config::{
-    Arch, Config, Handler, HelperMode, Level, Location, LocationSettings, LogFormat,
+    Arch, Config, Handler, HelperMode, Level, ListenAddress, Location, LocationSettings, LogFormat,
 };
 use clap::Args;
 
@@ -22,8 +21,9 @@ pub fn engines_help() -> String {
         text.push_str(&format!("  {:<9} {}\n", arch.name(), arch.describe()));
     }
     text.push_str(
-        "\nAddresses: 127.0.0.1:8080, [::1]:8080, localhost:8080 and 8080 (127.0.0.1),\n  \
-         :8080 and *:8080 (every IPv4 interface).\n\
+        "\nAddresses: 127.0.0.1:8080, [::1]:8080, localhost:8080 and 8080 (loopback, 127.0.0.1:\n  \
+         the default's host), :8080 and *:8080 (every address, IPv4 and IPv6),\n  \
+         0.0.0.0:8080 (every IPv4 address), [::]:8080 (every IPv6 address).\n\
          Sizes: bytes, or 64KiB, 1MiB, 2GiB. Durations: seconds (0.5), or 500ms, 30s, 5m, 1h.\n\
          Signals: USR1 reopen logs, USR2 upgrade to the binary on disk (listeners kept),
   TERM/INT graceful stop, QUIT exit at once.",
@@ -37,9 +37,10 @@ pub struct ServeArgs {
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
-    /// Address to listen on [default: 127.0.0.1:8080]
+    /// Address to listen on; :PORT is every address, IPv4 and IPv6 (listed below)
+    /// [default: 127.0.0.1:8080, loopback only]
     #[arg(short = 'l', long, value_name = "ADDR", value_parser = values::listen)]
-    listen: Option<SocketAddr>,
+    listen: Option<ListenAddress>,
 
     /// Concurrency architecture (listed below) [default: reactor]
     #[arg(short = 'a', long, value_name = "ARCH", value_parser = values::arch)]
@@ -136,6 +137,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     error_log: Option<PathBuf>,
 
+    /// Write the server's pid to FILE ('ampd stop --pid-file FILE' finds it) [default: none]
+    #[arg(long, value_name = "FILE")]
+    pid_file: Option<PathBuf>,
+
     /// Error log level: error, warn, info or debug [default: info]
     #[arg(long, value_name = "LEVEL", value_parser = values::level)]
     log_level: Option<Level>,
@@ -161,7 +166,7 @@ impl ServeArgs {
     pub fn config(self, root: PathBuf) -> Result<Config, String> {
         let mut config = Config::new(root);
         if let Some(listen) = self.listen {
-            config.listen = vec![crate::config::Listen::plain(listen)];
+            config.listen = listen.listeners(false, false);
         }
         if let Some(arch) = self.arch {
             config.arch = arch;
@@ -213,6 +218,7 @@ impl ServeArgs {
         logs.format = self.log_format.unwrap_or(logs.format);
         logs.error = self.error_log.filter(|path| path.as_os_str() != "-");
         logs.level = self.log_level.unwrap_or(logs.level);
+        config.process.pid_file = self.pid_file;
 
         let files = config.serve_location();
         let options = &mut files.static_files;
@@ -313,7 +319,12 @@ mod tests {
             "--autoindex",
         ])
         .unwrap();
-        assert_eq!(config.listen[0].to_string(), "0.0.0.0:9000");
+        let listen: Vec<String> = config.listen.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            listen,
+            ["0.0.0.0:9000", "[::]:9000"],
+            ":PORT is every address"
+        );
         assert_eq!((config.arch, config.threads), (Arch::Mp, Some(3)));
         assert_eq!((config.helpers, config.helpers_max), (6, 32));
         assert_eq!(config.limits.max_body, 2048);

@@ -5,20 +5,20 @@
 //!
 //! Owns: these pure functions. Must not touch: `Config` (that is `serve.rs`'s).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use ampd::config::{self, Arch, HelperMode, Level, LogFormat};
+use ampd::config::{self, Arch, HelperMode, Level, ListenAddress, LogFormat};
 
 /// An address to listen on, in every form the configuration file's `listen` takes.
-pub fn listen(text: &str) -> Result<SocketAddr, String> {
+pub fn listen(text: &str) -> Result<ListenAddress, String> {
     config::parse_listen(text)
         .map_err(|reason| format!("{reason}; write it like {}", config::LISTEN_FORMS))
 }
 
-/// Bytes: `65536`, `64KiB`, `1MiB`, `2G` (as in the configuration file).
+/// Bytes: `65536`, `64KiB`, `1MiB`, `2G` (as in the configuration file; `10MB` is refused with
+/// the binary spelling).
 pub fn size(text: &str) -> Result<u64, String> {
-    config::parse_size(text).ok_or_else(|| "not a size: bytes, or 64KiB, 1MiB, 2GiB".to_owned())
+    config::parse_size(text).ok_or_else(|| format!("not a size: {}", config::size_hint(text)))
 }
 
 /// More than zero: `500ms`, `30s`, `5m`, `1h`, `1d` (as in the configuration file), or a

@@ -20,8 +20,8 @@ use toml::Spanned;
 use super::pools::PoolTable;
 use super::raw::{Quantity, RawAdmission, RawCaches, RawFile, RawLimits, RawListen, RawLog};
 use super::text::{
-    key_at, parse_duration, parse_listen, parse_size, plain, position, unknown_field_hint,
-    LISTEN_FORMS,
+    key_at, parse_duration, parse_listen, parse_size, plain, position, size_hint,
+    unknown_field_hint, LISTEN_FORMS,
 };
 use super::{Arch, Config, HelperMode, Level, Listen, LogFormat};
 
@@ -84,6 +84,22 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
 /// As `load_file`.
 pub fn check_file(path: &Path) -> Result<Config, ConfigError> {
     load_file(path)
+}
+
+/// `pid_file` as `file` sets it (relative to its directory), read leniently: `ampd stop` and
+/// `ampd reopen` must find a server whose file has since been broken. `None` when the file
+/// cannot be read as TOML or sets none.
+#[must_use]
+pub fn pid_file_setting(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    let value = table.get("pid_file")?.as_str()?;
+    let path = Path::new(value);
+    Some(if path.is_absolute() || value.is_empty() {
+        path.to_path_buf()
+    } else {
+        file.parent().unwrap_or(Path::new(".")).join(path)
+    })
 }
 
 /// Parse `text` as if read from `file`.
@@ -195,14 +211,17 @@ impl Loader<'_> {
                     format!("write it like {LISTEN_FORMS}"),
                 )
             })?;
-            if address.port() != 0 && parsed.iter().any(|seen| seen.address == address) {
-                return Err(self.error(
-                    listen.span(),
-                    "listen",
-                    format!("{address} is listed twice"),
-                ));
+            for listener in address.listeners(tls, h2c) {
+                let address = listener.address;
+                if address.port() != 0 && parsed.iter().any(|seen| seen.address == address) {
+                    return Err(self.error(
+                        listen.span(),
+                        "listen",
+                        format!("{address} is listed twice"),
+                    ));
+                }
+                parsed.push(listener);
             }
-            parsed.push(Listen { address, tls, h2c });
         }
         Ok(parsed)
     }
@@ -588,19 +607,19 @@ impl Loader<'_> {
     }
 
     pub(super) fn size(&self, value: &Spanned<Quantity>, key: &str) -> Loaded<u64> {
-        let bad = |what: &str| {
+        let bad = |what: &str, text: &str| {
             self.hinted(
                 value.span(),
                 key,
                 format!("{what} is not a size"),
-                "bytes as a number, or text like \"64KiB\", \"1MiB\", \"2GiB\"",
+                size_hint(text),
             )
         };
         match value.get_ref() {
             Quantity::Number(number) => {
-                u64::try_from(*number).map_err(|_| bad(&number.to_string()))
+                u64::try_from(*number).map_err(|_| bad(&number.to_string(), &number.to_string()))
             }
-            Quantity::Text(text) => parse_size(text).ok_or_else(|| bad(&format!("'{text}'"))),
+            Quantity::Text(text) => parse_size(text).ok_or_else(|| bad(&format!("'{text}'"), text)),
         }
     }
 

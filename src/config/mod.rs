@@ -32,11 +32,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use gateway::{Application, CgiLimits, CgiSettings, FastCgiSettings, ScriptSettings};
-pub use load::{check_file, load_file, ConfigError};
-pub use text::{is_token_byte, parse_duration, parse_listen, parse_size, plain, LISTEN_FORMS};
+pub use load::{check_file, load_file, pid_file_setting, ConfigError};
+pub use text::{
+    is_token_byte, missing_file_hint, parse_duration, parse_listen, parse_size, plain, size_hint,
+    LISTEN_FORMS,
+};
 pub use tls::{
     AcmeChallenge, AcmeSettings, CertificateFiles, CertificateSource, ClientCertificates, Hsts,
-    Listen, MinVersion, SiteTls, TlsServer,
+    Listen, ListenAddress, MinVersion, SiteTls, TlsServer,
 };
 pub use upstream::{
     ActiveHealth, Balance, PassiveHealth, ProxyHost, ProxySettings, UpstreamAddress, UpstreamPool,

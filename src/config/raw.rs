@@ -42,20 +42,74 @@ impl<'de> Deserialize<'de> for Quantity {
 
 pub(super) type Field<T> = Option<Spanned<T>>;
 
-/// `listen`: one address or a list of them, each `"ADDR"` or `"ADDR tls"`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum RawListen {
-    One(String),
-    Many(Vec<String>),
-}
+/// `listen`: one address or a list of them, each `"ADDR"` or `"ADDR tls"`. A bare port may be
+/// a TOML integer (`listen = 8080`), read as the text `"8080"` is, so that the mistake every
+/// reader makes once gets the meaning they meant, and anything else gets the forms to write.
+pub(super) struct RawListen(Vec<String>);
 
 impl RawListen {
     pub(super) fn entries(&self) -> Vec<&str> {
-        match self {
-            RawListen::One(one) => vec![one.as_str()],
-            RawListen::Many(many) => many.iter().map(String::as_str).collect(),
+        self.0.iter().map(String::as_str).collect()
+    }
+}
+
+/// What a `listen` value or element may be, for serde's "invalid type: …, expected …".
+const LISTEN_EXPECTED: &str =
+    "an address like \"127.0.0.1:8080\", \":8080\" or 8080, or a list of them";
+
+impl<'de> Deserialize<'de> for RawListen {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// One address: a string, or an integer taken as the same digits in a string.
+        struct Entry(String);
+        struct EntryVisitor;
+        impl Visitor<'_> for EntryVisitor {
+            type Value = Entry;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str(LISTEN_EXPECTED)
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Entry, E> {
+                Ok(Entry(value.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Entry, E> {
+                Ok(Entry(value.to_string()))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Entry, E> {
+                Ok(Entry(value.to_owned()))
+            }
         }
+        impl<'de> Deserialize<'de> for Entry {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                deserializer.deserialize_any(EntryVisitor)
+            }
+        }
+        struct ListenVisitor;
+        impl<'de> Visitor<'de> for ListenVisitor {
+            type Value = RawListen;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str(LISTEN_EXPECTED)
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<RawListen, E> {
+                EntryVisitor
+                    .visit_i64(value)
+                    .map(|entry| RawListen(vec![entry.0]))
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<RawListen, E> {
+                EntryVisitor
+                    .visit_u64(value)
+                    .map(|entry| RawListen(vec![entry.0]))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<RawListen, E> {
+                Ok(RawListen(vec![value.to_owned()]))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawListen, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(Entry(entry)) = seq.next_element()? {
+                    entries.push(entry);
+                }
+                Ok(RawListen(entries))
+            }
+        }
+        deserializer.deserialize_any(ListenVisitor)
     }
 }
 

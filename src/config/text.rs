@@ -5,22 +5,25 @@
 //! Owns: these pure functions. Must not touch: the schema or `Config`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use super::ListenAddress;
 use std::time::Duration;
 
 /// The host a bare port listens on: the default's (loopback), so `--listen 9000` exposes
 /// nothing more than `ampd serve` does.
 const DEFAULT_HOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
-/// `127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` (127.0.0.1), `:8080` and `*:8080` (every
-/// IPv4 interface, as Go and Caddy read `:8080` and nginx `*:8080`), or `8080` (127.0.0.1).
+/// `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:8080` (every IPv4 address), `localhost:8080`
+/// (127.0.0.1), `:8080` and `*:8080` (every address, IPv4 and IPv6, as Caddy and Go read
+/// `:8080` and nginx `*:8080` with `[::]:8080`), or `8080` (127.0.0.1).
 /// Other host names are refused rather than looked up: which address a name gives can change
 /// under the server, and a lookup would make loading a file touch the network.
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+pub fn parse_listen(text: &str) -> Result<ListenAddress, String> {
     if let Ok(address) = text.parse::<SocketAddr>() {
-        return Ok(address);
+        return Ok(ListenAddress::One(address));
     }
     if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::new(DEFAULT_HOST, port));
+        return Ok(ListenAddress::One(SocketAddr::new(DEFAULT_HOST, port)));
     }
     let Some((host, port)) = text.rsplit_once(':') else {
         return Err("no port".to_owned());
@@ -29,33 +32,64 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
         .parse()
         .map_err(|_| format!("'{port}' is not a port"))?;
     match host {
-        "" | "*" => Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)),
+        "" | "*" => Ok(ListenAddress::Every(port)),
         // Not the resolver's answer: /etc/hosts may put ::1 first, and `localhost` should mean
         // the same loopback everywhere.
-        "localhost" => Ok(SocketAddr::new(DEFAULT_HOST, port)),
+        "localhost" => Ok(ListenAddress::One(SocketAddr::new(DEFAULT_HOST, port))),
         _ => Err(format!("'{host}' is not an IP address or localhost")),
     }
 }
 
 /// What `parse_listen` takes, for hints.
-pub const LISTEN_FORMS: &str = "127.0.0.1:8080, [::1]:8080, localhost:8080, :8080 or 8080";
+pub const LISTEN_FORMS: &str =
+    "127.0.0.1:8080, [::1]:8080, localhost:8080, :8080 (every address) or 8080 (127.0.0.1)";
 
-/// `"64KiB"`, `"1MiB"`, `"512"`, `"2G"`: binary units, as nginx reads `k` and `m`.
+/// `"64KiB"`, `"1MiB"`, `"512"`, `"2G"`: binary units, as nginx reads `k` and `m`. `KB`, `MB`
+/// and `GB` are refused (`size_hint` says what to write): most readers take them for powers of
+/// 1000 (SI, Caddy), nginx-minded ones for powers of 1024, and a limit silently 5 % off is a
+/// surprise either way.
 pub fn parse_size(text: &str) -> Option<u64> {
+    let (number, unit) = split_size(text)?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return None,
+    };
+    number.checked_mul(1u64 << shift)
+}
+
+/// The hint for a size `parse_size` refused: for `"10MB"`, the binary spelling and the bytes;
+/// otherwise the forms there are.
+pub fn size_hint(text: &str) -> String {
+    let decimal = split_size(text).and_then(|(number, unit)| {
+        let (binary, power) = match unit.to_ascii_lowercase().as_str() {
+            "kb" => ("KiB", 1),
+            "mb" => ("MiB", 2),
+            "gb" => ("GiB", 3),
+            _ => return None,
+        };
+        let binary_bytes = number.checked_mul(1u64 << (10 * power))?;
+        let decimal_bytes = number.checked_mul(1000u64.pow(power))?;
+        Some(format!(
+            "units are binary: write \"{number}{binary}\" for {binary_bytes} bytes, or \
+             {decimal_bytes} for {decimal_bytes} bytes"
+        ))
+    });
+    decimal.unwrap_or_else(|| {
+        "bytes as a number, or text like \"64KiB\", \"1MiB\", \"2GiB\"".to_owned()
+    })
+}
+
+/// `"10 MiB"` → (10, "MiB").
+fn split_size(text: &str) -> Option<(u64, &str)> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let number: u64 = digits.parse().ok()?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return None,
-    };
-    number.checked_mul(1u64 << shift)
+    Some((digits.parse().ok()?, unit.trim()))
 }
 
 /// `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"`, or a bare number of seconds.
@@ -75,6 +109,28 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     Some(Duration::from_millis(number.checked_mul(millis)?))
+}
+
+/// The hint for a certificate, key or CA file named in `config_text` (the configuration file)
+/// that does not exist: a file whose comments carry the `openssl` commands that make it (as the
+/// TLS examples do) is told to run them; any other, where one such command is.
+#[must_use]
+pub fn missing_file_hint(config_file: &std::path::Path, config_text: &str) -> String {
+    let has_commands = config_text.lines().any(|line| {
+        let line = line.trim_start();
+        line.starts_with('#') && line.contains("openssl req")
+    });
+    if has_commands {
+        format!(
+            "run the openssl commands at the top of {} first, from the directory they say: \
+             they make the certificates it names",
+            config_file.display()
+        )
+    } else {
+        "make it or correct the path (relative to the configuration file); docs/tls.md, \
+         \"A self-signed certificate\", makes one with openssl"
+            .to_owned()
+    }
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.
@@ -186,6 +242,15 @@ mod tests {
         assert_eq!(parse_size("1m"), Some(1 << 20));
         assert_eq!(parse_size("12"), Some(12));
         assert_eq!(parse_size("1 parsec"), None);
+        assert_eq!(parse_size("2G"), Some(2 << 30));
+        for decimal in ["10MB", "1kb", "2 GB"] {
+            assert_eq!(parse_size(decimal), None, "{decimal}");
+        }
+        assert_eq!(
+            size_hint("10MB"),
+            "units are binary: write \"10MiB\" for 10485760 bytes, or 10000000 for 10000000 bytes"
+        );
+        assert!(size_hint("1 parsec").contains("64KiB"));
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("soon"), None);
@@ -193,12 +258,22 @@ mod tests {
 
     #[test]
     fn addresses() {
-        let parse = |text: &str| parse_listen(text).map(|address| address.to_string());
+        let parse = |text: &str| {
+            parse_listen(text).map(|address| {
+                let listeners = address.listeners(false, false);
+                let halves: Vec<bool> = listeners.iter().map(|l| l.ipv6_half).collect();
+                let shown: Vec<String> = listeners.iter().map(ToString::to_string).collect();
+                assert_eq!(halves.iter().filter(|half| **half).count(), shown.len() - 1);
+                shown.join(" ")
+            })
+        };
         assert_eq!(parse("127.0.0.1:8080"), Ok("127.0.0.1:8080".to_owned()));
         assert_eq!(parse("[::1]:8080"), Ok("[::1]:8080".to_owned()));
         assert_eq!(parse("localhost:8080"), Ok("127.0.0.1:8080".to_owned()));
-        assert_eq!(parse(":8080"), Ok("0.0.0.0:8080".to_owned()));
-        assert_eq!(parse("*:8080"), Ok("0.0.0.0:8080".to_owned()));
+        // Every address: IPv4 and IPv6, as Caddy reads `:8080`.
+        assert_eq!(parse(":8080"), Ok("0.0.0.0:8080 [::]:8080".to_owned()));
+        assert_eq!(parse("*:8080"), Ok("0.0.0.0:8080 [::]:8080".to_owned()));
+        assert_eq!(parse("0.0.0.0:8080"), Ok("0.0.0.0:8080".to_owned()));
         assert_eq!(parse("8080"), Ok("127.0.0.1:8080".to_owned()));
         assert_eq!(parse("[::]:80"), Ok("[::]:80".to_owned()));
         for bad in [

@@ -5,11 +5,12 @@
 //! Owns: the typed settings. Must not touch: reading certificates or building rustls's
 //! configuration (that is `tls::context`'s, at generation build time).
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// One `listen` entry: `"127.0.0.1:8443 tls"` is a TLS listener.
+/// One listening socket: `"127.0.0.1:8443 tls"` is a TLS listener; `":8080"` is two of them
+/// (`ListenAddress::Every`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Listen {
     pub address: SocketAddr,
@@ -17,6 +18,10 @@ pub struct Listen {
     /// `"ADDR h2c"`: a cleartext listener that also takes HTTP/2 with prior knowledge (RFC
     /// 9113 §3.3), told from HTTP/1 by the client preface.
     pub h2c: bool,
+    /// The `[::]` half of a `:PORT` entry, right after its `0.0.0.0` half: it binds the port
+    /// that half got (the same port for port 0), and is left out, with a warning, on a machine
+    /// without IPv6.
+    pub ipv6_half: bool,
 }
 
 impl Listen {
@@ -26,6 +31,39 @@ impl Listen {
             address,
             tls: false,
             h2c: false,
+            ipv6_half: false,
+        }
+    }
+}
+
+/// What one address in `listen` (or `--listen`) names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListenAddress {
+    /// One socket address: `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:8080` (IPv4 only).
+    One(SocketAddr),
+    /// `:PORT` or `*:PORT`: every address, IPv4 and IPv6, on one port (as Caddy and Go read
+    /// `:8080`): a `0.0.0.0` socket and an IPv6-only `[::]` one. Two sockets rather than one
+    /// dual-stack `[::]`: an IPv4 client then keeps its IPv4 address everywhere (logs,
+    /// `allow`/`deny`, `X-Forwarded-For`) instead of arriving as `::ffff:a.b.c.d`.
+    Every(u16),
+}
+
+impl ListenAddress {
+    /// The sockets it stands for, each speaking as `tls` and `h2c` say.
+    #[must_use]
+    pub fn listeners(self, tls: bool, h2c: bool) -> Vec<Listen> {
+        let listen = |address, ipv6_half| Listen {
+            address,
+            tls,
+            h2c,
+            ipv6_half,
+        };
+        match self {
+            ListenAddress::One(address) => vec![listen(address, false)],
+            ListenAddress::Every(port) => vec![
+                listen(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)), false),
+                listen(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)), true),
+            ],
         }
     }
 }

@@ -43,6 +43,7 @@ fn listen_both(config: &mut Config, tls_port: u16) {
             address: SocketAddr::from(([127, 0, 0, 1], tls_port)),
             tls: true,
             h2c: false,
+            ipv6_half: false,
         },
     ];
 }

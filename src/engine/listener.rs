@@ -135,6 +135,7 @@ mod tests {
             address: text.parse().unwrap(),
             tls,
             h2c: !tls,
+            ipv6_half: false,
         }
     }
 

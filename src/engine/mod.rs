@@ -42,10 +42,11 @@ use std::time::Duration;
 
 use ampd_sys::socket;
 
-use crate::config::{Arch, Config, HelperMode, Listen};
+use crate::config::{Arch, Config, HelperMode, Level, Listen};
 use crate::content::budget::CacheBudget;
 use crate::content::serve::DiskAccess;
 use crate::log::access::LogFile;
+use crate::log::error;
 use crate::ops::{signals, Control, Role, Shared};
 use crate::site::Generation;
 use event_loop::{EventLoop, LoopSettings, PagesInFlight};
@@ -141,14 +142,52 @@ pub fn bind(config: &Config, activated: Vec<OwnedFd>) -> Result<Bound, BindError
         return Ok(Bound { sets, arch });
     }
     let reuse_port = matches!(arch, Arch::Reactor | Arch::Uring);
-    for entry in &config.listen {
+    let mut index = 0;
+    let mut pair_attempt = 1;
+    while let Some(entry) = config.listen.get(index) {
+        let mut address = entry.address;
+        // The `[::]` half of `:0` takes the port its `0.0.0.0` half (just bound) got.
+        let inherited = entry.ipv6_half && address.port() == 0;
+        if inherited {
+            address.set_port(sets[0].last().map_or(0, |half| half.local.port()));
+        }
         let failed = |error| BindError {
-            address: entry.address.to_string(),
+            address: address.to_string(),
             error,
         };
-        let fds = bind_fresh(entry.address, count, reuse_port).map_err(failed)?;
-        for (set, fd) in sets.iter_mut().zip(fds) {
-            set.push(Listener::new(fd, Speaks::of(entry)).map_err(failed)?);
+        match bind_fresh(address, count, reuse_port) {
+            Ok(fds) => {
+                for (set, fd) in sets.iter_mut().zip(fds) {
+                    set.push(Listener::new(fd, Speaks::of(entry)).map_err(failed)?);
+                }
+                index += 1;
+            }
+            // Another socket holds `[::]:P` for the port the IPv4 half was given: that half
+            // gives the port back and the pair is bound afresh (as `bind_fresh` retries a
+            // port-0 group).
+            Err(error)
+                if inherited
+                    && error.kind() == io::ErrorKind::AddrInUse
+                    && pair_attempt < PORT_ZERO_ATTEMPTS =>
+            {
+                for set in &mut sets {
+                    set.pop();
+                }
+                pair_attempt += 1;
+                index -= 1;
+            }
+            Err(error) if entry.ipv6_half && socket::is_no_ipv6(&error) => {
+                error::log(
+                    Level::Warn,
+                    format_args!(
+                        "cannot listen on {address} ({}): no IPv6 here; :{} listens on IPv4 only",
+                        crate::config::plain(&error),
+                        address.port()
+                    ),
+                );
+                index += 1;
+            }
+            Err(error) => return Err(failed(error)),
         }
     }
     Ok(Bound { sets, arch })
@@ -182,6 +221,7 @@ impl Bound {
                 address: listener.local,
                 tls: listener.tls,
                 h2c: listener.h2c,
+                ipv6_half: false,
             })
             .collect()
     }

@@ -9,10 +9,9 @@
 //! `LogThread::stop` writes everything sent before it.
 //! Must not touch: sockets, HTTP decisions (the caller says what happened in an `Entry`).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::net::IpAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::clock::Clock;
+use super::file::{is_standard_stream, open};
 use crate::config::{Level, LogFormat};
 
 /// A loop hands its buffer over once it holds this much.
@@ -81,14 +81,6 @@ pub struct AccessLog {
     buffer: Vec<u8>,
     sender: Sender<Message>,
     spares: Spares,
-}
-
-fn open(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .open(path)
 }
 
 /// The access log's file, opened but not yet written: opened before privileges are dropped
@@ -206,7 +198,9 @@ fn write_lines(receiver: &Receiver<Message>, mut file: Option<(File, PathBuf)>, 
                 }
             }
             Message::Reopen => {
-                if let Some((out, path)) = file.as_mut() {
+                if let Some((out, path)) =
+                    file.as_mut().filter(|(_, path)| !is_standard_stream(path))
+                {
                     match open(path) {
                         Ok(fresh) => *out = fresh,
                         Err(error) => super::error::log(

@@ -9,15 +9,15 @@
 //! Must not touch: the access log.
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::clock::Clock;
+use super::file::{is_standard_stream, open};
 use crate::config::{Level, LogOptions};
 
 struct ErrorLog {
@@ -32,14 +32,6 @@ fn log_state() -> &'static ErrorLog {
         level: AtomicU8::new(Level::Info as u8),
         target: Mutex::new(None),
     })
-}
-
-fn open(path: &PathBuf) -> io::Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .open(path)
 }
 
 /// Apply `log.error` and `log.level` (at start-up and on reload).
@@ -61,7 +53,10 @@ pub fn configure(options: &LogOptions) -> io::Result<()> {
 pub fn reopen() {
     let state = log_state();
     let mut target = state.target.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((file, path)) = target.as_mut() {
+    if let Some((file, path)) = target
+        .as_mut()
+        .filter(|(_, path)| !is_standard_stream(path))
+    {
         if let Ok(fresh) = open(path) {
             *file = fresh;
         }

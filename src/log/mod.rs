@@ -10,6 +10,7 @@ pub mod access;
 pub mod build_info;
 pub mod clock;
 pub mod error;
+pub mod file;
 pub mod metrics;
 pub mod process;
 pub mod stats;

@@ -26,6 +26,7 @@
 pub mod admission;
 pub mod applications;
 pub mod notify;
+pub mod pid_file;
 pub mod process;
 pub mod reload;
 pub mod signals;

@@ -116,9 +116,20 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
             && new.address.ip() == running.address.ip()
             && (new.address.port() == running.address.port() || new.address.port() == 0)
     };
-    if new.listen.len() != running.listen.len()
-        || !new
+    // The `[::]` half of a `:PORT` entry is not bound on a machine without IPv6.
+    let running_has = |entry: &Listen| {
+        running
             .listen
+            .iter()
+            .any(|bound| bound.tls == entry.tls && bound.address.ip() == entry.address.ip())
+    };
+    let wanted: Vec<&Listen> = new
+        .listen
+        .iter()
+        .filter(|entry| !entry.ipv6_half || running_has(entry))
+        .collect();
+    if wanted.len() != running.listen.len()
+        || !wanted
             .iter()
             .zip(&running.listen)
             .all(|(new, running)| same_entry(new, running))

@@ -221,6 +221,7 @@ pub fn apply(control: &Arc<Control>, command: Command) {
         Command::Quit => {
             control.access_log.sync(Duration::from_secs(1));
             applications::stop_within(applications::QUIT_STOP);
+            super::pid_file::remove_written();
             std::process::exit(0);
         }
         Command::Upgrade => match control.role {

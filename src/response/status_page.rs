@@ -1,10 +1,12 @@
 //! Responses that carry a status and a short explanatory page: errors, redirects, listings.
 //!
-//! Owns: the bodies of error pages (static strings, rendered once: nothing is formatted per
-//! request but the head) and the shape of such responses.
+//! Owns: the bodies of error pages (one per status with a reason phrase, rendered once per
+//! process: nothing is formatted per request but the head) and the shape of such responses.
 //! Must not touch: anything but the output buffer.
 
-use ampd_http::response::{write_content_length, write_header, write_status_line};
+use std::sync::OnceLock;
+
+use ampd_http::response::{reason, write_content_length, write_header, write_status_line};
 
 use super::{common_headers, HeadContext};
 
@@ -33,39 +35,69 @@ pub fn write(
     }
 }
 
+/// The page for `status`: titled `CODE Reason` for every status that has a reason phrase
+/// (`ampd_http::response::reason`, the one table the status line reads too, so a status and
+/// its page never disagree), rendered once per process.
 fn page(status: u16) -> &'static str {
-    macro_rules! pages {
-        ($($code:literal => $text:literal),* $(,)?) => {
-            match status {
-                $($code => concat!(
-                    "<!DOCTYPE html>\n<html><head><title>", $code, " ", $text,
-                    "</title></head>\n<body><h1>", $code, " ", $text, "</h1><hr>ampd</body></html>\n"
-                ),)*
-                _ => "<!DOCTYPE html>\n<html><body><h1>Error</h1><hr>ampd</body></html>\n",
+    const FIRST: u16 = 100;
+    const LAST: u16 = 599;
+    /// For a status with no phrase: ampd sends none, but a page must never be untitled.
+    const UNNAMED: &str =
+        "<!DOCTYPE html>\n<html><head><title>Error</title></head>\n<body><h1>Error</h1><hr>ampd</body></html>\n";
+    static PAGES: OnceLock<Vec<Option<Box<str>>>> = OnceLock::new();
+    let pages = PAGES.get_or_init(|| {
+        (FIRST..=LAST)
+            .map(|status| {
+                let phrase = reason(status);
+                (!phrase.is_empty()).then(|| {
+                    format!(
+                        "<!DOCTYPE html>\n<html><head><title>{status} {phrase}</title></head>\n\
+                         <body><h1>{status} {phrase}</h1><hr>ampd</body></html>\n"
+                    )
+                    .into_boxed_str()
+                })
+            })
+            .collect()
+    });
+    status
+        .checked_sub(FIRST)
+        .and_then(|index| pages.get(usize::from(index)))
+        .and_then(Option::as_deref)
+        .unwrap_or(UNNAMED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every status ampd can write a status line for (the reason-phrase table that
+    /// `write_status_line` reads) gets a page titled with its code and phrase: the proxy's 502,
+    /// 504 and HTTPS's 421 among them.
+    #[test]
+    fn every_status_with_a_reason_phrase_has_a_titled_page() {
+        let mut checked = 0;
+        for status in 100..=599 {
+            let phrase = reason(status);
+            if phrase.is_empty() {
+                continue;
             }
-        };
+            let page = page(status);
+            let title = format!("{status} {phrase}");
+            assert!(
+                page.contains(&format!("<title>{title}</title>")),
+                "{status}: {page}"
+            );
+            assert!(
+                page.contains(&format!("<h1>{title}</h1>")),
+                "{status}: {page}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 40, "the reason table shrank to {checked}");
     }
-    pages! {
-        301 => "Moved Permanently",
-        302 => "Found",
-        303 => "See Other",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        401 => "Unauthorized",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        412 => "Precondition Failed",
-        413 => "Content Too Large",
-        414 => "URI Too Long",
-        416 => "Range Not Satisfiable",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        503 => "Service Unavailable",
-        505 => "HTTP Version Not Supported",
+
+    #[test]
+    fn a_status_without_a_phrase_still_has_a_title() {
+        assert!(page(599).contains("<title>"), "{}", page(599));
     }
 }

@@ -38,6 +38,11 @@ pub enum TlsError {
         path: PathBuf,
         reason: String,
     },
+    /// The file does not exist (not yet made, or a wrong path): told apart so that the
+    /// command line can say how to make it.
+    Missing {
+        path: PathBuf,
+    },
     /// The certificate's public key is not the key's.
     KeyMismatch {
         certificate: PathBuf,
@@ -50,6 +55,9 @@ impl fmt::Display for TlsError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TlsError::File { path, reason } => write!(formatter, "{}: {reason}", path.display()),
+            TlsError::Missing { path } => {
+                write!(formatter, "{}: No such file or directory", path.display())
+            }
             TlsError::KeyMismatch { certificate, key } => write!(
                 formatter,
                 "certificate {} does not match key {}",
@@ -431,7 +439,12 @@ fn file_error(path: &Path, reason: impl fmt::Display) -> TlsError {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|error| file_error(path, crate::config::plain(&error)))
+    std::fs::read(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => TlsError::Missing {
+            path: path.to_path_buf(),
+        },
+        _ => file_error(path, crate::config::plain(&error)),
+    })
 }
 
 /// Reads the certificate, key and CA files of a generation, noting the warnings they deserve.

@@ -1,63 +1,21 @@
-//! The command line: `ampd-bench WORKLOAD [options]`, `ampd-bench plot`, `ampd-bench compare`.
+//! The command line, read by clap as `ampd`'s is: `ampd-bench WORKLOAD [options]`,
+//! `ampd-bench plot`, `ampd-bench compare`, `ampd-bench handshakes`, `--help` per command and
+//! `--version`.
 //!
-//! Owns: turning arguments into typed options, and the usage text. Every mistake is one line
-//! that names the argument. Must not touch: running anything.
+//! Owns: turning arguments into typed options, and the help text. Usage mistakes, and options
+//! that contradict each other, are clap errors: clap's message, exit status 2. Must not touch:
+//! running anything.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::client::{Arrival, Length};
 use crate::handshakes::{HandshakeOptions, TlsVersion};
 use crate::workload::parse_size;
-
-pub const USAGE: &str = "\
-usage: ampd-bench WORKLOAD [options] --target [NAME=]http://HOST:PORT[/PATH] ...
-       ampd-bench plot FILE.json... [-o OUT.svg|OUT.png] [--metric M[,M2]] [--title T]
-                  [--subtitle TEXT]
-       ampd-bench compare FILE.json... --base NAME [--metric M]
-       ampd-bench handshakes --url https://HOST:PORT/PATH [--resume] [--tls 1.2|1.3]
-                  [--connections N] [--duration TIME] [--warmup TIME] [--timeout TIME]
-
-workloads:
-  file                 the URL of each target, over and over (Flash 6.1)
-  sweep                one run per file size: --sizes 64,1k,...,10m --path '/f{size}.bin'
-  specweb96            SPECweb96 classes 35/50/14/1 % over --dirs N directories (/specweb/...)
-  webstone             WebStone mix 500 B 35%, 5 KB 50%, 50 KB 14%, 5 MB 1% (/webstone/...)
-  replay               --log FILE (Common/Combined Log Format), GET lines in order, looped;
-                       --dataset BYTES keeps the prefix whose files fit (Flash 6.2)
-  clients              one run per client count: --counts 1,16,64,256 --of WORKLOAD
-  rates                one open-loop run per offered rate (httperf --rate, Abyss §5):
-                       --rates 1000,2k,4k --of WORKLOAD; --clients caps the connections
-                       open at once, --timeout turns a request not answered in time into an
-                       error (requests waiting for a free connection count from when due)
-  (specweb96, webstone, sweep and replay also take --create DIR: write their files there)
-
-options:
-  --target [NAME=]URL  server to measure (repeat; runs interleave A B C A B C)
-  --clients N          simultaneous clients [50]
-  --duration TIME      measured time per run, e.g. 10s, 500ms [10s]
-  --requests N         measure N requests per run instead of a duration
-  --warmup TIME        excluded from the figures [1s]
-  --rate R             open loop: R requests/s in total (latency counted from when due)
-  --think TIME         closed loop: pause between a response and the next request [0]
-  --close              a new connection per request (default: persistent connections)
-  --pipeline D         D requests written at once per connection [1]
-  --timeout TIME       no complete response in TIME is a timeout error [5s]
-  --repeat N           runs per point and target [1]; figures are the median run
-  --seed N             random seed of the request stream [1]
-  --no-verify-size     do not check body lengths against the known file sizes
-  --cpu N              pin ampd-bench to CPU N
-  --json FILE          write every figure as JSON (for plot and compare)
-  --csv FILE           write one CSV row per point and target
-  --quiet              no progress and per-run lines on stderr
-
-handshakes: a new TLS connection per request (connect, handshake, GET with Connection: close,
-  the whole response), from --connections threads [32]; full handshakes unless --resume (offer
-  the session the server gave last). Neither the certificate nor the handshake signature is
-  verified; an X25519 key share, AES-128-GCM suites only. --duration [10s], --warmup [1s], --timeout [5s].
-  Prints connections/s and a RESULT line (requests, duration_us, bytes, errors, p50_us,
-  p99_us, resumed).
-";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +24,6 @@ pub enum Command {
     Plot(PlotOptions),
     Compare(CompareOptions),
     Handshakes(HandshakeOptions),
-    Help,
 }
 
 /// A request workload as named on the command line.
@@ -161,151 +118,315 @@ pub struct CompareOptions {
     pub metric: String,
 }
 
+#[derive(Parser, Debug)]
+#[command(
+    name = "ampd-bench",
+    version,
+    about = "A load generator that measures web servers the way the Flash, JAWS, AFPA and Abyss \
+             papers did",
+    arg_required_else_help = true,
+    after_help = "Every workload takes the run options ('ampd-bench file --help'); specweb96, \
+                  webstone, sweep and replay also take --create DIR: write their files there.\n\
+                  Times: 10s, 500ms, 2m, or seconds. Sizes: 64, 1k, 10m, 1GiB (binary)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Workload,
+}
+
+#[derive(Subcommand, Debug)]
+enum Workload {
+    /// The URL of each target, over and over (Flash 6.1)
+    File(RunArgs),
+    /// One run per file size: --sizes 64,1k,...,10m --path '/f{size}.bin'
+    Sweep(RunArgs),
+    /// SPECweb96 classes 35/50/14/1 % over --dirs N directories (/specweb/...)
+    Specweb96(RunArgs),
+    /// WebStone mix 500 B 35%, 5 KB 50%, 50 KB 14%, 5 MB 1% (/webstone/...)
+    Webstone(RunArgs),
+    /// --log FILE (Common/Combined Log Format), GET lines in order, looped; --dataset BYTES
+    /// keeps the prefix whose files fit (Flash 6.2)
+    Replay(RunArgs),
+    /// One run per client count: --counts 1,16,64,256 --of WORKLOAD
+    Clients(RunArgs),
+    /// One open-loop run per offered rate (httperf --rate, Abyss §5): --rates 1000,2k,4k --of
+    /// WORKLOAD; --clients caps the connections open at once, --timeout turns a request not
+    /// answered in time into an error (requests waiting for a free connection count from when
+    /// due)
+    Rates(RunArgs),
+    /// Charts of JSON results: FILE.json... [-o OUT.svg|OUT.png]
+    Plot(PlotArgs),
+    /// Ratios of each target to --base, per point, as a Markdown table
+    Compare(CompareArgs),
+    /// A new TLS connection per request (connect, handshake, GET with Connection: close, the
+    /// whole response), full handshakes unless --resume (offer the session the server gave
+    /// last)
+    #[command(
+        after_help = "Neither the certificate nor the handshake signature is verified; an \
+                      X25519 key share, AES-128-GCM suites only. Prints connections/s and a \
+                      RESULT line (requests, duration_us, bytes, errors, p50_us, p99_us, \
+                      resumed)."
+    )]
+    Handshakes(HandshakeArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Server to measure, [NAME=]http://HOST:PORT[/PATH] (repeat; runs interleave A B C A B C)
+    #[arg(long = "target", value_name = "[NAME=]URL")]
+    targets: Vec<String>,
+    /// Simultaneous clients
+    #[arg(long, value_name = "N", default_value = "50", value_parser = positive::<usize>)]
+    clients: usize,
+    /// Measured time per run, e.g. 10s, 500ms [default: 10s]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "requests")]
+    duration: Option<Duration>,
+    /// Measure N requests per run instead of a duration
+    #[arg(long, value_name = "N", value_parser = positive::<u64>)]
+    requests: Option<u64>,
+    /// Excluded from the figures
+    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = parse_duration)]
+    warmup: Duration,
+    /// Open loop: R requests/s in total (latency counted from when due)
+    #[arg(long, value_name = "R", conflicts_with = "think")]
+    rate: Option<f64>,
+    /// Closed loop: pause between a response and the next request [default: 0]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    think: Option<Duration>,
+    /// A new connection per request (default: persistent connections)
+    #[arg(long, overrides_with = "keep_alive")]
+    close: bool,
+    /// Persistent connections (the default; undoes an earlier --close)
+    #[arg(long, overrides_with = "close")]
+    keep_alive: bool,
+    /// D requests written at once per connection
+    #[arg(long, value_name = "D", default_value = "1", value_parser = positive::<usize>)]
+    pipeline: usize,
+    /// No complete response in TIME is a timeout error
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Runs per point and target; figures are the median run
+    #[arg(long, value_name = "N", default_value = "1", value_parser = positive::<usize>)]
+    repeat: usize,
+    /// Random seed of the request stream
+    #[arg(long, value_name = "N", default_value = "1")]
+    seed: u64,
+    /// Do not check body lengths against the known file sizes
+    #[arg(long)]
+    no_verify_size: bool,
+    /// Write the workload's files under DIR (and run only if --target is given)
+    #[arg(long, value_name = "DIR")]
+    create: Option<PathBuf>,
+    /// Pin ampd-bench to CPU N
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
+    /// Write every figure as JSON (for plot and compare)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write one CSV row per point and target
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// No progress and per-run lines on stderr
+    #[arg(short, long)]
+    quiet: bool,
+    /// sweep: the file sizes [default: 64,1k,4k,16k,100k,1m,10m]
+    #[arg(long, value_name = "LIST")]
+    sizes: Option<String>,
+    /// sweep: the path of each size, with {size} [default: /f{size}.bin]
+    #[arg(long, value_name = "TEMPLATE")]
+    path: Option<String>,
+    /// specweb96: directories [default: 10]
+    #[arg(long = "dirs", value_name = "N", value_parser = positive::<u64>)]
+    directories: Option<u64>,
+    /// replay: the access log
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// replay: keep the log's prefix whose files fit in BYTES
+    #[arg(long = "dataset", value_name = "BYTES", value_parser = parse_size)]
+    data_set: Option<u64>,
+    /// clients: the client counts [default: 1,4,16,64,256]
+    #[arg(long, value_name = "LIST")]
+    counts: Option<String>,
+    /// rates: the offered rates, requests/s [default: 500,1k,2k,4k,8k]
+    #[arg(long, value_name = "LIST")]
+    rates: Option<String>,
+    /// clients, rates: the request workload of each point [default: file]
+    #[arg(long, value_name = "WORKLOAD")]
+    of: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct PlotArgs {
+    /// JSON results (--json) to draw
+    #[arg(value_name = "FILE.json", required = true)]
+    inputs: Vec<PathBuf>,
+    /// The chart, .svg or .png
+    #[arg(short, long, value_name = "OUT", default_value = "ampd-bench.svg")]
+    output: PathBuf,
+    /// The figure drawn (M, or M,M2 for two panels)
+    #[arg(long, value_name = "M", default_value = "requests_per_second")]
+    metric: String,
+    /// The chart's title
+    #[arg(long, value_name = "TEXT")]
+    title: Option<String>,
+    /// The conditions line under the title (what ran | machine | commit)
+    #[arg(long, value_name = "TEXT")]
+    subtitle: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// JSON results (--json) to compare
+    #[arg(value_name = "FILE.json", required = true)]
+    inputs: Vec<PathBuf>,
+    /// The target the ratios are of
+    #[arg(long, value_name = "NAME", required = true)]
+    base: String,
+    /// The figure compared
+    #[arg(long, value_name = "M", default_value = "requests_per_second")]
+    metric: String,
+}
+
+#[derive(Args, Debug)]
+struct HandshakeArgs {
+    /// https://HOST:PORT/PATH
+    #[arg(long, value_name = "URL", required = true)]
+    url: String,
+    /// Connecting threads
+    #[arg(long, value_name = "N", default_value = "32", value_parser = positive::<usize>)]
+    connections: usize,
+    /// Measured time
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Excluded from the figures
+    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = parse_duration)]
+    warmup: Duration,
+    /// No handshake and response within TIME is an error
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Offer the session the server gave last (resumed handshakes)
+    #[arg(long)]
+    resume: bool,
+    /// Offer only this TLS version: 1.2 or 1.3
+    #[arg(long = "tls", value_name = "VERSION", value_parser = tls_version)]
+    version: Option<TlsVersion>,
+}
+
 /// Parses the arguments after the program name.
 ///
 /// # Errors
-/// One line naming the unknown workload or option, or the bad value.
-pub fn parse(arguments: &[String]) -> Result<Command, String> {
-    let Some(first) = arguments.first() else {
-        return Err("no workload given (try --help)".into());
-    };
-    let rest = &arguments[1..];
-    match first.as_str() {
-        "-h" | "--help" | "help" => Ok(Command::Help),
-        "plot" => parse_plot(rest),
-        "compare" => parse_compare(rest),
-        "handshakes" => parse_handshakes(rest).map(Command::Handshakes),
-        "file" | "sweep" | "specweb96" | "webstone" | "replay" | "clients" | "rates" => {
-            parse_run(first, rest).map(|options| Command::Run(Box::new(options)))
+/// A usage mistake or options that contradict each other, as clap's error (print it, exit
+/// with its code, 2); `--help` and `--version` come back as clap's "errors" that print to
+/// stdout and exit 0.
+pub fn parse(arguments: &[String]) -> Result<Command, clap::Error> {
+    let cli = Cli::try_parse_from(
+        std::iter::once(OsString::from("ampd-bench")).chain(arguments.iter().map(OsString::from)),
+    )?;
+    let (name, args) = match cli.command {
+        Workload::Plot(args) => return plot(args),
+        Workload::Compare(args) => {
+            return Ok(Command::Compare(CompareOptions {
+                inputs: args.inputs,
+                base: args.base,
+                metric: args.metric,
+            }))
         }
-        other => Err(format!(
-            "unknown workload '{other}' (expected file, sweep, specweb96, webstone, replay, \
-             clients, rates, plot, compare or handshakes)"
-        )),
+        Workload::Handshakes(args) => {
+            return Ok(Command::Handshakes(HandshakeOptions {
+                url: args.url,
+                connections: args.connections,
+                duration: args.duration,
+                warmup: args.warmup,
+                timeout: args.timeout,
+                resume: args.resume,
+                version: args.version.unwrap_or(TlsVersion::Any),
+            }))
+        }
+        Workload::File(args) => ("file", args),
+        Workload::Sweep(args) => ("sweep", args),
+        Workload::Specweb96(args) => ("specweb96", args),
+        Workload::Webstone(args) => ("webstone", args),
+        Workload::Replay(args) => ("replay", args),
+        Workload::Clients(args) => ("clients", args),
+        Workload::Rates(args) => ("rates", args),
+    };
+    run_options(name, args)
+        .map(|options| Command::Run(Box::new(options)))
+        .map_err(|message| usage_error(name, message))
+}
+
+/// A contradiction among `name`'s options, as clap's usage error of that subcommand.
+fn usage_error(name: &str, message: String) -> clap::Error {
+    let mut command = Cli::command();
+    command.build();
+    match command.find_subcommand_mut(name) {
+        Some(subcommand) => subcommand.error(ErrorKind::ArgumentConflict, message),
+        None => command.error(ErrorKind::ArgumentConflict, message),
     }
 }
 
-/// Walks `--name value` pairs.
-struct Arguments<'a> {
-    items: std::slice::Iter<'a, String>,
+fn plot(args: PlotArgs) -> Result<Command, clap::Error> {
+    let format = ChartFormat::of(&args.output).map_err(|message| usage_error("plot", message))?;
+    Ok(Command::Plot(PlotOptions {
+        inputs: args.inputs,
+        output: args.output,
+        format,
+        metric: args.metric,
+        title: args.title,
+        subtitle: args.subtitle,
+    }))
 }
 
-impl<'a> Arguments<'a> {
-    fn value(&mut self, option: &str) -> Result<&'a str, String> {
-        self.items
-            .next()
-            .map(String::as_str)
-            .ok_or_else(|| format!("{option} needs a value"))
-    }
-
-    fn number<T: std::str::FromStr>(&mut self, option: &str) -> Result<T, String> {
-        let text = self.value(option)?;
-        text.parse()
-            .map_err(|_| format!("{option}: '{text}' is not a valid number"))
-    }
-}
-
-#[derive(Default)]
-struct Raw {
-    sizes: Option<String>,
-    path: Option<String>,
-    directories: Option<u64>,
-    log: Option<PathBuf>,
-    data_set: Option<u64>,
-    counts: Option<String>,
-    rates: Option<String>,
-    of: Option<String>,
-    rate: Option<f64>,
-    think: Option<Duration>,
-    duration: Option<Duration>,
-    requests: Option<u64>,
-}
-
-fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
+/// The run options of workload `name`, checked against each other.
+fn run_options(name: &str, args: RunArgs) -> Result<RunOptions, String> {
     let mut options = RunOptions {
         name: name.to_owned(),
         workload: WorkloadChoice::File,
         client_counts: None,
         offered_rates: None,
-        targets: Vec::new(),
-        clients: 50,
+        targets: args.targets,
+        clients: args.clients,
         arrival: Arrival::Closed {
             think: Duration::ZERO,
         },
-        keep_alive: true,
-        pipeline: 1,
-        length: Length::Time(Duration::from_secs(10)),
-        warmup: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        repeat: 1,
-        seed: 1,
-        verify_sizes: true,
-        create: None,
-        cpu: None,
-        json: None,
-        csv: None,
-        quiet: false,
+        keep_alive: !args.close,
+        pipeline: args.pipeline,
+        length: match (args.duration, args.requests) {
+            (_, Some(count)) => Length::Requests(count),
+            (Some(duration), None) => Length::Time(duration),
+            (None, None) => Length::Time(Duration::from_secs(10)),
+        },
+        warmup: args.warmup,
+        timeout: args.timeout,
+        repeat: args.repeat,
+        seed: args.seed,
+        verify_sizes: !args.no_verify_size,
+        create: args.create,
+        cpu: args.cpu,
+        json: args.json,
+        csv: args.csv,
+        quiet: args.quiet,
     };
-    let mut raw = Raw::default();
-    let mut arguments = Arguments { items: rest.iter() };
-    while let Some(option) = arguments.items.next() {
-        let option = option.as_str();
-        match option {
-            "--target" => options.targets.push(arguments.value(option)?.to_owned()),
-            "--clients" => options.clients = positive(arguments.number(option)?, option)?,
-            "--duration" => raw.duration = Some(parse_duration(arguments.value(option)?)?),
-            "--requests" => raw.requests = Some(positive(arguments.number(option)?, option)?),
-            "--warmup" => options.warmup = parse_duration(arguments.value(option)?)?,
-            "--rate" => raw.rate = Some(arguments.number(option)?),
-            "--think" => raw.think = Some(parse_duration(arguments.value(option)?)?),
-            "--close" => options.keep_alive = false,
-            "--keep-alive" => options.keep_alive = true,
-            "--pipeline" => options.pipeline = positive(arguments.number(option)?, option)?,
-            "--timeout" => options.timeout = parse_duration(arguments.value(option)?)?,
-            "--repeat" => options.repeat = positive(arguments.number(option)?, option)?,
-            "--seed" => options.seed = arguments.number(option)?,
-            "--no-verify-size" => options.verify_sizes = false,
-            "--create" => options.create = Some(arguments.value(option)?.into()),
-            "--cpu" => options.cpu = Some(arguments.number(option)?),
-            "--json" => options.json = Some(arguments.value(option)?.into()),
-            "--csv" => options.csv = Some(arguments.value(option)?.into()),
-            "--quiet" | "-q" => options.quiet = true,
-            "--sizes" => raw.sizes = Some(arguments.value(option)?.to_owned()),
-            "--path" => raw.path = Some(arguments.value(option)?.to_owned()),
-            "--dirs" => raw.directories = Some(positive(arguments.number(option)?, option)?),
-            "--log" => raw.log = Some(arguments.value(option)?.into()),
-            "--dataset" => raw.data_set = Some(parse_size(arguments.value(option)?)?),
-            "--counts" => raw.counts = Some(arguments.value(option)?.to_owned()),
-            "--rates" => raw.rates = Some(arguments.value(option)?.to_owned()),
-            "--of" => raw.of = Some(arguments.value(option)?.to_owned()),
-            other => return Err(format!("{name}: unknown option '{other}' (try --help)")),
-        }
-    }
-    options.length = match (raw.duration, raw.requests) {
-        (Some(_), Some(_)) => return Err("give --duration or --requests, not both".into()),
-        (_, Some(count)) => Length::Requests(count),
-        (Some(duration), None) => Length::Time(duration),
-        (None, None) => options.length,
-    };
-    if raw.rates.is_some() && name != "rates" {
+    let mut rate = args.rate;
+    if args.rates.is_some() && name != "rates" {
         return Err(format!("{name}: --rates is for the rates workload"));
     }
-    if raw.counts.is_some() && name != "clients" {
+    if args.counts.is_some() && name != "clients" {
         return Err(format!("{name}: --counts is for the clients workload"));
     }
     if name == "rates" {
-        if raw.rate.is_some() {
+        if rate.is_some() {
             return Err("rates: give the offered rates with --rates, not --rate".into());
         }
-        if raw.think.is_some() {
+        if args.think.is_some() {
             return Err("--think is for closed loop; rates is open loop".into());
         }
-        let rates = parse_rates(raw.rates.as_deref().unwrap_or("500,1k,2k,4k,8k"))?;
+        let rates = parse_rates(args.rates.as_deref().unwrap_or("500,1k,2k,4k,8k"))?;
         // The arrival of the first point; the runner gives each point its own rate.
-        raw.rate = rates.first().map(|(_, rate)| *rate);
+        rate = rates.first().map(|(_, rate)| *rate);
         options.offered_rates = Some(rates);
     }
-    options.arrival = match (raw.rate, raw.think) {
+    options.arrival = match (rate, args.think) {
         (Some(_), Some(_)) => return Err("--think is for closed loop; --rate is open loop".into()),
         (Some(rate), None) if rate > 0.0 && rate.is_finite() => Arrival::Open { rate },
         (Some(_), None) => return Err("--rate must be a positive number".into()),
@@ -318,7 +439,7 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
     }
     let kind = if name == "clients" || name == "rates" {
         if name == "clients" {
-            let counts = raw.counts.as_deref().unwrap_or("1,4,16,64,256");
+            let counts = args.counts.as_deref().unwrap_or("1,4,16,64,256");
             options.client_counts = Some(
                 counts
                     .split(',')
@@ -329,7 +450,7 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
                     .collect::<Result<_, _>>()?,
             );
         }
-        match raw.of.as_deref().unwrap_or("file") {
+        match args.of.as_deref().unwrap_or("file") {
             sweep @ ("clients" | "rates") => {
                 return Err(format!("--of {sweep}: pick a request workload"))
             }
@@ -341,16 +462,16 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
     };
     options.workload = match kind.as_str() {
         "sweep" => WorkloadChoice::Sweep {
-            sizes: parse_sizes(raw.sizes.as_deref().unwrap_or("64,1k,4k,16k,100k,1m,10m"))?,
-            path: raw.path.unwrap_or_else(|| "/f{size}.bin".into()),
+            sizes: parse_sizes(args.sizes.as_deref().unwrap_or("64,1k,4k,16k,100k,1m,10m"))?,
+            path: args.path.unwrap_or_else(|| "/f{size}.bin".into()),
         },
         "specweb96" => WorkloadChoice::SpecWeb96 {
-            directories: raw.directories.unwrap_or(10),
+            directories: args.directories.unwrap_or(10),
         },
         "webstone" => WorkloadChoice::WebStone,
         "replay" => WorkloadChoice::Replay {
-            log: raw.log.ok_or("replay needs --log FILE")?,
-            data_set: raw.data_set,
+            log: args.log.ok_or("replay needs --log FILE")?,
+            data_set: args.data_set,
         },
         _ => WorkloadChoice::File,
     };
@@ -365,11 +486,23 @@ fn parse_run(name: &str, rest: &[String]) -> Result<RunOptions, String> {
     Ok(options)
 }
 
-fn positive<T: PartialOrd + Default>(value: T, option: &str) -> Result<T, String> {
-    if value > T::default() {
-        Ok(value)
-    } else {
-        Err(format!("{option} must be at least 1"))
+/// A number above zero.
+fn positive<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + Default,
+{
+    match text.parse::<T>() {
+        Ok(value) if value > T::default() => Ok(value),
+        Ok(_) => Err("must be at least 1".to_owned()),
+        Err(_) => Err("not a whole number".to_owned()),
+    }
+}
+
+fn tls_version(text: &str) -> Result<TlsVersion, String> {
+    match text {
+        "1.2" => Ok(TlsVersion::V12),
+        "1.3" => Ok(TlsVersion::V13),
+        _ => Err("expected 1.2 or 1.3".to_owned()),
     }
 }
 
@@ -423,99 +556,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(value * scale))
 }
 
-fn parse_plot(rest: &[String]) -> Result<Command, String> {
-    let mut options = PlotOptions {
-        inputs: Vec::new(),
-        output: "ampd-bench.svg".into(),
-        format: ChartFormat::Svg,
-        metric: "requests_per_second".into(),
-        title: None,
-        subtitle: None,
-    };
-    let mut arguments = Arguments { items: rest.iter() };
-    while let Some(argument) = arguments.items.next() {
-        match argument.as_str() {
-            "-o" | "--output" => options.output = arguments.value(argument)?.into(),
-            "--metric" => options.metric = arguments.value(argument)?.to_owned(),
-            "--title" => options.title = Some(arguments.value(argument)?.to_owned()),
-            "--subtitle" => options.subtitle = Some(arguments.value(argument)?.to_owned()),
-            other if other.starts_with('-') => {
-                return Err(format!("plot: unknown option '{other}'"))
-            }
-            input => options.inputs.push(input.into()),
-        }
-    }
-    if options.inputs.is_empty() {
-        return Err("plot: no JSON result files given".into());
-    }
-    options.format = ChartFormat::of(&options.output)?;
-    Ok(Command::Plot(options))
-}
-
-fn parse_compare(rest: &[String]) -> Result<Command, String> {
-    let mut inputs = Vec::new();
-    let mut base = None;
-    let mut metric = "requests_per_second".to_owned();
-    let mut arguments = Arguments { items: rest.iter() };
-    while let Some(argument) = arguments.items.next() {
-        match argument.as_str() {
-            "--base" => base = Some(arguments.value(argument)?.to_owned()),
-            "--metric" => metric = arguments.value(argument)?.to_owned(),
-            other if other.starts_with('-') => {
-                return Err(format!("compare: unknown option '{other}'"))
-            }
-            input => inputs.push(input.into()),
-        }
-    }
-    if inputs.is_empty() {
-        return Err("compare: no JSON result files given".into());
-    }
-    let base = base.ok_or("compare needs --base NAME (the target the ratios are of)")?;
-    Ok(Command::Compare(CompareOptions {
-        inputs,
-        base,
-        metric,
-    }))
-}
-
-fn parse_handshakes(rest: &[String]) -> Result<HandshakeOptions, String> {
-    let mut options = HandshakeOptions {
-        url: String::new(),
-        connections: 32,
-        duration: Duration::from_secs(10),
-        warmup: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        resume: false,
-        version: TlsVersion::Any,
-    };
-    let mut arguments = Arguments { items: rest.iter() };
-    while let Some(argument) = arguments.items.next() {
-        match argument.as_str() {
-            "--url" => options.url = arguments.value(argument)?.to_owned(),
-            "--connections" => options.connections = arguments.number(argument)?,
-            "--duration" => options.duration = parse_duration(arguments.value(argument)?)?,
-            "--warmup" => options.warmup = parse_duration(arguments.value(argument)?)?,
-            "--timeout" => options.timeout = parse_duration(arguments.value(argument)?)?,
-            "--resume" => options.resume = true,
-            "--tls" => {
-                options.version = match arguments.value(argument)? {
-                    "1.2" => TlsVersion::V12,
-                    "1.3" => TlsVersion::V13,
-                    other => return Err(format!("--tls: '{other}' (expected 1.2 or 1.3)")),
-                }
-            }
-            other => return Err(format!("handshakes: unknown option '{other}'")),
-        }
-    }
-    if options.url.is_empty() {
-        return Err("handshakes needs --url https://HOST:PORT/PATH".into());
-    }
-    if options.connections == 0 {
-        return Err("--connections must be at least 1".into());
-    }
-    Ok(options)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,25 +594,38 @@ mod tests {
         );
     }
 
+    /// Every mistake is clap's usage error (exit status 2) naming what is wrong.
+    fn mistake(line: &str) -> String {
+        let error = parse(&args(line)).unwrap_err();
+        assert_eq!(error.exit_code(), 2, "{line}: {error}");
+        error.to_string()
+    }
+
     #[test]
-    fn mistakes_are_one_line_each() {
+    fn mistakes_are_usage_errors_naming_the_argument() {
         for (line, expected) in [
-            ("", "no workload given"),
-            ("nonsense", "unknown workload 'nonsense'"),
+            ("nonsense", "unrecognized subcommand 'nonsense'"),
             ("file", "no --target given"),
-            ("file --target x --bogus", "unknown option '--bogus'"),
-            ("file --target x --clients", "--clients needs a value"),
+            ("file --target x --bogus", "unexpected argument '--bogus'"),
+            (
+                "file --target x --clients",
+                "a value is required for '--clients <N>'",
+            ),
             (
                 "file --target x --clients 0",
-                "--clients must be at least 1",
+                "invalid value '0' for '--clients <N>': must be at least 1",
             ),
             (
                 "file --target x --duration soon",
                 "'soon' is not a duration",
             ),
             (
+                "file --target x --duration 1s --requests 5",
+                "cannot be used with '--requests <N>'",
+            ),
+            (
                 "file --target x --rate 10 --think 1s",
-                "--think is for closed loop",
+                "cannot be used with '--think <TIME>'",
             ),
             (
                 "file --target x --rate 10 --pipeline 2",
@@ -585,13 +638,50 @@ mod tests {
                 "'0' is not a positive number",
             ),
             ("clients --target x --of dance", "unknown workload 'dance'"),
-            ("compare r.json", "compare needs --base NAME"),
-            ("plot", "no JSON result files"),
+            ("compare r.json", "--base <NAME>"),
+            ("plot", "<FILE.json>"),
+            ("plot a.json -o chart.gif", "cannot tell the format"),
+            ("handshakes --url x --tls 1.1", "expected 1.2 or 1.3"),
+        ] {
+            let error = mistake(line);
+            assert!(error.contains(expected), "{line}: {error}");
+        }
+    }
+
+    #[test]
+    fn help_and_version_exit_0() {
+        for line in [
+            "--help",
+            "help",
+            "file --help",
+            "help plot",
+            "--version",
+            "-V",
         ] {
             let error = parse(&args(line)).unwrap_err();
-            assert!(error.contains(expected), "{line}: {error}");
-            assert!(!error.contains('\n'));
+            assert_eq!(error.exit_code(), 0, "{line}: {error}");
         }
+        let version = parse(&args("--version")).unwrap_err().to_string();
+        assert!(version.starts_with("ampd-bench "), "{version}");
+        let help = parse(&args("--help")).unwrap_err().to_string();
+        for workload in [
+            "file",
+            "sweep",
+            "specweb96",
+            "webstone",
+            "replay",
+            "clients",
+            "rates",
+        ] {
+            assert!(help.contains(workload), "{workload}: {help}");
+        }
+        // Nothing at all: the help, as a usage mistake (clap's convention).
+        assert_eq!(parse(&[]).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn the_grammar_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
@@ -661,7 +751,7 @@ mod tests {
                 "--counts is for the clients workload",
             ),
         ] {
-            let error = parse(&args(line)).unwrap_err();
+            let error = mistake(line);
             assert!(error.contains(expected), "{line}: {error}");
         }
     }
@@ -688,9 +778,7 @@ mod tests {
             options.subtitle.as_deref(),
             Some("50 clients | CPU (2 cores), Linux 6.1 | ampd 1a2b3c4")
         );
-        assert!(parse(&args("plot a.json --subtitle"))
-            .unwrap_err()
-            .contains("--subtitle needs a value"));
+        assert!(mistake("plot a.json --subtitle").contains("a value is required for '--subtitle"));
     }
 
     #[test]

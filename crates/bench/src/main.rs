@@ -6,8 +6,9 @@
 //! Layout (each file opens with what it owns):
 //!
 //! ```text
-//! main.rs      command line → run / plot / compare; every error is one line, exit status 1 or 2
-//! cli.rs       arguments → typed options
+//! main.rs      command line → run / plot / compare; a usage mistake is clap's message and exit
+//!              status 2, a failure one line and exit status 1
+//! cli.rs       arguments → typed options (clap)
 //! runner.rs    points × targets, interleaved; --create; median run
 //! client.rs    the event loop: clients as state machines (Connecting, Sending, ReadingHead,
 //!              ReadingBody, Thinking, Waiting); timeouts; open-loop arrivals; warm-up window
@@ -46,9 +47,10 @@ fn main() -> ExitCode {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let command = match cli::parse(&arguments) {
         Ok(command) => command,
-        Err(message) => {
-            eprintln!("ampd-bench: {message}");
-            return ExitCode::from(2);
+        // clap's message: help and version on stdout (exit 0), a mistake on stderr (exit 2).
+        Err(usage) => {
+            let _ = usage.print();
+            return ExitCode::from(u8::try_from(usage.exit_code()).unwrap_or(2));
         }
     };
     match execute(command) {
@@ -62,10 +64,6 @@ fn main() -> ExitCode {
 
 fn execute(command: Command) -> Result<(), String> {
     match command {
-        Command::Help => {
-            print!("{}", cli::USAGE);
-            Ok(())
-        }
         Command::Run(options) => {
             let Some(report) = runner::run(&options)? else {
                 return Ok(());

@@ -1,15 +1,26 @@
-//! The command line end to end: bad input is one clear line and a non-zero exit; file sets are
-//! created; a replay sends the logged paths in order; targets interleave; plot and compare read
-//! the JSON back.
+//! The command line end to end: a usage mistake is clap's message and exit status 2, a failure
+//! (a target that is not there, an unreadable log) one clear line and exit status 1; file sets
+//! are created; a replay sends the logged paths in order; targets interleave; plot and compare
+//! read the JSON back.
 
 mod support;
 
 use support::{ampd_bench, assert_succeeded, json, log_line, temp_dir, BrokenServer};
 
+/// Runs ampd-bench expecting a usage mistake: exit 2 and clap's message; returns stderr.
+fn usage_mistake(arguments: &[&str]) -> String {
+    let output = ampd_bench(arguments);
+    assert_eq!(output.status.code(), Some(2), "{arguments:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(stderr.contains("Usage: ampd-bench"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
 /// Runs ampd-bench expecting failure; returns its one line of stderr.
 fn fails(arguments: &[&str]) -> String {
     let output = ampd_bench(arguments);
-    assert!(!output.status.success(), "{arguments:?} succeeded");
+    assert_eq!(output.status.code(), Some(1), "{arguments:?}");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(stderr.lines().count(), 1, "{arguments:?}: {stderr}");
     assert!(stderr.starts_with("ampd-bench: "), "{stderr}");
@@ -33,8 +44,26 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         listener.local_addr().unwrap().port()
     };
     let unreachable = format!("gone=http://127.0.0.1:{closed_port}/");
+    let mistakes: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["dance", "--target", &url],
+            "unrecognized subcommand 'dance'",
+        ),
+        (
+            vec!["file", "--target", &url, "--frobnicate"],
+            "unexpected argument '--frobnicate'",
+        ),
+        (vec![], "Commands:"),
+    ];
+    for (arguments, expected) in mistakes {
+        let stderr = usage_mistake(&arguments);
+        assert!(stderr.contains(expected), "{arguments:?}: {stderr}");
+    }
+    // `--version` is clap's (it was taken for an unknown workload).
+    let output = ampd_bench(&["--version"]);
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("ampd-bench 0.1.0"));
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["dance", "--target", &url], "unknown workload 'dance'"),
         (
             vec!["file", "--target", &unreachable],
             "target gone (127.0.0.1:",
@@ -64,10 +93,6 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
             "log line 2 is not Common or Combined Log Format",
         ),
         (
-            vec!["file", "--target", &url, "--frobnicate"],
-            "unknown option '--frobnicate'",
-        ),
-        (
             vec!["file", "--target", "ftp://127.0.0.1/"],
             "only http:// URLs",
         ),
@@ -75,7 +100,6 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
             vec!["plot", malformed.to_str().unwrap()],
             "is not an ampd-bench JSON report",
         ),
-        (vec![], "no workload given"),
     ];
     for (arguments, expected) in cases {
         let line = fails(&arguments);

@@ -183,6 +183,8 @@ fn resume_resumes_every_handshake_after_the_first_ones() {
     }
 }
 
+/// A failure (a plain URL, nobody listening) is one line and exit status 1; a usage mistake is
+/// clap's message and exit status 2.
 #[test]
 fn bad_input_is_one_line_and_a_non_zero_exit() {
     let closed_port = TcpListener::bind("127.0.0.1:0")
@@ -191,9 +193,13 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         .unwrap()
         .port();
     let unreachable = format!("https://127.0.0.1:{closed_port}/");
-    let cases: [(&[&str], &str); 4] = [
-        (&["handshakes", "--url", "http://127.0.0.1:1/"], "https://"),
-        (&["handshakes", "--url", &unreachable], "127.0.0.1:"),
+    let cases: [(&[&str], &str, i32); 4] = [
+        (
+            &["handshakes", "--url", "http://127.0.0.1:1/"],
+            "https://",
+            1,
+        ),
+        (&["handshakes", "--url", &unreachable], "127.0.0.1:", 1),
         (
             &[
                 "handshakes",
@@ -202,16 +208,21 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
                 "--tls",
                 "1.1",
             ],
-            "--tls",
+            "invalid value '1.1' for '--tls <VERSION>'",
+            2,
         ),
-        (&["handshakes"], "--url"),
+        (&["handshakes"], "--url <URL>", 2),
     ];
-    for (arguments, needle) in cases {
+    for (arguments, needle, code) in cases {
         let output = ampd_bench(arguments);
-        assert!(!output.status.success(), "{arguments:?} succeeded");
+        assert_eq!(output.status.code(), Some(code), "{arguments:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(stderr.lines().count(), 1, "{arguments:?}: {stderr}");
-        assert!(stderr.starts_with("ampd-bench: "), "{stderr}");
+        if code == 1 {
+            assert_eq!(stderr.lines().count(), 1, "{arguments:?}: {stderr}");
+            assert!(stderr.starts_with("ampd-bench: "), "{stderr}");
+        } else {
+            assert!(stderr.starts_with("error: "), "{stderr}");
+        }
         assert!(
             stderr.contains(needle),
             "{arguments:?}: {stderr} lacks {needle}"

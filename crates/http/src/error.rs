@@ -58,11 +58,11 @@ pub enum ParseError {
     /// `Transfer-Encoding` in an HTTP/1.0 request: RFC 9112 §6.1 says the framing MUST be
     /// treated as faulty, so ampd answers 400 and closes.
     TransferEncodingInHttp10,
-    /// `Transfer-Encoding` whose final coding is not `chunked`, that applies `chunked` twice, or
-    /// that is empty: the body length cannot be determined (RFC 9112 §6.3 item 4 → 400).
+    /// `Transfer-Encoding` that names only `chunked` but applies it twice (RFC 9112 §7.1) or is
+    /// empty: the body length cannot be determined (RFC 9112 §6.3 item 4 → 400).
     TransferEncodingNotChunked,
-    /// `Transfer-Encoding` names a coding other than `chunked`; ampd implements only chunked
-    /// (RFC 9112 §6.1 SHOULD respond 501).
+    /// `Transfer-Encoding` names a coding other than `chunked` (`gzip, chunked`, `xchunked`,
+    /// `chunked, identity`); ampd implements only chunked (RFC 9112 §6.1 → 501).
     UnknownTransferCoding,
 }
 

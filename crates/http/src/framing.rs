@@ -7,8 +7,11 @@
 //! Order of checks, so every input maps to one error: per-field faults in the order the fields
 //! were sent (bad Host, bad or repeated Content-Length), then Host count, then
 //! Transfer-Encoding in HTTP/1.0, then Content-Length with Transfer-Encoding, then the coding
-//! list (final coding not chunked → 400 before an unknown coding → 501, since the framing
-//! fault is a MUST in RFC 9112 §6.3 and the 501 only a SHOULD in §6.1).
+//! list: a coding ampd does not implement → 501 (RFC 9112 §6.1), wherever it stands, as nginx,
+//! Apache and lighttpd answer; then a list of `chunked` alone that is empty or names it twice →
+//! 400 (§6.3 item 4, §7.1). §6.3's 400 for "chunked is not the final encoding" presumes codings
+//! the server can apply; a list with one it cannot apply is §6.1's case, and either answer
+//! refuses the body and closes the connection, so neither lets a body through unframed.
 
 use crate::authority::is_valid_authority;
 use crate::error::ParseError;
@@ -39,11 +42,11 @@ impl TransferCodings {
     }
 
     fn framing(&self) -> Result<BodyFraming, ParseError> {
-        if !self.last_is_chunked || self.chunked_count != 1 {
-            return Err(ParseError::TransferEncodingNotChunked);
-        }
         if self.has_other_coding {
             return Err(ParseError::UnknownTransferCoding);
+        }
+        if !self.last_is_chunked || self.chunked_count != 1 {
+            return Err(ParseError::TransferEncodingNotChunked);
         }
         Ok(BodyFraming::Chunked)
     }
@@ -186,6 +189,24 @@ mod tests {
         codings.add(b"gzip");
         codings.add(b"Chunked");
         assert_eq!(codings.framing(), Err(ParseError::UnknownTransferCoding));
+
+        // RFC 9112 §6.1 → 501 for a coding ampd does not implement, also where chunked is not
+        // final (`xchunked` alone, `identity` after chunked).
+        for unknown in [
+            &b"xchunked"[..],
+            b"chunked, identity",
+            b"gzip",
+            b"chunked, gzip",
+        ] {
+            let mut codings = TransferCodings::default();
+            codings.add(unknown);
+            assert_eq!(
+                codings.framing(),
+                Err(ParseError::UnknownTransferCoding),
+                "{}",
+                String::from_utf8_lossy(unknown)
+            );
+        }
 
         let mut codings = TransferCodings::default();
         codings.add(b"chunked, chunked");

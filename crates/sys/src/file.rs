@@ -585,8 +585,9 @@ struct RawCachestat {
 /// mincore for this).
 ///
 /// # Errors
-/// `ENOSYS` before Linux 6.5 (callers fall back to [`crate::mmap::Mmap::is_resident`]);
-/// `EBADF`; `EOPNOTSUPP` for hugetlbfs.
+/// `ENOSYS` (`ErrorKind::Unsupported`) before Linux 6.5, and where a seccomp filter refuses
+/// the call (callers fall back to [`crate::mmap::Mmap::is_resident`]); `EBADF`; `EOPNOTSUPP`
+/// for hugetlbfs.
 pub fn cachestat(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<CacheStat> {
     let range = CachestatRange { offset, len };
     let mut raw = RawCachestat::default();
@@ -600,6 +601,13 @@ pub fn cachestat(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<CacheS
             std::ptr::addr_of_mut!(raw),
             0u32,
         )
+    })
+    .map_err(|error| match error.raw_os_error() {
+        // cachestat itself never fails with EPERM: that is a seccomp filter refusing it
+        // (systemd's SystemCallFilter= with SystemCallErrorNumber=EPERM, where systemd's table
+        // predates the call), which means the same as a kernel without it.
+        Some(libc::EPERM) => io::Error::from_raw_os_error(libc::ENOSYS),
+        _ => error,
     })?;
     Ok(CacheStat {
         cached_pages: raw.nr_cache,

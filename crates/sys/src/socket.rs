@@ -194,6 +194,17 @@ pub fn listen_tcp(addr: SocketAddr, reuse_port: bool, backlog: i32) -> io::Resul
     Ok(socket)
 }
 
+/// Whether `error`, from binding an IPv6 socket, means the machine has no IPv6 (the protocol
+/// is not built in or is switched off: `EAFNOSUPPORT`, `EADDRNOTAVAIL` for `[::]`), rather than
+/// a fault in the address asked for.
+#[must_use]
+pub fn is_no_ipv6(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL | libc::EPROTONOSUPPORT)
+    )
+}
+
 /// Binds a TCP socket to `addr` WITHOUT `SO_REUSEPORT` (but with `SO_REUSEADDR`, so connections
 /// of an earlier run still in `TIME_WAIT` do not count), reads the address it got, and closes it.
 ///

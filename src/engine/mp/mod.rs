@@ -294,6 +294,7 @@ impl Master {
                 self.tell_workers(command);
                 self.wait_for_workers(QUIT_WAIT);
                 std::mem::take(&mut self.applications).stop_within(applications::QUIT_STOP);
+                crate::ops::pid_file::remove_written();
                 std::process::exit(0);
             }
             Command::Upgrade => self.upgrade(),

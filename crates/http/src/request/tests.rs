@@ -172,13 +172,16 @@ fn smuggling_corpus() {
             b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
             ParseError::ContentLengthWithTransferEncoding,
         ),
+        // RFC 9112 §6.1: a coding ampd does not implement (`identity` is no longer a
+        // registered transfer coding; `gzip` is not implemented; `xchunked` is unknown) → 501,
+        // whatever its place in the list: nothing can be decoded, so nothing is framed.
         (
             b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, identity\r\n\r\n",
-            ParseError::TransferEncodingNotChunked,
+            ParseError::UnknownTransferCoding,
         ),
         (
             b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n",
-            ParseError::TransferEncodingNotChunked,
+            ParseError::UnknownTransferCoding,
         ),
         (
             b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
@@ -186,8 +189,10 @@ fn smuggling_corpus() {
         ),
         (
             b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n",
-            ParseError::TransferEncodingNotChunked,
+            ParseError::UnknownTransferCoding,
         ),
+        // RFC 9112 §7.1: chunked applied twice, and §6.3 item 4: the length cannot be
+        // determined → 400.
         (
             b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
             ParseError::TransferEncodingNotChunked,
