@@ -1,7 +1,9 @@
 //! One process of an application: started with the listening socket as descriptor 0 and one
 //! pipe as both stdout and stderr (so their lines keep their order), in a process group of its
-//! own, killed by the kernel if the thread that started it ends (the server killed outright); its output in the error log as `application NAME[pid]: line`; its end noticed through a
-//! pidfd; the backoff before it is started again.
+//! own, with default signal handling (not the server's mask), killed by the kernel if the
+//! thread that started it ends (the server killed outright); its output in the error log as
+//! `application NAME[pid]: line`; its end noticed through a pidfd; the backoff before it is
+//! started again.
 //!
 //! Owns: spawning, the output, the backoff arithmetic. Must not touch: when to stop (the
 //! supervisor decides).
@@ -14,6 +16,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use ampd_sys::child::{self, Pid};
+use ampd_sys::signal::SignalSet;
 
 use crate::config::{Application, Level};
 use crate::log::error;
@@ -101,6 +104,8 @@ impl Live {
         // Not left running by a server killed outright (no one would stop them, and the next
         // start replaces their socket).
         child::die_with_parent(&mut command, ampd_sys::signal::SIGKILL);
+        // Not with the server's blocked signals: it stops them with SIGTERM.
+        child::reset_signals(&mut command, SignalSet::empty());
         command
             .args(arguments)
             .envs(application.env.iter().map(|(name, value)| (name, value)))

@@ -4,8 +4,8 @@
 //!
 //! Owns: the spawn (`std::process::Command`: environment cleared then the request's
 //! meta-variables; the script's directory as its working directory, RFC 3875 §7.2; a process
-//! group of its own; the socket as stdin and stdout, blocking, as a script expects; a pipe as
-//! stderr), the stderr lines in the error log, the kill at the timeout (`SIGKILL` to the group,
+//! group of its own; default signal handling, not this thread's mask; the socket as stdin and
+//! stdout, blocking, as a script expects; a pipe as stderr), the stderr lines in the error log, the kill at the timeout (`SIGKILL` to the group,
 //! so what the script started goes too), reaping, and freeing each `Slot` once its script is
 //! reaped. Must not touch: the socket's other end (the engine's).
 
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::child::{self, Pid};
 use ampd_sys::eventfd::EventFd;
 use ampd_sys::poll::{self, PollFd};
-use ampd_sys::signal::SIGKILL;
+use ampd_sys::signal::{SignalSet, SIGKILL};
 
 use super::search::{self, Found};
 use super::{Launch, LaunchFailure, Slot};
@@ -375,6 +375,7 @@ fn spawn(launch: &Launch, found: &Found, stdio: &OwnedFd) -> io::Result<(Child, 
     if let Some(directory) = found.filename.parent() {
         command.current_dir(directory);
     }
+    child::reset_signals(&mut command, SignalSet::empty());
     command
         .process_group(0)
         .stdin(Stdio::from(stdin))
