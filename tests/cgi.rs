@@ -7,7 +7,8 @@
 //! script starts, malformed heads (502 and an error-log line naming the script), stderr in the
 //! error log, `cgi_timeout` killing the script's process group (and a stop of ampd ending
 //! running scripts), a script's leftover children killed when it exits (and its response ended
-//! then, though one of them holds its stdout), a script whose client left ended, scripts running as the configured `user`, and the `max_scripts` cap (503
+//! then, though one of them holds its stdout), a script whose client left ended, stderr within
+//! a budget of lines and a length cap, scripts running as the configured `user`, and the `max_scripts` cap (503
 //! with `Retry-After`).
 
 mod support;
@@ -460,6 +461,57 @@ for_each_arch!(fn cgi_faults_are_contained(arch) {
     let fine = fetch(server.addr(), "GET", "/cgi-bin/env.py", &[]);
     assert_eq!(fine.status, 200, "{fine:?}");
 });
+
+/// A script's standard error within its budget (not engine-specific: one engine): a 1 MiB line
+/// is cut to 4 KiB, and of 200,001 lines about a hundred reach the error log, then one line says
+/// how many were left out (all of them were written before, 16 MB for one request).
+#[test]
+fn cgi_stderr_has_a_budget_and_a_line_length_cap() {
+    let root = build_root();
+    let server = start(&root, "reactor", 16);
+    let answer = fetch(server.addr(), "GET", "/cgi-bin/noisy.pl", &[]);
+    assert_eq!(
+        (answer.status, answer.body_text().as_str()),
+        (200, "answered\n"),
+        "{answer:?}"
+    );
+    assert!(
+        server.wait_for_stderr("lines of output left out", WAIT),
+        "no count of what was left out"
+    );
+    let log = server.stderr();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("noisy.pl"))
+        .collect();
+    let mut written = 0u64;
+    let mut left_out = 0u64;
+    for line in &lines {
+        assert!(line.len() < 4096 + 200, "a line of {} bytes", line.len());
+        match line.split_once(": (") {
+            Some((_, count)) => {
+                left_out += count
+                    .split(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or_else(|| panic!("{line}"))
+            }
+            None => written += 1,
+        }
+    }
+    assert!(
+        lines[0].ends_with("x [line cut at 4096 bytes]"),
+        "{}",
+        &lines[0][..200.min(lines[0].len())]
+    );
+    assert_eq!(
+        written + left_out,
+        200_001,
+        "{written} written, {left_out} left out"
+    );
+    // 100 per 5 s: a slow machine may spread the flood over a second interval or two.
+    assert!(written <= 300, "{written} lines written");
+}
 
 /// The processes (zombies aside) in process group `group`, from /proc.
 fn group_members(group: u32) -> Vec<u32> {

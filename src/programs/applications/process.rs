@@ -20,7 +20,8 @@ use ampd_sys::signal::SignalSet;
 
 use crate::config::{Application, Level};
 use crate::log::error;
-use crate::programs::lines::Lines;
+use crate::log::error::Throttle;
+use crate::programs::lines::{ProgramLines, POOL_LINES_PER_INTERVAL};
 
 /// The first wait before a process that ended is started again; it doubles with each quick
 /// end, up to `LONGEST_BACKOFF` (systemd's `RestartSec`, supervisord's backoff).
@@ -29,11 +30,14 @@ pub const LONGEST_BACKOFF: Duration = Duration::from_secs(30);
 /// A process that ran this long before it ended is started again after `FIRST_BACKOFF`.
 pub const STABLE_RUN: Duration = Duration::from_secs(10);
 
+/// The output lines of all applications' processes together (each has its own budget too).
+static OUTPUT_LINES: Throttle = Throttle::with_budget(POOL_LINES_PER_INTERVAL);
+
 /// A process's stdout and stderr (one pipe), cut into lines for the error log.
 #[derive(Debug)]
 pub struct Output {
     fd: OwnedFd,
-    lines: Lines,
+    lines: ProgramLines,
     label: String,
 }
 
@@ -134,7 +138,7 @@ impl Live {
             pidfd,
             output: Some(Output {
                 fd: read_end,
-                lines: Lines::default(),
+                lines: ProgramLines::new(&OUTPUT_LINES),
                 label: format!("application {}[{pid}]", application.name),
             }),
             started: Instant::now(),

@@ -30,7 +30,7 @@ use super::search::{self, Found};
 use super::{Launch, LaunchFailure, Slot};
 use crate::config::Level;
 use crate::log::error::{self, Throttle};
-use crate::programs::lines::Lines;
+use crate::programs::lines::{ProgramLines, POOL_LINES_PER_INTERVAL};
 
 /// `PATH` for scripts when ampd has none (Apache's `DEFAULT_PATH`); a script's `#!` line often
 /// names `/usr/bin/env`, which needs one.
@@ -41,6 +41,8 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const READS_PER_TURN: usize = 16;
 
 static SPAWN_FAILED: Throttle = Throttle::new();
+/// The stderr lines of all scripts together (each has its own budget too).
+static STDERR_LINES: Throttle = Throttle::with_budget(POOL_LINES_PER_INTERVAL);
 
 /// The way into the launcher thread.
 pub struct Queue {
@@ -127,7 +129,7 @@ struct Running {
     pidfd: OwnedFd,
     /// `None` once it ended (or was closed at the kill).
     stderr: Option<OwnedFd>,
-    lines: Lines,
+    lines: ProgramLines,
     /// A copy of the script's end of the socket (its stdin and stdout), kept until its group
     /// is gone (the engine sees the response end then), or dropped when the engine's end closed.
     exchange: Option<OwnedFd>,
@@ -388,7 +390,7 @@ impl Watch {
                 child,
                 pidfd,
                 stderr: Some(stderr),
-                lines: Lines::default(),
+                lines: ProgramLines::new(&STDERR_LINES),
                 exchange: Some(stdio),
                 timeout: launch.timeout,
                 deadline: Instant::now() + launch.timeout,
