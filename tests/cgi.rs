@@ -6,7 +6,9 @@
 //! script writes), 10 MiB and chunked request bodies on stdin, `max_body` refusing before the
 //! script starts, malformed heads (502 and an error-log line naming the script), stderr in the
 //! error log, `cgi_timeout` killing the script's process group (and a stop of ampd ending
-//! running scripts), scripts running as the configured `user`, and the `max_scripts` cap (503
+//! running scripts), a script's leftover children killed when it exits (and its response ended
+//! then, though one of them holds its stdout), a script whose client left ended, stderr within
+//! a budget of lines and a length cap, scripts running as the configured `user`, and the `max_scripts` cap (503
 //! with `Retry-After`).
 
 mod support;
@@ -426,10 +428,109 @@ for_each_arch!(fn cgi_faults_are_contained(arch) {
     assert!(wait_gone(script, WAIT), "the timed-out script {script} still runs");
     assert!(wait_gone(child, WAIT), "the timed-out script's child {child} still runs");
 
+    // A script that exits leaving children behind: the response ends with the script although
+    // one child holds its stdout (cgi_timeout is 60 s here), and the children go with it, so
+    // `max_scripts` bounds processes, not only scripts.
+    let started = Instant::now();
+    let orphans = fetch(server.addr(), "GET", "/cgi-bin/orphans.sh", &[]);
+    assert_eq!((orphans.status, orphans.body_text().as_str()), (200, "left two children\n"), "{orphans:?}");
+    assert!(started.elapsed() < Duration::from_secs(8), "the response ended after {:?}", started.elapsed());
+    let cgi_bin = root.path().join("cgi-bin");
+    let group = wait_pid_file(&cgi_bin.join("orphans.pid"), WAIT);
+    for name in ["orphan-holding.pid", "orphan-quiet.pid"] {
+        let child = wait_pid_file(&cgi_bin.join(name), WAIT);
+        assert!(wait_gone(child, WAIT), "the script's child {child} ({name}) outlived it");
+    }
+    let deadline = Instant::now() + WAIT;
+    while !group_members(group).is_empty() {
+        assert!(Instant::now() < deadline, "left in the script's group: {:?}", group_members(group));
+        thread::sleep(Duration::from_millis(20));
+    }
+
+    // A client that leaves while its script runs (20 s, cgi_timeout 60 s) ends the exchange:
+    // the script's group gets SIGTERM (Python's default action ends both it and its child).
+    let mut conn = Conn::open(server.addr());
+    conn.send(build_request("GET", "/cgi-bin/sleep.py", &[]));
+    let script = wait_pid_file(&cgi_bin.join("sleep.pid"), WAIT);
+    let child = wait_pid_file(&cgi_bin.join("sleep-child.pid"), WAIT);
+    drop(conn);
+    assert!(wait_gone(script, WAIT), "the script {script} outlived its client");
+    assert!(wait_gone(child, WAIT), "the script's child {child} outlived its client");
+
     // Everyone else is still served.
     let fine = fetch(server.addr(), "GET", "/cgi-bin/env.py", &[]);
     assert_eq!(fine.status, 200, "{fine:?}");
 });
+
+/// A script's standard error within its budget (not engine-specific: one engine): a 1 MiB line
+/// is cut to 4 KiB, and of 200,001 lines about a hundred reach the error log, then one line says
+/// how many were left out (all of them were written before, 16 MB for one request).
+#[test]
+fn cgi_stderr_has_a_budget_and_a_line_length_cap() {
+    let root = build_root();
+    let server = start(&root, "reactor", 16);
+    let answer = fetch(server.addr(), "GET", "/cgi-bin/noisy.pl", &[]);
+    assert_eq!(
+        (answer.status, answer.body_text().as_str()),
+        (200, "answered\n"),
+        "{answer:?}"
+    );
+    assert!(
+        server.wait_for_stderr("lines of output left out", WAIT),
+        "no count of what was left out"
+    );
+    let log = server.stderr();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("noisy.pl"))
+        .collect();
+    let mut written = 0u64;
+    let mut left_out = 0u64;
+    for line in &lines {
+        assert!(line.len() < 4096 + 200, "a line of {} bytes", line.len());
+        match line.split_once(": (") {
+            Some((_, count)) => {
+                left_out += count
+                    .split(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or_else(|| panic!("{line}"))
+            }
+            None => written += 1,
+        }
+    }
+    assert!(
+        lines[0].ends_with("x [line cut at 4096 bytes]"),
+        "{}",
+        &lines[0][..200.min(lines[0].len())]
+    );
+    assert_eq!(
+        written + left_out,
+        200_001,
+        "{written} written, {left_out} left out"
+    );
+    // 100 per 5 s: a slow machine may spread the flood over a second interval or two.
+    assert!(written <= 300, "{written} lines written");
+}
+
+/// The processes (zombies aside) in process group `group`, from /proc.
+fn group_members(group: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold spaces, so split after the last ')'.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        if fields[0] != "Z" && fields[2] == group.to_string() {
+            members.push(pid);
+        }
+    }
+    members
+}
 
 for_each_arch!(fn cgi_scripts_end_with_the_server(arch) {
     let root = build_root();

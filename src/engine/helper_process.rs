@@ -65,7 +65,9 @@ impl HelperProcess {
         let (ours, theirs) = socket::socket_pair()?;
         socket::set_nonblocking(ours.as_fd(), false)?;
         socket::set_nonblocking(theirs.as_fd(), false)?;
-        let child = Command::new(std::env::current_exe()?)
+        let mut command = Command::new(std::env::current_exe()?);
+        child::reset_signals(&mut command, crate::ops::signals::handled());
+        let child = command
             .arg(SUBCOMMAND)
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::null())

@@ -5,7 +5,8 @@
 //! that can repeat per request or per accept (descriptors exhausted, a helper that cannot
 //! start, a refusal) is written at once the first time, then at most once per
 //! `THROTTLE_INTERVAL` with the count of those left out, so a flood of failures costs one line
-//! every few seconds instead of megabytes.
+//! every few seconds instead of megabytes. A throttle with a budget (`Throttle::with_budget`)
+//! lets that many lines through per interval: the output of the programs ampd runs.
 //! Must not touch: the access log.
 
 use std::fmt;
@@ -104,8 +105,12 @@ pub const THROTTLE_INTERVAL: Duration = Duration::from_secs(5);
 /// ```
 #[derive(Debug)]
 pub struct Throttle {
-    /// Milliseconds since `epoch()` before which nothing more is written; 0: never written.
+    /// Milliseconds since `epoch()` at which the current interval ends; 0: never written.
     quiet_until: AtomicU64,
+    /// Lines the current interval still lets through after its first.
+    left: AtomicU64,
+    /// Lines per interval.
+    budget: u64,
     /// Lines left out since the last one written.
     suppressed: AtomicU64,
 }
@@ -117,12 +122,27 @@ impl Default for Throttle {
 }
 
 impl Throttle {
+    /// One line per `THROTTLE_INTERVAL`.
     #[must_use]
     pub const fn new() -> Throttle {
+        Throttle::with_budget(1)
+    }
+
+    /// `lines` lines per `THROTTLE_INTERVAL` (at least one).
+    #[must_use]
+    pub const fn with_budget(lines: u64) -> Throttle {
         Throttle {
             quiet_until: AtomicU64::new(0),
+            left: AtomicU64::new(0),
+            budget: if lines == 0 { 1 } else { lines },
             suppressed: AtomicU64::new(0),
         }
+    }
+
+    /// Whether one more line may be written now (it is counted against the budget); a caller
+    /// that keeps its own count of what it left out uses this rather than `log`.
+    pub fn allows(&self) -> bool {
+        self.admit(now_millis(), THROTTLE_INTERVAL).is_some()
     }
 
     /// Write `message` at `level` unless a line from this site went out less than
@@ -131,8 +151,7 @@ impl Throttle {
         if !enabled(level) {
             return;
         }
-        let now = u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX);
-        if let Some(suppressed) = self.admit(now, THROTTLE_INTERVAL) {
+        if let Some(suppressed) = self.admit(now_millis(), THROTTLE_INTERVAL) {
             if suppressed == 0 {
                 log(level, message);
             } else {
@@ -145,8 +164,9 @@ impl Throttle {
     }
 
     /// Whether a line may be written at `now` (milliseconds), and how many were suppressed
-    /// since the last; `None`: this one is suppressed (and counted). One thread wins each
-    /// interval (compare-and-swap), so threads and loops sharing a site share its budget.
+    /// since the last; `None`: this one is suppressed (and counted). One thread wins the start
+    /// of each interval (compare-and-swap) and sets what is left of its budget, which the
+    /// others take from, so threads and loops sharing a site share its budget.
     fn admit(&self, now: u64, interval: Duration) -> Option<u64> {
         let interval = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
         let until = self.quiet_until.load(Ordering::Relaxed);
@@ -157,6 +177,16 @@ impl Throttle {
                 .quiet_until
                 .compare_exchange(until, next, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
+        {
+            self.left.store(self.budget - 1, Ordering::Relaxed);
+            return Some(self.suppressed.swap(0, Ordering::Relaxed));
+        }
+        if self
+            .left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok()
         {
             return Some(self.suppressed.swap(0, Ordering::Relaxed));
         }
@@ -169,6 +199,10 @@ impl Throttle {
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_millis() -> u64 {
+    u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -196,6 +230,24 @@ mod tests {
         assert_eq!(throttle.admit(5_001, interval), None);
         assert_eq!(throttle.admit(60_000, interval), Some(1));
         assert_eq!(throttle.admit(60_000, interval), None);
+    }
+
+    #[test]
+    fn a_throttle_with_a_budget_lets_that_many_lines_through_per_interval() {
+        let throttle = Throttle::with_budget(3);
+        let interval = Duration::from_secs(5);
+        let admitted: Vec<bool> = (0..10)
+            .map(|now| throttle.admit(now, interval).is_some())
+            .collect();
+        assert_eq!(
+            admitted,
+            [true, true, true, false, false, false, false, false, false, false]
+        );
+        // The next interval: three again, the first saying how many were left out.
+        assert_eq!(throttle.admit(5_000, interval), Some(7));
+        assert_eq!(throttle.admit(5_001, interval), Some(0));
+        assert_eq!(throttle.admit(5_002, interval), Some(0));
+        assert_eq!(throttle.admit(5_003, interval), None);
     }
 
     #[test]

@@ -92,6 +92,14 @@ impl Command {
     }
 }
 
+/// The handled signals as a set: the mask a copy of ampd the server starts (a helper process,
+/// the ACME manager, the new process of an upgrade) begins with, so that one of them sent
+/// before the copy has blocked them itself waits for its signalfd instead of killing it.
+#[must_use]
+pub fn handled() -> SignalSet {
+    SignalSet::of(&HANDLED)
+}
+
 /// Block the handled signals in the calling thread. Call first in `main`, before any thread
 /// starts, so every thread (and forked process) inherits the mask and only the signalfd (or
 /// the `mp` master's wait) sees them.
@@ -99,7 +107,7 @@ impl Command {
 /// # Errors
 /// Only for a bad signal number.
 pub fn block() -> io::Result<()> {
-    signal::block(&SignalSet::of(&HANDLED)).map(|_| ())
+    signal::block(&handled()).map(|_| ())
 }
 
 /// Start the signal thread.
@@ -107,7 +115,7 @@ pub fn block() -> io::Result<()> {
 /// # Errors
 /// The signalfd or the thread cannot be created.
 pub fn spawn(control: Arc<Control>) -> io::Result<()> {
-    let signals = SignalFd::new(&SignalSet::of(&HANDLED))?;
+    let signals = SignalFd::new(&handled())?;
     std::thread::Builder::new()
         .name("signals".to_owned())
         .spawn(move || loop {

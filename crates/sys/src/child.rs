@@ -2,8 +2,10 @@
 //! watching a child's end through a pidfd and signalling a child's process group (CGI scripts
 //! and persistent applications run in groups of their own).
 //!
-//! Owns: the process-creation calls the `mp` engine's master makes (Apache prefork's shape).
-//! Must not touch: what a worker does (the engine decides), signal masks (see `signal.rs`).
+//! Owns: the process-creation calls the `mp` engine's master makes (Apache prefork's shape),
+//! and what a `std::process::Command` does in its child before `exec` (`reset_signals`,
+//! `die_with_parent`). Must not touch: what a worker does (the engine decides), the signal
+//! calls themselves (see `signal.rs`).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -181,6 +183,23 @@ pub fn die_with_parent(command: &mut std::process::Command, signal: i32) {
     }
 }
 
+/// Start the program `command` runs with every signal at its default action and `blocked` as
+/// its mask (see `signal::reset_in_child`), whichever thread of the server spawns it: empty for
+/// a program that is not ampd; ampd's own handled set for a copy of ampd, which reads those
+/// from its signalfd, so that one sent before it has set up its handling waits instead of
+/// killing it. Every program the server starts goes through here (or `spawn::spawn_passing`).
+/// (`std` then forks rather than `posix_spawn`s.)
+pub fn reset_signals(command: &mut std::process::Command, blocked: crate::signal::SignalSet) {
+    use std::os::unix::process::CommandExt;
+    let in_child = move || crate::signal::reset_in_child(&blocked);
+    // SAFETY: `in_child` runs in the forked child before exec; it makes only sigaction and
+    // sigprocmask calls on a sigset_t it owns (no allocation, no lock), which is what
+    // `pre_exec` requires of it.
+    unsafe {
+        command.pre_exec(in_child);
+    }
+}
+
 /// The calling process's id.
 #[must_use]
 pub fn pid() -> Pid {
@@ -267,6 +286,49 @@ mod tests {
         // The spawning thread has ended: the kernel sent the signal.
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    }
+
+    /// `SigBlk:` and `SigIgn:` of `/proc/PID/status`, as numbers.
+    fn blocked_and_ignored(pid: u32) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let field = |name: &str| {
+            let line = status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .unwrap();
+            u64::from_str_radix(line.trim(), 16).unwrap()
+        };
+        (field("SigBlk:"), field("SigIgn:"))
+    }
+
+    #[test]
+    fn a_program_starts_with_default_signals_and_the_mask_it_is_given() {
+        use crate::signal::{SignalSet, SIGHUP, SIGTERM};
+        // On a thread of its own: its mask and the process's ignored SIGPWR stand for the
+        // server's (the harness's other threads keep their masks; no test here uses SIGPWR).
+        let ignored = libc::SIGPWR;
+        std::thread::spawn(move || {
+            crate::signal::block(&SignalSet::of(&[SIGTERM, SIGHUP])).unwrap();
+            // SAFETY: SIG_IGN installs no handler code; the old disposition is restored below.
+            let previous = unsafe { libc::signal(ignored, libc::SIG_IGN) };
+            let start = |blocked: SignalSet| {
+                let mut command = std::process::Command::new("sleep");
+                command.arg("30");
+                reset_signals(&mut command, blocked);
+                let mut child = command.spawn().unwrap();
+                let state = blocked_and_ignored(child.id());
+                let _ = child.kill();
+                let _ = child.wait();
+                state
+            };
+            let bit = |signal: i32| 1u64 << (signal - 1);
+            assert_eq!(start(SignalSet::empty()), (0, 0));
+            assert_eq!(start(SignalSet::of(&[SIGHUP])), (bit(SIGHUP), 0));
+            // SAFETY: puts back the disposition read above.
+            unsafe { libc::signal(ignored, previous) };
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

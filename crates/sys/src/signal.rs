@@ -4,9 +4,14 @@
 //! `sigtimedwait` in the loop of the single-threaded `mp` master. No code ever runs in signal
 //! context, so nothing has to be async-signal-safe, and one place decides what a signal means.
 //!
-//! Owns: signal sets, the calling thread's mask, the signalfd and the timed wait. Must not touch:
-//! what a signal means (the server's `ops::signals` and the `mp` master decide), sending signals
-//! to processes (`child::kill`).
+//! A program the server starts must not begin with the server's signal state: the mask and
+//! ignored signals survive `exec` (a blocked `SIGTERM` never reaches an application, which is
+//! then killed at its `stop_timeout`), so [`reset_in_child`] puts them back between `fork` and
+//! `exec` (`child::reset_signals`, `spawn::spawn_passing`).
+//!
+//! Owns: signal sets, the calling thread's mask, the signalfd, the timed wait and a child's reset
+//! before `exec`. Must not touch: what a signal means (the server's `ops::signals` and the `mp`
+//! master decide), sending signals to processes (`child::kill`).
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -44,6 +49,12 @@ impl SignalSet {
         SignalSet(set)
     }
 
+    /// No signal: the mask a program that is not ampd starts with.
+    #[must_use]
+    pub fn empty() -> SignalSet {
+        SignalSet::of(&[])
+    }
+
     #[must_use]
     pub fn contains(&self, signal: i32) -> bool {
         // SAFETY: `self.0` is an initialised sigset_t; an invalid number returns -1.
@@ -79,6 +90,48 @@ pub fn block(set: &SignalSet) -> io::Result<SignalSet> {
 /// None expected.
 pub fn set_mask(set: &SignalSet) -> io::Result<SignalSet> {
     change_mask(libc::SIG_SETMASK, set)
+}
+
+/// Linux's signals are 1..=64 (`_NSIG` is 65).
+const LAST_SIGNAL: i32 = 64;
+
+/// In a child between `fork` and `exec` only (it would undo the caller's own handling): every
+/// signal back to its default action, then `blocked` as the mask. `exec` resets caught signals
+/// but keeps ignored ones (Rust's runtime ignores `SIGPIPE`; a parent may have ignored
+/// `SIGHUP` or `SIGINT`) and the mask (the server blocks the signals it reads from a signalfd;
+/// some threads block nearly all). Dispositions first, so that nothing the parent caught is
+/// delivered to its handler in the child once unblocked. Makes only `rt_sigaction` and
+/// `sigprocmask` calls (async-signal-safe) on memory on its own stack.
+///
+/// # Errors
+/// None expected (`sigprocmask` fails only for a bad `how`).
+pub(crate) fn reset_in_child(blocked: &SignalSet) -> io::Result<()> {
+    // The kernel's struct sigaction with every field zero: handler SIG_DFL, no flags, empty
+    // mask, whatever the architecture's field order. Four words cover its largest layout.
+    let default = [0u64; 4];
+    let mask_size = std::mem::size_of::<u64>();
+    for signal in 1..=LAST_SIGNAL {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: rt_sigaction reads a struct sigaction from `default`, which is large enough
+        // and all zero; a null old action is allowed; the sigset size is the kernel's (64
+        // signals). The raw call, not glibc's sigaction, because glibc refuses its two
+        // internal signals (32, 33), which a parent may have left ignored all the same.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                libc::c_long::from(signal),
+                default.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                mask_size,
+            )
+        };
+    }
+    // SAFETY: `blocked.0` is an initialised sigset_t the kernel reads; a null old mask is
+    // allowed.
+    cvt(unsafe { libc::sigprocmask(libc::SIG_SETMASK, &blocked.0, std::ptr::null_mut()) })?;
+    Ok(())
 }
 
 /// Takes one pending signal of `set` (which must be blocked), waiting up to `timeout` (`None`:

@@ -4,9 +4,10 @@
 //! environment does not take them), plus one more descriptor the program is told about in an
 //! environment variable of the caller's choice (a pipe to report readiness on).
 //!
-//! Owns: `fork` + descriptor moves + `execve` from a process that may run threads. Between
-//! `fork` and `execve` the child runs only async-signal-safe calls (`fcntl`, `dup2`, `getpid`,
-//! `execve`, `write`, `_exit`) on memory prepared before the fork: another thread may have held
+//! Owns: `fork` + descriptor moves + signal reset + `execve` from a process that may run
+//! threads. Between `fork` and `execve` the child runs only async-signal-safe calls (`fcntl`,
+//! `dup2`, `getpid`, `sigaction`, `sigprocmask`, `execve`, `write`, `_exit`) on memory prepared
+//! before the fork: another thread may have held
 //! the allocator's lock at the moment of the fork, so nothing there allocates.
 //! Must not touch: what the program does, or the caller's own descriptors (only the child's
 //! copies are moved).
@@ -19,6 +20,7 @@ use std::path::Path;
 
 use crate::child::Pid;
 use crate::cvt::{cvt, cvt_retry};
+use crate::signal::SignalSet;
 
 /// The first descriptor passed sockets sit at (sd_listen_fds' `SD_LISTEN_FDS_START`).
 const FIRST: libc::c_int = 3;
@@ -32,13 +34,16 @@ pub struct Passed<'fd> {
     pub listeners: &'fd [BorrowedFd<'fd>],
     /// Placed right after the listeners, its number in the environment variable `name`.
     pub extra: Option<(&'fd str, BorrowedFd<'fd>)>,
+    /// The new program's signal mask (every signal is at its default action): the signals a
+    /// new ampd takes from its signalfd stay pending until it has set up its own handling.
+    pub blocked: SignalSet,
 }
 
 /// Start `program` with `args` (`args[0]` is its argv[0]) and `env` (which must not set
 /// `LISTEN_PID`, `LISTEN_FDS` or the extra's variable: they are added here), passing it
 /// `passed`. Returns once the program has been executed (or has failed to be), with its pid.
-/// The child keeps the caller's signal mask, so signals the caller blocks stay pending until
-/// the new program has set up its own handling.
+/// The child starts with `passed.blocked` as its mask, whatever the calling thread's, and no
+/// signal ignored (`signal::reset_in_child`).
 ///
 /// # Errors
 /// An argument holds a NUL byte (`InvalidInput`); `fork` fails (`EAGAIN`, `ENOMEM`); the
@@ -108,6 +113,7 @@ pub fn spawn_passing(
             &sources,
             above,
             pid_digits,
+            &passed.blocked,
             &program,
             &argv,
             &envp,
@@ -127,11 +133,14 @@ pub fn spawn_passing(
     Err(io::Error::from_raw_os_error(i32::from_ne_bytes(code)))
 }
 
-/// In the child: move the passed descriptors into place, write the pid, execute. Never returns.
+/// In the child: move the passed descriptors into place, write the pid, reset the signals,
+/// execute. Never returns.
+#[allow(clippy::too_many_arguments)]
 fn child_exec(
     sources: &[libc::c_int],
     above: libc::c_int,
     pid_digits: *mut u8,
+    blocked: &SignalSet,
     program: &CString,
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
@@ -187,6 +196,9 @@ fn child_exec(
     unsafe {
         std::ptr::copy_nonoverlapping(digits[PID_DIGITS - used..].as_ptr(), pid_digits, used);
         *pid_digits.add(used) = 0;
+    }
+    if crate::signal::reset_in_child(blocked).is_err() {
+        fail();
     }
     // SAFETY: `program` is a NUL-terminated path; `argv` and `envp` are arrays of pointers to
     // NUL-terminated strings that live until execve replaces the process, each ending in NULL.
@@ -269,6 +281,7 @@ mod tests {
             &Passed {
                 listeners: &listeners,
                 extra: Some(("EXTRA", report_out.as_fd())),
+                blocked: SignalSet::empty(),
             },
         )
         .unwrap();
@@ -292,6 +305,37 @@ mod tests {
     }
 
     #[test]
+    fn the_child_has_the_mask_it_is_given_and_no_signal_ignored() {
+        // This process ignores SIGPIPE (Rust's runtime does); a shell would clear its mask
+        // itself, so the child is `sleep`, read from outside.
+        let args: Vec<OsString> = ["sleep", "30"].iter().map(OsString::from).collect();
+        let pid = spawn_passing(
+            Path::new("/bin/sleep"),
+            &args,
+            &[],
+            &Passed {
+                listeners: &[],
+                extra: None,
+                blocked: SignalSet::of(&[crate::signal::SIGHUP]),
+            },
+        )
+        .unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        crate::child::kill(pid, crate::signal::SIGKILL).unwrap();
+        let mut code = 0;
+        // SAFETY: `code` is writable; `pid` is our child.
+        unsafe { libc::waitpid(pid, &mut code, 0) };
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .map(str::trim)
+        };
+        assert_eq!(field("SigBlk:"), Some("0000000000000001"), "{status}");
+        assert_eq!(field("SigIgn:"), Some("0000000000000000"), "{status}");
+    }
+
+    #[test]
     fn a_program_that_cannot_run_is_an_error_here() {
         let args = vec![OsString::from("missing")];
         let error = spawn_passing(
@@ -301,6 +345,7 @@ mod tests {
             &Passed {
                 listeners: &[],
                 extra: None,
+                blocked: SignalSet::empty(),
             },
         )
         .unwrap_err();

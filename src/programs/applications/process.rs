@@ -1,7 +1,9 @@
 //! One process of an application: started with the listening socket as descriptor 0 and one
 //! pipe as both stdout and stderr (so their lines keep their order), in a process group of its
-//! own, killed by the kernel if the thread that started it ends (the server killed outright); its output in the error log as `application NAME[pid]: line`; its end noticed through a
-//! pidfd; the backoff before it is started again.
+//! own, with default signal handling (not the server's mask), killed by the kernel if the
+//! thread that started it ends (the server killed outright); its output in the error log as
+//! `application NAME[pid]: line`; its end noticed through a pidfd; the backoff before it is
+//! started again.
 //!
 //! Owns: spawning, the output, the backoff arithmetic. Must not touch: when to stop (the
 //! supervisor decides).
@@ -14,10 +16,12 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use ampd_sys::child::{self, Pid};
+use ampd_sys::signal::SignalSet;
 
 use crate::config::{Application, Level};
 use crate::log::error;
-use crate::programs::lines::Lines;
+use crate::log::error::Throttle;
+use crate::programs::lines::{ProgramLines, POOL_LINES_PER_INTERVAL};
 
 /// The first wait before a process that ended is started again; it doubles with each quick
 /// end, up to `LONGEST_BACKOFF` (systemd's `RestartSec`, supervisord's backoff).
@@ -26,11 +30,14 @@ pub const LONGEST_BACKOFF: Duration = Duration::from_secs(30);
 /// A process that ran this long before it ended is started again after `FIRST_BACKOFF`.
 pub const STABLE_RUN: Duration = Duration::from_secs(10);
 
+/// The output lines of all applications' processes together (each has its own budget too).
+static OUTPUT_LINES: Throttle = Throttle::with_budget(POOL_LINES_PER_INTERVAL);
+
 /// A process's stdout and stderr (one pipe), cut into lines for the error log.
 #[derive(Debug)]
 pub struct Output {
     fd: OwnedFd,
-    lines: Lines,
+    lines: ProgramLines,
     label: String,
 }
 
@@ -101,6 +108,8 @@ impl Live {
         // Not left running by a server killed outright (no one would stop them, and the next
         // start replaces their socket).
         child::die_with_parent(&mut command, ampd_sys::signal::SIGKILL);
+        // Not with the server's blocked signals: it stops them with SIGTERM.
+        child::reset_signals(&mut command, SignalSet::empty());
         command
             .args(arguments)
             .envs(application.env.iter().map(|(name, value)| (name, value)))
@@ -129,7 +138,7 @@ impl Live {
             pidfd,
             output: Some(Output {
                 fd: read_end,
-                lines: Lines::default(),
+                lines: ProgramLines::new(&OUTPUT_LINES),
                 label: format!("application {}[{pid}]", application.name),
             }),
             started: Instant::now(),

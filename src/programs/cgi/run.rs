@@ -4,8 +4,8 @@
 //!
 //! Owns: the spawn (`std::process::Command`: environment cleared then the request's
 //! meta-variables; the script's directory as its working directory, RFC 3875 §7.2; a process
-//! group of its own; the socket as stdin and stdout, blocking, as a script expects; a pipe as
-//! stderr), the stderr lines in the error log, the kill at the timeout (`SIGKILL` to the group,
+//! group of its own; default signal handling, not this thread's mask; the socket as stdin and
+//! stdout, blocking, as a script expects; a pipe as stderr), the stderr lines in the error log, the kill at the timeout (`SIGKILL` to the group,
 //! so what the script started goes too), reaping, and freeing each `Slot` once its script is
 //! reaped. Must not touch: the socket's other end (the engine's).
 
@@ -24,13 +24,13 @@ use std::time::{Duration, Instant};
 use ampd_sys::child::{self, Pid};
 use ampd_sys::eventfd::EventFd;
 use ampd_sys::poll::{self, PollFd};
-use ampd_sys::signal::SIGKILL;
+use ampd_sys::signal::{SignalSet, SIGKILL, SIGTERM};
 
 use super::search::{self, Found};
 use super::{Launch, LaunchFailure, Slot};
 use crate::config::Level;
 use crate::log::error::{self, Throttle};
-use crate::programs::lines::Lines;
+use crate::programs::lines::{ProgramLines, POOL_LINES_PER_INTERVAL};
 
 /// `PATH` for scripts when ampd has none (Apache's `DEFAULT_PATH`); a script's `#!` line often
 /// names `/usr/bin/env`, which needs one.
@@ -41,6 +41,8 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const READS_PER_TURN: usize = 16;
 
 static SPAWN_FAILED: Throttle = Throttle::new();
+/// The stderr lines of all scripts together (each has its own budget too).
+static STDERR_LINES: Throttle = Throttle::with_budget(POOL_LINES_PER_INTERVAL);
 
 /// The way into the launcher thread.
 pub struct Queue {
@@ -62,6 +64,10 @@ const TEXT_BUSY_PAUSE: Duration = Duration::from_millis(5);
 
 /// Scripts started per turn of the launcher thread before it reaps and reads stderr again.
 const LAUNCHES_PER_TURN: usize = 8;
+
+/// How long a script may run on after the engine closed its end of the socket (the exchange is
+/// over) between `SIGTERM` and `SIGKILL` to its group (Apache's `kill_after_timeout`, 3 s).
+const EXCHANGE_GONE_GRACE: Duration = Duration::from_secs(3);
 
 impl Queue {
     /// Start the launcher thread.
@@ -123,12 +129,26 @@ struct Running {
     pidfd: OwnedFd,
     /// `None` once it ended (or was closed at the kill).
     stderr: Option<OwnedFd>,
-    lines: Lines,
+    lines: ProgramLines,
+    /// A copy of the script's end of the socket (its stdin and stdout), kept until its group
+    /// is gone (the engine sees the response end then), or dropped when the engine's end closed.
+    exchange: Option<OwnedFd>,
     timeout: Duration,
     deadline: Instant,
+    /// Why the deadline is what it is.
+    cause: Cause,
     killed: bool,
     /// `None` once the script was reaped (its place is free).
     slot: Option<Slot>,
+}
+
+/// Why a script is killed at its deadline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// `cgi_timeout` has passed.
+    Timeout,
+    /// The exchange ended while the script ran: `EXCHANGE_GONE_GRACE` after its `SIGTERM`.
+    ExchangeGone,
 }
 
 impl Running {
@@ -172,10 +192,42 @@ impl Running {
         self.stderr = None;
     }
 
-    /// Reap the script if it has ended, freeing its place.
-    fn reap(&mut self) {
-        if self.slot.is_some() && matches!(self.child.try_wait(), Ok(Some(_)) | Err(_)) {
-            self.slot = None;
+    /// Whether the script has ended, and whether the engine has closed its end of the socket
+    /// (one `poll` of its pidfd and its copy of the socket, which never waits).
+    fn look(&self) -> (bool, bool) {
+        let mut fds = vec![PollFd::new(self.pidfd.as_fd(), true, false)];
+        if let Some(exchange) = &self.exchange {
+            // Nothing asked: `POLLHUP` comes alone, once the engine's end is closed.
+            fds.push(PollFd::new(exchange.as_fd(), false, false));
+        }
+        if poll::poll(&mut fds, Some(Duration::ZERO)).is_err() {
+            return (false, false);
+        }
+        (fds[0].readable, fds.get(1).is_some_and(|fd| fd.hangup))
+    }
+
+    /// If the script has ended: kill what it left in its group (before the reap, while its pid
+    /// surely names the group), reap it, free its place and let the engine see the end of the
+    /// response. If the exchange ended first: `SIGTERM` to the group, `SIGKILL` after a grace.
+    fn reap(&mut self, now: Instant) {
+        if self.slot.is_none() {
+            return;
+        }
+        let (ended, exchange_gone) = self.look();
+        if ended {
+            let _ = child::kill_group(self.pid(), SIGKILL);
+            if matches!(self.child.try_wait(), Ok(Some(_)) | Err(_)) {
+                self.slot = None;
+                self.exchange = None;
+            }
+        } else if exchange_gone {
+            let _ = child::kill_group(self.pid(), SIGTERM);
+            self.exchange = None;
+            let grace = now + EXCHANGE_GONE_GRACE;
+            if grace < self.deadline {
+                self.deadline = grace;
+                self.cause = Cause::ExchangeGone;
+            }
         }
     }
 
@@ -184,12 +236,21 @@ impl Running {
     fn kill(&mut self, buffer: &mut [u8], stopping: bool) {
         self.killed = true;
         let _ = child::kill_group(self.pid(), SIGKILL);
+        self.exchange = None;
         if stopping {
             error::log(
                 Level::Warn,
                 format_args!(
                     "cgi {}: still running as the server stops; its process group was killed",
                     self.filename.display()
+                ),
+            );
+        } else if self.cause == Cause::ExchangeGone {
+            error::log(
+                Level::Warn,
+                format_args!(
+                    "cgi {}: still running {EXCHANGE_GONE_GRACE:?} after its request ended; its process group was killed",
+                    self.filename.display(),
                 ),
             );
         } else {
@@ -266,7 +327,7 @@ impl Watch {
             let buffer = &mut self.buffer;
             for script in &mut self.running {
                 script.read_stderr(buffer);
-                script.reap();
+                script.reap(now);
                 if !script.killed && script.slot.is_some() && (stopping || now >= script.deadline) {
                     script.kill(buffer, stopping);
                 }
@@ -281,6 +342,9 @@ impl Watch {
         for script in &self.running {
             if script.slot.is_some() {
                 fds.push(PollFd::new(script.pidfd.as_fd(), true, false));
+            }
+            if let Some(exchange) = &script.exchange {
+                fds.push(PollFd::new(exchange.as_fd(), false, false));
             }
             if let Some(stderr) = &script.stderr {
                 fds.push(PollFd::new(stderr.as_fd(), true, false));
@@ -326,9 +390,11 @@ impl Watch {
                 child,
                 pidfd,
                 stderr: Some(stderr),
-                lines: Lines::default(),
+                lines: ProgramLines::new(&STDERR_LINES),
+                exchange: Some(stdio),
                 timeout: launch.timeout,
                 deadline: Instant::now() + launch.timeout,
+                cause: Cause::Timeout,
                 killed: false,
                 slot: Some(launch.slot),
             }),
@@ -340,13 +406,12 @@ impl Watch {
                 &format!("cannot run {}: {failure}", found.filename.display()),
             ),
         }
-        drop(stdio);
     }
 }
 
 /// Start the script with copies of `stdio` as its stdin and stdout: returns it, its pidfd and
-/// the read end of its stderr (non-blocking). The copies are closed here; the caller closes
-/// `stdio`.
+/// the read end of its stderr (non-blocking). The copies are closed here; the caller keeps or
+/// closes `stdio`.
 fn spawn(launch: &Launch, found: &Found, stdio: &OwnedFd) -> io::Result<(Child, OwnedFd, OwnedFd)> {
     // The pair is made non-blocking for the engine's end; the flag belongs to the open file,
     // so this end gets its own state: a script reads and writes blocking.
@@ -375,6 +440,7 @@ fn spawn(launch: &Launch, found: &Found, stdio: &OwnedFd) -> io::Result<(Child, 
     if let Some(directory) = found.filename.parent() {
         command.current_dir(directory);
     }
+    child::reset_signals(&mut command, SignalSet::empty());
     command
         .process_group(0)
         .stdin(Stdio::from(stdin))

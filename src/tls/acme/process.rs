@@ -102,6 +102,7 @@ impl ManagerProcess {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
         ampd_sys::child::die_with_parent(&mut command, ampd_sys::signal::SIGKILL);
+        ampd_sys::child::reset_signals(&mut command, crate::ops::signals::handled());
         let mut child = command.spawn()?;
         let input = child
             .stdin
