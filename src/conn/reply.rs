@@ -60,10 +60,14 @@ impl Conn {
         extra: &[(&str, &[u8])],
         context: &mut Context<'_>,
     ) {
-        self.page(exchange, None, status, persistence, extra, context);
+        self.answer_status(exchange, None, status, persistence, extra, context);
     }
 
-    fn page(
+    /// Write a status page for `exchange` under `route`'s added headers, and account for it:
+    /// the one place every status page passes through (errors, redirects to `path/`, `204` to
+    /// `OPTIONS`, `408`, `412`, `416`), whatever decided on it (`reply_to`, `answer`, the
+    /// static handler's `StatusAnswer`), so what applies to all of them is done here once.
+    pub(super) fn answer_status(
         &mut self,
         exchange: Option<&Exchange>,
         route: Option<&Route>,
@@ -127,7 +131,7 @@ impl Conn {
         } else {
             exchange.persistence
         };
-        self.page(Some(exchange), route, status, persistence, extra, context);
+        self.answer_status(Some(exchange), route, status, persistence, extra, context);
         let next = self.settle(Outcome::Responded(persistence));
         if body_unread {
             self.state = State::Closing(Ending::Linger);

@@ -378,3 +378,55 @@ fn parsing_stops_while_output_is_past_the_high_water_mark() {
     assert_eq!(responses.len(), 4);
     assert!(responses.iter().all(|response| response.body == big_body()));
 }
+
+/// The status pages the static handler decides on but no longer writes itself (a `301` to
+/// `path/`, a `412`, a `416`) come out of the connection's one status-page writer whole: the
+/// location's added headers, the status's own field before `Content-Type`, the page; the head
+/// alone for `HEAD`.
+#[test]
+fn static_status_pages_are_written_in_one_place_byte_for_byte() {
+    let mut harness = Harness::new(|config| {
+        let settings = &mut config.sites[0].locations[0].settings;
+        std::fs::create_dir_all(settings.static_files.root.join("docs")).unwrap();
+        settings.headers.push(("X-Site".into(), "a".into()));
+    });
+    harness.feed(
+        b"GET /docs?x=1 HTTP/1.1\r\nHost: a.test\r\n\r\n\
+          GET /index.html HTTP/1.1\r\nHost: a.test\r\nIf-Match: \"other\"\r\n\r\n\
+          HEAD /index.html HTTP/1.1\r\nHost: a.test\r\nRange: bytes=100-\r\n\r\n",
+    );
+    let raw = String::from_utf8(harness.take_raw()).unwrap();
+    let page = |status: &str| {
+        format!(
+            "<!DOCTYPE html>\n<html><head><title>{status}</title></head>\n\
+             <body><h1>{status}</h1><hr>ampd</body></html>\n"
+        )
+    };
+    let head = |status: &str, field: &str, length: usize| {
+        format!(
+            "HTTP/1.1 {status}\r\nServer: ampd\r\nDate: Tue, 14 Nov 2023 22:13:20 GMT\r\n\
+             X-Site: a\r\n{field}Content-Type: text/html; charset=utf-8\r\n\
+             Content-Length: {length}\r\n\r\n"
+        )
+    };
+    let moved = page("301 Moved Permanently");
+    let failed = page("412 Precondition Failed");
+    let unsatisfiable = page("416 Range Not Satisfiable");
+    let expected = [
+        head(
+            "301 Moved Permanently",
+            "Location: /docs/?x=1\r\n",
+            moved.len(),
+        ),
+        moved,
+        head("412 Precondition Failed", "", failed.len()),
+        failed,
+        head(
+            "416 Range Not Satisfiable",
+            &format!("Content-Range: bytes */{}\r\n", INDEX.len()),
+            unsatisfiable.len(),
+        ),
+    ]
+    .concat();
+    assert_eq!(raw, expected);
+}

@@ -21,7 +21,7 @@ use super::caches::Caches;
 use super::file::{OpenFile, Representation, StaticFile};
 use super::job::{self, Job};
 use crate::response::{
-    cache_headers, common_headers, date_and_persistence, status_page, HeadContext,
+    cache_headers, common_headers, date_and_persistence, HeadContext, StatusAnswer,
 };
 
 /// Where the response goes: a head buffer and body segments, in order.
@@ -56,6 +56,9 @@ pub struct ResponseContext<'a> {
 pub enum Served {
     /// The response was written to the sink.
     Sent { status: u16 },
+    /// The answer is a status page, which the caller writes (`Conn::answer_status`, the one
+    /// place every status page passes through).
+    Status(StatusAnswer),
     /// The body must come into memory first: run the job, store its result with
     /// `Caches::remember_data`, then call `serve_file` again.
     NeedData(Job),
@@ -91,16 +94,7 @@ pub fn serve_file(
             out.extend_from_slice(b"\r\n");
             return Served::Sent { status: 304 };
         }
-        Precondition::Failed => {
-            status_page::write(
-                sink.bytes(),
-                412,
-                &context.head,
-                &[],
-                request.method != Method::Head,
-            );
-            return Served::Sent { status: 412 };
-        }
+        Precondition::Failed => return Served::Status(StatusAnswer::new(412)),
     }
 
     let size = representation.file.size();
@@ -112,14 +106,11 @@ pub fn serve_file(
     };
     if let RangeOutcome::Unsatisfiable = ranges {
         let content_range = format!("bytes */{size}");
-        status_page::write(
-            sink.bytes(),
+        return Served::Status(StatusAnswer::with_field(
             416,
-            &context.head,
-            &[("Content-Range", content_range.as_bytes())],
-            request.method != Method::Head,
-        );
-        return Served::Sent { status: 416 };
+            "Content-Range",
+            content_range.into_bytes(),
+        ));
     }
 
     let head_only = request.method == Method::Head;

@@ -4,10 +4,13 @@
 //!
 //! Owns: `Persistence` (the `Connection` decision, RFC 9112 §9.3), `HeadContext` (the facts a
 //! head is written under: `Date`, persistence, a location's added and cache headers), the
-//! headers every response carries, and status pages (`status_page`).
+//! headers every response carries, and status pages (`status_page`, and `StatusAnswer`, a
+//! status page asked for by code that cannot write it itself).
 //! Must not touch: bodies of files, sockets, routing.
 
 pub mod status_page;
+
+pub use status_page::StatusAnswer;
 
 use ampd_http::response::write_header;
 

@@ -10,6 +10,32 @@ use ampd_http::response::{reason, write_content_length, write_header, write_stat
 
 use super::{common_headers, HeadContext};
 
+/// A status page that `content` decides on but does not write: the connection writes it, in
+/// the one place every status page passes through (`Conn::answer_status`), so that what
+/// applies to every status page applies to these too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusAnswer {
+    pub status: u16,
+    /// A field the status needs (`Content-Range` of a `416`, RFC 9110 §15.5.17).
+    pub field: Option<(&'static str, Vec<u8>)>,
+}
+
+impl StatusAnswer {
+    pub fn new(status: u16) -> StatusAnswer {
+        StatusAnswer {
+            status,
+            field: None,
+        }
+    }
+
+    pub fn with_field(status: u16, name: &'static str, value: Vec<u8>) -> StatusAnswer {
+        StatusAnswer {
+            status,
+            field: Some((name, value)),
+        }
+    }
+}
+
 /// Write a complete response with a small HTML body explaining `status` (the head alone when
 /// `with_body` is false, as for `HEAD`).
 pub fn write(

@@ -5,10 +5,6 @@
 //! Owns: a static location's own rules (dot-files, `~user`, `alias`) and turning a translation
 //! into a response. Must not touch: how files are found and sent (`content`), sockets.
 
-use std::sync::Arc;
-
-use ampd_http::request::Method;
-
 use super::Routed;
 use crate::conn::reply::response_context;
 use crate::conn::route::{with_slash, ROUTING};
@@ -17,8 +13,9 @@ use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::content::path_cache::Lookup;
-use crate::content::serve::{self, DiskAccess, Served, Sink};
-use crate::response::status_page;
+use crate::content::serve::{self, DiskAccess, Served};
+use crate::response::StatusAnswer;
+use std::sync::Arc;
 
 impl Conn {
     /// The static-file handler: the path cache, or a translation job, then the response.
@@ -106,46 +103,37 @@ impl Conn {
         let mut response =
             response_context(context, exchange.persistence, Some(&route), self.secure);
         response.disk = disk;
-        // Error pages carry the location's headers but not its cache headers.
-        let mut error_response =
-            response_context(context, exchange.persistence, Some(&route), self.secure);
-        error_response.head.cache_control = None;
-        error_response.head.expires = None;
-        let head_only = exchange.head.method == Method::Head;
         let out = &mut self.output;
-        let status = match &resolved.resolution {
-            Resolution::File(file) => {
-                match serve::serve_file(
-                    &exchange.head,
-                    file,
-                    resolved.watch,
-                    context.caches,
-                    &response,
-                    out,
-                ) {
-                    Served::Sent { status } => status,
-                    Served::NeedData(job) => {
-                        let pending = Pending {
-                            resolved: Some(resolved.clone()),
-                            ..pending
-                        };
-                        return Outcome::NeedJob(job, Box::new(pending));
-                    }
+        // What was written (`Ok`), or the status page still to write (`Err`).
+        let answer: Result<u16, StatusAnswer> = match &resolved.resolution {
+            Resolution::File(file) => match serve::serve_file(
+                &exchange.head,
+                file,
+                resolved.watch,
+                context.caches,
+                &response,
+                out,
+            ) {
+                Served::Sent { status } => Ok(status),
+                Served::Status(answer) => Err(answer),
+                Served::NeedData(job) => {
+                    let pending = Pending {
+                        resolved: Some(resolved.clone()),
+                        ..pending
+                    };
+                    return Outcome::NeedJob(job, Box::new(pending));
                 }
-            }
+            },
             Resolution::AddSlash => {
                 // The path the client asked for (an alias or a rewrite looks up another).
                 let asked = path::normalize(&pending.redirect.path, &ROUTING)
                     .unwrap_or_else(|_| pending.path.clone());
                 let location = with_slash(&asked, pending.redirect.query.as_deref());
-                status_page::write(
-                    out.bytes(),
+                Err(StatusAnswer::with_field(
                     301,
-                    &error_response.head,
-                    &[("Location", location.as_bytes())],
-                    !head_only,
-                );
-                301
+                    "Location",
+                    location.into_bytes(),
+                ))
             }
             Resolution::Listing(listing) => {
                 match autoindex::View::from_query(pending.redirect.query.as_deref()) {
@@ -155,48 +143,42 @@ impl Conn {
                         let directory = path::normalize(&pending.redirect.path, &ROUTING)
                             .unwrap_or_else(|_| pending.path.clone());
                         let page = autoindex::render(&directory, listing, &view);
-                        autoindex::respond(&exchange.head, &page, &response, &error_response, out)
+                        autoindex::respond(&exchange.head, &page, &response, out)
                     }
-                    Err(_) => {
-                        status_page::write(out.bytes(), 400, &error_response.head, &[], !head_only);
-                        400
-                    }
+                    Err(_) => Err(StatusAnswer::new(400)),
                 }
             }
-            Resolution::DirectoryForbidden | Resolution::Forbidden => {
-                status_page::write(out.bytes(), 403, &error_response.head, &[], !head_only);
-                403
-            }
-            Resolution::NotFound | Resolution::Script(_) => {
-                status_page::write(out.bytes(), 404, &error_response.head, &[], !head_only);
-                404
-            }
-            Resolution::Failed => {
-                status_page::write(out.bytes(), 500, &error_response.head, &[], !head_only);
-                500
-            }
+            Resolution::DirectoryForbidden | Resolution::Forbidden => Err(StatusAnswer::new(403)),
+            Resolution::NotFound | Resolution::Script(_) => Err(StatusAnswer::new(404)),
+            Resolution::Failed => Err(StatusAnswer::new(500)),
             // Out of descriptors even after the caches let go of theirs: a passing overload,
             // so a client may retry (RFC 9110 §15.6.4), as for a connection cap.
             Resolution::Exhausted => {
-                let retry = context
-                    .config
-                    .admission
-                    .retry_after
-                    .as_secs()
-                    .max(1)
-                    .to_string();
-                status_page::write(
-                    out.bytes(),
+                let retry = context.config.admission.retry_after.as_secs().max(1);
+                Err(StatusAnswer::with_field(
                     503,
-                    &error_response.head,
-                    &[("Retry-After", retry.as_bytes())],
-                    !head_only,
-                );
-                503
+                    "Retry-After",
+                    retry.to_string().into_bytes(),
+                ))
             }
         };
-        self.record(Some(&pending.exchange), status, mark, context);
-        Outcome::Responded(pending.exchange.persistence)
+        let persistence = pending.exchange.persistence;
+        match answer {
+            Ok(status) => self.record(Some(&pending.exchange), status, mark, context),
+            Err(answer) => {
+                let field = answer.field.as_ref();
+                let extra = field.map(|(name, value)| (*name, &value[..]));
+                self.answer_status(
+                    Some(&pending.exchange),
+                    Some(&route),
+                    answer.status,
+                    persistence,
+                    extra.as_slice(),
+                    context,
+                );
+            }
+        }
+        Outcome::Responded(persistence)
     }
 }
 

@@ -19,7 +19,7 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 
 use super::path::{self, CleanPath, PathOptions};
 use super::serve::{ResponseContext, Sink};
-use crate::response::{cache_headers, common_headers, status_page};
+use crate::response::{cache_headers, common_headers, StatusAnswer};
 
 /// One directory entry as the listing shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,14 +310,14 @@ const HTML_POLICY: &[u8] = b"default-src 'none'; style-src 'unsafe-inline'";
 /// Writes the response to `request` for `page`: `200` with the location's cache headers and an
 /// ETag, `304` when `If-None-Match` matches it, `412` when `If-Match` does not. A listing has no
 /// Last-Modified (a file below can change without the directory's mtime) and no Vary (the view
-/// comes from the URL, not from request headers). Returns the status.
+/// comes from the URL, not from request headers). Returns the status written, or the `412`
+/// whose status page the caller writes.
 pub fn respond(
     request: &RequestHead,
     page: &Page,
     context: &ResponseContext<'_>,
-    error_context: &ResponseContext<'_>,
     sink: &mut dyn Sink,
-) -> u16 {
+) -> Result<u16, StatusAnswer> {
     let etag = entity_tag(&page.body);
     let validators = Validators {
         etag: Some(etag.as_bytes()),
@@ -327,10 +327,7 @@ pub fn respond(
     let status = match conditional::evaluate(request, &validators) {
         Precondition::Proceed => 200,
         Precondition::NotModified => 304,
-        Precondition::Failed => {
-            status_page::write(sink.bytes(), 412, &error_context.head, &[], !head_only);
-            return 412;
-        }
+        Precondition::Failed => return Err(StatusAnswer::new(412)),
     };
     let out = sink.bytes();
     write_status_line(out, status);
@@ -339,7 +336,7 @@ pub fn respond(
     write_header(out, "ETag", etag.as_bytes());
     if status == 304 {
         out.extend_from_slice(b"\r\n");
-        return 304;
+        return Ok(304);
     }
     write_header(out, "Content-Type", page.content_type.as_bytes());
     if page.content_type.starts_with("text/html") {
@@ -350,7 +347,7 @@ pub fn respond(
     if !head_only {
         out.extend_from_slice(&page.body);
     }
-    200
+    Ok(200)
 }
 
 #[cfg(test)]
