@@ -33,7 +33,7 @@ impl EventLoop {
             connect,
             link,
             &mut slot.client.conn,
-            &mut self.upstream_pool,
+            &mut self.core.upstream_pool,
             token,
         ) else {
             return;
@@ -69,12 +69,7 @@ impl EventLoop {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        upstream::release(
-            &mut slot.client.conn,
-            &mut slot.client.upstreams,
-            &mut self.upstream_pool,
-            |_| {},
-        );
+        self.core.settle(&mut slot.client);
     }
 
     /// An epoll event (under `token`) for connection `index`'s client or upstream socket.
@@ -83,19 +78,16 @@ impl EventLoop {
             return;
         };
         if kind == Kind::Upstream {
-            let link = slab::link_of(token);
-            let socket = slot
-                .client
-                .upstreams
-                .iter_mut()
-                .find(|socket| socket.link.index() == link);
-            if let Some(socket) = socket {
-                socket.ready(event.readable, event.writable, event.hangup || event.error);
-            }
+            slot.client.upstream_ready(
+                slab::link_of(token),
+                event.readable,
+                event.writable,
+                event.hangup || event.error,
+            );
         } else {
-            slot.can_read |= event.readable || event.hangup || event.error;
-            slot.can_write |= event.writable || event.error;
-            slot.hung_up |= event.hangup || event.error;
+            slot.io.can_read |= event.readable || event.hangup || event.error;
+            slot.io.can_write |= event.writable || event.error;
+            slot.io.hung_up |= event.hangup || event.error;
         }
     }
 }
