@@ -71,10 +71,8 @@ impl Client {
     /// The upstream's deadline first: while the connection waits on its upstream the client
     /// phase sets none (`Phase::Upstream`).
     pub fn verdict(&mut self, now: Instant, limits: &Limits) -> Option<Verdict> {
-        if let (Some(tls), Some(deadline)) = (&self.tls, self.handshake_deadline) {
-            if tls.is_handshaking() && now >= deadline {
-                return Some(Verdict::Close);
-            }
+        if self.handshake_due().is_some_and(|deadline| now >= deadline) {
+            return Some(Verdict::Close);
         }
         if self
             .conn
@@ -102,6 +100,13 @@ impl Client {
         if let Some(socket) = socket {
             socket.ready(readable, writable, hangup);
         }
+    }
+
+    /// When its handshake is cut, while one is under way.
+    #[must_use]
+    pub fn handshake_due(&self) -> Option<Instant> {
+        self.handshake_deadline
+            .filter(|_| self.tls.as_ref().is_some_and(|tls| tls.is_handshaking()))
     }
 
     /// TLS bytes (records, an alert, the plain-HTTP answer) wait to be written.

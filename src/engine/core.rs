@@ -25,7 +25,9 @@ use crate::conn::{Context, Ending};
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
+use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
+use crate::log::stats::LoopStats;
 use crate::ops::{self, Control, LoopLink, RunState};
 use crate::site::Generation;
 
@@ -85,12 +87,77 @@ pub fn take_backlog(listeners: &[Listener], mut take: impl FnMut(&Listener) -> A
     }
 }
 
+/// What every engine thread (a loop, a ring, a blocking worker) serves under: the server's
+/// `Control`, and the configuration generation new requests are served under.
+pub struct Serving {
+    pub control: Arc<Control>,
+    pub generation: Arc<Generation>,
+    /// The reload epoch seen.
+    epoch: u64,
+    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
+    pub announcing: bool,
+}
+
+impl Serving {
+    #[must_use]
+    pub fn new(control: Arc<Control>) -> Serving {
+        Serving {
+            generation: control.current(),
+            control,
+            epoch: 0,
+            announcing: false,
+        }
+    }
+
+    /// Take up a reload (new requests use the new generation; the access log takes its
+    /// format): the new epoch, after which the caller forgets its path translations (they are
+    /// keyed by the old generation's roots, can never hit again and hold descriptors open).
+    pub fn refresh(&mut self, log: &mut AccessLog) -> Option<u64> {
+        if !self.control.refresh(&mut self.epoch, &mut self.generation) {
+            return None;
+        }
+        log.set_format(ops::log_format(&self.generation));
+        Some(self.epoch)
+    }
+
+    /// The run state, noting an announced stop (responses then say the stop is coming).
+    pub fn run_state(&mut self) -> RunState {
+        let state = self.control.run_state();
+        if matches!(state, RunState::Announcing { .. }) {
+            self.announcing = true;
+        }
+        state
+    }
+
+    /// The `Context` a connection decides in, from the engine's caches, clock and link.
+    pub fn context<'a>(
+        &'a self,
+        caches: &'a Caches,
+        clock: &'a Clock,
+        disk: DiskAccess,
+        (log, stats): (&'a mut AccessLog, &'a LoopStats),
+        draining: bool,
+    ) -> Context<'a> {
+        Context {
+            config: &self.generation.config,
+            sites: &self.generation.sites,
+            caches,
+            clock,
+            disk,
+            log,
+            stats,
+            metrics: &self.control.stats,
+            upstreams: &self.generation.upstreams,
+            launcher: &self.generation.launcher,
+            rates: &self.control.rates,
+            draining: draining || self.announcing,
+        }
+    }
+}
+
 /// What a slab engine shares with all its connections.
 pub struct Core {
-    pub control: Arc<Control>,
-    /// The configuration generation new requests are served under, and the reload epoch seen.
-    pub generation: Arc<Generation>,
-    epoch: u64,
+    pub serving: Serving,
     pub link: LoopLink,
     pub caches: Caches,
     pub clock: Clock,
@@ -99,8 +166,6 @@ pub struct Core {
     pub upstream_pool: IdlePool,
     /// A graceful stop is under way: no more accepting, idle connections close.
     pub draining: bool,
-    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
-    pub announcing: bool,
     pub accept_pause: AcceptPause,
     last_sweep: Instant,
     pub scratch: Box<[u8]>,
@@ -123,16 +188,13 @@ impl Core {
     #[must_use]
     pub fn new(control: Arc<Control>, link: LoopLink, caches: Caches, disk: DiskAccess) -> Core {
         Core {
-            generation: control.current(),
-            control,
-            epoch: 0,
+            serving: Serving::new(control),
             link,
             caches,
             clock: Clock::default(),
             disk,
             upstream_pool: IdlePool::default(),
             draining: false,
-            announcing: false,
             accept_pause: AcceptPause::default(),
             last_sweep: Instant::now(),
             scratch: vec![0u8; SCRATCH].into_boxed_slice(),
@@ -141,28 +203,17 @@ impl Core {
 
     /// The `Context` a connection decides in.
     pub fn context(&mut self) -> Context<'_> {
-        Context {
-            config: &self.generation.config,
-            sites: &self.generation.sites,
-            caches: &self.caches,
-            clock: &self.clock,
-            disk: self.disk,
-            log: &mut self.link.log,
-            stats: &self.link.stats,
-            metrics: &self.control.stats,
-            upstreams: &self.generation.upstreams,
-            launcher: &self.generation.launcher,
-            rates: &self.control.rates,
-            draining: self.draining || self.announcing,
-        }
+        let link = (&mut self.link.log, &self.link.stats);
+        self.serving
+            .context(&self.caches, &self.clock, self.disk, link, self.draining)
     }
 
     /// What admits a new connection under the current generation.
     #[must_use]
     pub fn door(&self) -> Door<'_> {
         Door {
-            control: &self.control,
-            generation: &self.generation,
+            control: &self.serving.control,
+            generation: &self.serving.generation,
             stats: &self.link.stats,
             caches: &self.caches,
         }
@@ -172,18 +223,11 @@ impl Core {
     /// the start of each turn, before its events, so that a request read after the stop
     /// signal is answered as draining (`Connection: close`, health 503).
     pub fn follow(&mut self) -> Follow {
-        if self.control.refresh(&mut self.epoch, &mut self.generation) {
-            self.link.log.set_format(ops::log_format(&self.generation));
-            // Translations are keyed by the old generation's roots: they can never hit again,
-            // and they hold descriptors open.
+        if self.serving.refresh(&mut self.link.log).is_some() {
             self.caches.paths.clear();
         }
-        match self.control.run_state() {
-            RunState::Running => Follow::Serve,
-            RunState::Announcing { .. } => {
-                self.announcing = true;
-                Follow::Serve
-            }
+        match self.serving.run_state() {
+            RunState::Running | RunState::Announcing { .. } => Follow::Serve,
             RunState::Draining { deadline } => {
                 let began = !self.draining;
                 self.draining = true;
@@ -234,25 +278,43 @@ pub(crate) trait Driver {
     /// The core and the slab, borrowed apart.
     fn parts(&mut self) -> (&mut Core, &mut Slab<Slot<Self::Io>>);
     /// The engine still moves bytes for this connection (a send in flight, input not yet
-    /// parsed): a drain must not close it yet.
-    fn busy(slot: &Slot<Self::Io>) -> bool;
+    /// parsed): a drain must not close it yet. An engine that moves bytes only while it
+    /// drives a connection (the loop) has nothing in flight between turns.
+    fn busy(_slot: &Slot<Self::Io>) -> bool {
+        false
+    }
     /// Run the connection's cycle as far as it goes now.
     fn drive(&mut self, index: usize);
     /// Take the slot out of the slab, with what the engine has in flight for it.
     fn remove(&mut self, index: usize) -> Option<Slot<Self::Io>>;
-    /// After a decision: the upstream sockets `Conn` is done with go (and what watches them).
-    fn settle_upstream(&mut self, index: usize);
-    /// The connection's upstream sockets close (and what watches them).
-    fn drop_upstreams(&mut self, index: usize);
     /// Our side is shut: read and discard what the client still sends until it closes.
     fn linger(&mut self, index: usize);
-    /// Whether the engine may write to the client now (no send of its own is in flight).
-    fn may_write_now(&self, index: usize) -> bool;
     /// Whether the client socket is known to hold no unread input (a plain close then sends
     /// no reset).
     fn input_drained(&self, index: usize) -> bool;
     /// Copy what only this engine can read (caches, helpers) to its scoreboard slot.
     fn publish(&self);
+
+    /// After a decision: the upstream sockets `Conn` is done with go to the idle pool or
+    /// close (an engine that watches them stops watching those too).
+    fn settle_upstream(&mut self, index: usize) {
+        if let Some((core, client)) = self.slot_mut(index) {
+            core.settle(client);
+        }
+    }
+
+    /// The connection's upstream sockets close (an engine that watches them stops watching).
+    fn drop_upstreams(&mut self, index: usize) {
+        if let Some((_, client)) = self.slot_mut(index) {
+            client.upstreams.clear();
+        }
+    }
+
+    /// Whether the engine may write to the client now: yes, unless it has a send of its own
+    /// in flight.
+    fn may_write_now(&self, _index: usize) -> bool {
+        true
+    }
 
     fn slot_mut(&mut self, index: usize) -> Option<(&mut Core, &mut Client)> {
         let (core, slots) = self.parts();
@@ -348,7 +410,7 @@ pub(crate) trait Driver {
     /// handed to its thread.
     fn sweep(&mut self, now: Instant) {
         let (core, slots) = self.parts();
-        let limits = &core.generation.config.limits;
+        let limits = &core.serving.generation.config.limits;
         let expired: Vec<(usize, Verdict)> = slots
             .iter_mut()
             .filter_map(|(index, slot)| Some((index, slot.client.verdict(now, limits)?)))

@@ -142,7 +142,7 @@ impl EventLoop {
             return self.flush_tls(index);
         }
         let token = self.token(index);
-        let send_chunk = self.core.generation.config.send.send_chunk as u64;
+        let send_chunk = self.core.serving.generation.config.send.send_chunk as u64;
         let mut budget = send_chunk;
         let mut wrote = false;
         let disk = self.core.disk;
@@ -234,7 +234,7 @@ impl EventLoop {
             .io
             .paged_in
             .is_some_and(|(paged, end)| paged == key && range.offset < end);
-        let residency_test = self.core.generation.config.caches.residency_test;
+        let residency_test = self.core.serving.generation.config.caches.residency_test;
         let page_in = serve::page_in_needed(
             range.file,
             (range.offset, len),
@@ -274,7 +274,7 @@ impl EventLoop {
     /// spent.
     fn flush_tls(&mut self, index: usize) -> io::Result<bool> {
         let token = self.token(index);
-        let mut budget = self.core.generation.config.send.send_chunk as u64;
+        let mut budget = self.core.serving.generation.config.send.send_chunk as u64;
         let mut wrote = false;
         loop {
             let Some(slot) = self.slots.get_mut(index) else {

@@ -52,12 +52,6 @@ impl Driver for EventLoop {
         (&mut self.core, &mut self.slots)
     }
 
-    /// The loop moves bytes only while it drives a connection: between turns nothing is in
-    /// flight.
-    fn busy(_: &Slot) -> bool {
-        false
-    }
-
     fn drive(&mut self, index: usize) {
         EventLoop::drive(self, index);
     }
@@ -65,16 +59,6 @@ impl Driver for EventLoop {
     /// Closing the descriptor (as the slot is dropped) removes it from the epoll set.
     fn remove(&mut self, index: usize) -> Option<Slot> {
         self.slots.remove(index)
-    }
-
-    fn settle_upstream(&mut self, index: usize) {
-        EventLoop::settle_upstream(self, index);
-    }
-
-    fn drop_upstreams(&mut self, index: usize) {
-        if let Some(slot) = self.slots.get_mut(index) {
-            slot.client.upstreams.clear();
-        }
     }
 
     /// Read what is there now; the rest comes with the socket's next event (`drive`).
@@ -85,11 +69,6 @@ impl Driver for EventLoop {
         if slot.client.linger_read(&mut self.core.scratch) {
             self.close(index);
         }
-    }
-
-    /// Every write is made at once and what does not fit waits in `Conn`'s output.
-    fn may_write_now(&self, _index: usize) -> bool {
-        true
     }
 
     /// The last read found the socket drained (edge-triggered epoll reports more).

@@ -4,6 +4,11 @@
 //! when `Conn` is done with it (`take_upstream_release`: into this loop's idle pool, or
 //! closed).
 //!
+//! A pooled socket (`core::Driver::settle_upstream`) stays in the epoll set under its token:
+//! events it gets while idle reach a link that no longer has it, or none (the token's
+//! generation is gone), and are mere hints there (a read that finds nothing); whether it is
+//! still usable is checked when it is taken (`IdlePool::take_preferring`).
+//!
 //! Owns: those steps. Must not touch: reading and writing it (`upstream::pump`, called by
 //! `drive.rs`), HTTP.
 
@@ -58,18 +63,6 @@ impl EventLoop {
             }
             Err(error) => slot.client.conn.upstream_failed(link, &error),
         }
-    }
-
-    /// After `advance`, `job_done` or `timed_out`: the upstream sockets `Conn` is done with go
-    /// to the idle pool or are closed. A pooled socket stays in the epoll set under its token:
-    /// events it gets while idle reach a link that no longer has it, or none (the token's
-    /// generation is gone), and are mere hints there (a read that finds nothing); whether it is
-    /// still usable is checked when it is taken (`IdlePool::take_preferring`).
-    pub(super) fn settle_upstream(&mut self, index: usize) {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        self.core.settle(&mut slot.client);
     }
 
     /// An epoll event (under `token`) for connection `index`'s client or upstream socket.

@@ -179,7 +179,7 @@ impl Proactor {
                     .io
                     .paged_in
                     .is_some_and(|(paged, end)| paged == key && range.offset + len <= end);
-                let residency_test = self.core.generation.config.caches.residency_test;
+                let residency_test = self.core.serving.generation.config.caches.residency_test;
                 let resident =
                     residency_test && serve::range_resident(range.file, range.offset, len);
                 if trusted && !residency_test {
@@ -246,7 +246,7 @@ impl Proactor {
             return true;
         }
         let started = if let Some(range) = slot.client.conn.output.front_file() {
-            let chunk = splice_chunk(self.core.generation.config.limits.min_send_rate);
+            let chunk = splice_chunk(self.core.serving.generation.config.limits.min_send_rate);
             slot.client
                 .clock
                 .set_slack(chunk as u64, std::time::Instant::now());
