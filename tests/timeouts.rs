@@ -48,3 +48,27 @@ for_each_arch!(fn idle_keep_alive_is_closed(arch) {
         std::thread::sleep(Duration::from_millis(300));
     }
 });
+
+// The `408` on a header timeout is followed by a lingering close under every engine (the one
+// rule of `engine::core`): what the client still sends of its request is read and discarded
+// rather than answered with a reset that could destroy the `408` on its way. The epoll engines
+// used to close plainly here, and a client still sending got a reset.
+for_each_arch!(fn timeout_answer_is_followed_by_lingering_close(arch) {
+    let root = TempRoot::new();
+    let server = Server::start(Options::new(root.path(), arch).args(["--header-timeout", "1"]));
+    let mut conn = Conn::open(server.addr());
+    conn.send("GET /slow.txt HTTP/1.1\r\nHost: t\r\n");
+    conn.set_read_timeout(Duration::from_secs(4));
+    let bytes = conn.read_to_end().expect("the 408, then the end of its stream");
+    let responses = support::http::parse_all(&bytes, "GET");
+    assert_eq!(responses.len(), 1);
+    assert_eq!(responses[0].status, 408, "{:?}", responses[0]);
+    // A closed socket answers the first late segment with a reset, which fails a later write
+    // at once on loopback; a lingering one takes them (the linger timeout is seconds).
+    let watch = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < watch {
+        let sent = conn.try_send(b"X-Late: still sending\r\n");
+        assert!(sent.is_ok(), "reset after the 408: {sent:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+});

@@ -7,10 +7,10 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::OwnedFd;
-use std::time::Instant;
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
 
-use ampd_sys::{errno, socket};
+use ampd_sys::{errno, io as sysio, socket};
 
 use super::listener::{Endpoint, Listener};
 use super::phase_clock::{Expired, PhaseClock};
@@ -37,6 +37,8 @@ pub struct Client {
     pub job_out: bool,
     /// Write side shut; input is read and discarded until the client closes (lingering close).
     pub lingering: bool,
+    /// The client ended its stream (a read returned end of stream): nothing to linger for.
+    pub eof: bool,
     /// The upstream sockets it drives besides its client socket (`Need::Connect`), one per
     /// link; closed with the connection, never pooled then.
     pub upstreams: Vec<Upstream>,
@@ -69,10 +71,8 @@ impl Client {
     /// The upstream's deadline first: while the connection waits on its upstream the client
     /// phase sets none (`Phase::Upstream`).
     pub fn verdict(&mut self, now: Instant, limits: &Limits) -> Option<Verdict> {
-        if let (Some(tls), Some(deadline)) = (&self.tls, self.handshake_deadline) {
-            if tls.is_handshaking() && now >= deadline {
-                return Some(Verdict::Close);
-            }
+        if self.handshake_due().is_some_and(|deadline| now >= deadline) {
+            return Some(Verdict::Close);
         }
         if self
             .conn
@@ -90,6 +90,25 @@ impl Client {
         })
     }
 
+    /// What a readiness report says of the upstream socket of link `link` (a slab link index),
+    /// if the connection still has it.
+    pub fn upstream_ready(&mut self, link: usize, readable: bool, writable: bool, hangup: bool) {
+        let socket = self
+            .upstreams
+            .iter_mut()
+            .find(|socket| socket.link.index() == link);
+        if let Some(socket) = socket {
+            socket.ready(readable, writable, hangup);
+        }
+    }
+
+    /// When its handshake is cut, while one is under way.
+    #[must_use]
+    pub fn handshake_due(&self) -> Option<Instant> {
+        self.handshake_deadline
+            .filter(|_| self.tls.as_ref().is_some_and(|tls| tls.is_handshaking()))
+    }
+
     /// TLS bytes (records, an alert, the plain-HTTP answer) wait to be written.
     #[must_use]
     pub fn tls_waits(&self) -> bool {
@@ -101,6 +120,93 @@ impl Client {
     #[must_use]
     pub fn tls_ending(&self) -> bool {
         self.tls.as_ref().is_some_and(|tls| tls.ending().is_some())
+    }
+
+    /// End the connection's side, the way every engine does once its last response is out:
+    /// upstream sockets still attached close (the exchanges are over or abandoned), TLS says
+    /// `close_notify` (without waiting: a client that stopped reading does not get it), and a
+    /// FIN follows the data. Returns whether the close lingers (input is then read and
+    /// discarded until the client closes, so unread request bytes do not turn the close into
+    /// a reset that destroys the response in flight); `false`: close now, the client ended its
+    /// stream already (nothing to drain) or the socket is gone.
+    pub fn shut(&mut self, now: Instant, stats: &LoopStats) -> bool {
+        self.upstreams.clear();
+        self.send_close_notify();
+        let shut = socket::shutdown_write(self.fd.as_fd()).is_ok();
+        if !shut || self.eof {
+            return false;
+        }
+        self.lingering = true;
+        self.clock.note(Phase::Closing, false, now, stats);
+        true
+    }
+
+    /// `close_notify`, sent without waiting (whether the socket blocks or not).
+    fn send_close_notify(&mut self) {
+        let Some(tls) = self.tls.as_mut() else {
+            return;
+        };
+        tls.close();
+        let mut notify = Vec::new();
+        tls.take_ciphertext(&mut notify, 1 << 10);
+        if !notify.is_empty() {
+            let _ = sysio::send(
+                self.fd.as_fd(),
+                &notify,
+                sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT,
+            );
+        }
+    }
+
+    /// Write what `Conn` queued (memory: a `408`, a GOAWAY) once, without waiting; whether all
+    /// of it went out. A client too slow to take it gets what fits.
+    pub fn write_now(&mut self, scratch: &mut [u8]) -> bool {
+        let fd = self.fd.as_fd();
+        let flags = sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT;
+        match self.tls.as_mut() {
+            Some(tls) => {
+                if tls.seal(&mut self.conn.output, scratch).is_err() {
+                    return false;
+                }
+                let mut records = Vec::new();
+                tls.take_ciphertext(&mut records, usize::MAX);
+                let sent = sysio::send(fd, &records, flags);
+                sent.is_ok_and(|sent| sent == records.len()) && self.conn.output.is_empty()
+            }
+            None => {
+                let slices = self.conn.output.memory_slices();
+                let pending: usize = slices.iter().map(|slice| slice.len()).sum();
+                let sent = sysio::send_vectored(fd, &slices, flags);
+                drop(slices);
+                match sent {
+                    Ok(sent) => {
+                        self.conn.output.advance(sent as u64);
+                        self.clock.sent(sent as u64);
+                        sent == pending && self.conn.output.is_empty()
+                    }
+                    Err(_) => false,
+                }
+            }
+        }
+    }
+
+    /// Read and discard what the lingering client still sends, without waiting: `true` once
+    /// it closed (or the socket failed), `false` while it may send more.
+    pub fn linger_read(&mut self, scratch: &mut [u8]) -> bool {
+        loop {
+            match sysio::read(self.fd.as_fd(), scratch) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// The coming close resets the connection (`SO_LINGER` 0): what is still queued for the
+    /// client is discarded.
+    pub fn reset_on_close(&self) {
+        let _ = socket::set_linger(self.fd.as_fd(), Some(Duration::ZERO));
     }
 
     /// Whether a graceful drain may close the connection now: idle between requests with
@@ -117,15 +223,27 @@ impl Client {
     }
 }
 
-/// The outcome of one `accept`.
-pub enum Accepted {
-    Client(Box<Client>),
+/// The outcome of one `accept`: an admitted client (`C`: as the engine holds it).
+pub enum Accepted<C = Box<Client>> {
+    Client(C),
     /// The backlog is empty.
     Empty,
     /// Nothing to serve this time (refused far over a cap, or the client gave up).
     Skipped,
     /// Out of descriptors or memory: the caller pauses accepting (clients wait in the backlog).
     Exhausted,
+}
+
+impl<C> Accepted<C> {
+    /// The same outcome, with the admitted client made into what the engine holds.
+    pub fn map<D>(self, make: impl FnOnce(C) -> D) -> Accepted<D> {
+        match self {
+            Accepted::Client(client) => Accepted::Client(make(client)),
+            Accepted::Empty => Accepted::Empty,
+            Accepted::Skipped => Accepted::Skipped,
+            Accepted::Exhausted => Accepted::Exhausted,
+        }
+    }
 }
 
 /// What admitting a connection needs from the engine that accepts it.
@@ -174,6 +292,7 @@ impl Door<'_> {
                     clock: PhaseClock::opened(self.stats, now),
                     job_out: false,
                     lingering: false,
+                    eof: false,
                     upstreams: Vec::new(),
                     ticket,
                     tls,

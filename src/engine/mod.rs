@@ -18,6 +18,7 @@
 
 pub mod blocking;
 pub mod client;
+mod core;
 pub mod event_loop;
 pub mod helper_process;
 pub mod helpers;
@@ -27,7 +28,6 @@ pub mod mt;
 pub mod phase_clock;
 pub mod read_ahead;
 pub mod slab;
-mod sweep;
 pub mod tpc;
 pub mod upstream;
 pub mod uring;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use ampd_sys::poll::{self, PollFd};
 
 use super::blocking::{self, Accepted, Connection, OnWait, SharedCaches, Worker, TICK};
+use super::core::{self, ACCEPT_PAUSE};
 use super::listener::Listener;
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
@@ -26,8 +27,6 @@ use crate::ops::{Control, RunState, TPC_SLOTS};
 
 /// Stack of a connection thread: serving needs little, and thousands of threads reserve it.
 const STACK: usize = 256 << 10;
-/// How long accepting pauses when descriptors or threads run out.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// Cache shards shared by the connection threads.
 const SHARDS: usize = 64;
 /// How long after a stop (or the end of the grace period) connection threads get to notice.
@@ -99,20 +98,18 @@ pub fn run(control: &Arc<Control>, listeners: Vec<Listener>) -> io::Result<()> {
     loop {
         match front.lifecycle() {
             Ok(false) => {}
-            // Take what waits in the backlog (it was sent before the stop), then stop.
+            // Take what waits in the backlog (it was sent before the stop), then stop; each
+            // connection waits for a thread (until the grace period is over).
             Ok(true) => {
-                for listener in &listeners {
-                    while front.lifecycle().is_ok() {
-                        if !acceptor.active.wait_below(acceptor.cap, TICK) {
-                            continue;
-                        }
-                        match front.accept(listener) {
-                            Accepted::Connection(connection) => acceptor.start(connection),
-                            Accepted::Skipped => {}
-                            Accepted::Empty | Accepted::Exhausted => break,
+                core::take_backlog(&listeners, |listener| {
+                    while !acceptor.active.wait_below(acceptor.cap, TICK) {
+                        if front.lifecycle().is_err() {
+                            return super::client::Accepted::Empty;
                         }
                     }
-                }
+                    let accepted = front.accept(listener);
+                    accepted.map(|connection| acceptor.start(connection))
+                });
                 break;
             }
             Err(_) => break,
@@ -125,7 +122,7 @@ pub fn run(control: &Arc<Control>, listeners: Vec<Listener>) -> io::Result<()> {
         let mut empty = 0;
         for listener in &listeners {
             match front.accept(listener) {
-                Accepted::Connection(connection) => acceptor.start(connection),
+                Accepted::Client(connection) => acceptor.start(connection),
                 Accepted::Empty => empty += 1,
                 Accepted::Exhausted => std::thread::sleep(ACCEPT_PAUSE),
                 Accepted::Skipped => {}

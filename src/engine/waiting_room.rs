@@ -23,6 +23,7 @@ use ampd_sys::epoll::{Epoll, Events, Interest};
 use ampd_sys::poll::{self, PollFd};
 
 use super::blocking::{self, Accepted, Connection, OnWait, Served, Worker, TICK};
+use super::core::AcceptPause;
 use super::listener::Listener;
 use crate::config::Limits;
 use crate::conn::Phase;
@@ -33,8 +34,6 @@ const STOPPING: u64 = 1;
 /// The first listener's token; the next ones count down from it (parked connections' tokens
 /// count up from `STOPPING`).
 const LISTENER: u64 = u64::MAX;
-/// How long accepting pauses when descriptors run out (`EMFILE`); clients wait in the backlog.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// A process holding an idle connection that sees new work for its waiting room gives idle
 /// processes this long to take it before it parks its connection and takes the work itself.
 const HEAD_START: Duration = Duration::from_millis(2);
@@ -83,8 +82,8 @@ pub struct WaitingRoom {
     wake: ListenerWake,
     parked: Sharded<HashMap<u64, Parked>>,
     next_token: AtomicU64,
-    /// When accepting may resume after running out of descriptors.
-    accept_paused_until: Mutex<Option<Instant>>,
+    /// Accepting paused after running out of descriptors.
+    accept_pause: Mutex<AcceptPause>,
     last_sweep: Mutex<Instant>,
     /// Since when a held connection's worker has seen new clients waiting (see `hold`).
     clients_waiting_since: Mutex<Option<Instant>>,
@@ -119,7 +118,7 @@ impl WaitingRoom {
             wake,
             parked: Sharded::new(shards, HashMap::new),
             next_token: AtomicU64::new(STOPPING + 1),
-            accept_paused_until: Mutex::new(None),
+            accept_pause: Mutex::new(AcceptPause::default()),
             last_sweep: Mutex::new(Instant::now()),
             clients_waiting_since: Mutex::new(None),
             due: Mutex::new(VecDeque::new()),
@@ -185,7 +184,7 @@ impl WaitingRoom {
                 .len();
             for which in 0..count {
                 match self.with_listener(which, |listener| worker.accept(listener)) {
-                    Some(Accepted::Connection(connection)) => {
+                    Some(Accepted::Client(connection)) => {
                         return Some(Ready::Connection(connection))
                     }
                     Some(Accepted::Skipped) => return Some(Ready::Nothing),
@@ -234,11 +233,11 @@ impl WaitingRoom {
             return Ready::Nothing;
         };
         let ready = match accepted {
-            Accepted::Connection(connection) => Ready::Connection(connection),
+            Accepted::Client(connection) => Ready::Connection(connection),
             // Out of descriptors or memory: stop listening for a moment (the sweep resumes
             // it) rather than wake on a listener that stays ready.
             Accepted::Exhausted => {
-                *lock(&self.accept_paused_until) = Some(Instant::now() + ACCEPT_PAUSE);
+                lock(&self.accept_pause).begin(Instant::now());
                 if self.wake == ListenerWake::Exclusive {
                     for listener in self
                         .listeners
@@ -297,9 +296,11 @@ impl WaitingRoom {
         // and then finds the connection.
         let mut shard = self.parked.lock(&token);
         let armed = if connection.registered {
-            self.epoll.modify(connection.fd.as_fd(), token, interest)
+            self.epoll
+                .modify(connection.client.fd.as_fd(), token, interest)
         } else {
-            self.epoll.add(connection.fd.as_fd(), token, interest)
+            self.epoll
+                .add(connection.client.fd.as_fd(), token, interest)
         };
         if armed.is_err() {
             return;
@@ -338,7 +339,7 @@ impl WaitingRoom {
                 return Some(connection);
             }
             let mut fds = [
-                PollFd::new(connection.fd.as_fd(), true, false),
+                PollFd::new(connection.client.fd.as_fd(), true, false),
                 PollFd::new(self.epoll.as_fd(), true, false),
             ];
             if poll::poll(&mut fds, Some((deadline - now).min(TICK))).is_err() {
@@ -359,7 +360,7 @@ impl WaitingRoom {
             if !fds[1].ready() {
                 if !shed {
                     // Idle past one wait: give its buffers back, as the event loop does.
-                    connection.conn.shed_buffers();
+                    connection.client.conn.shed_buffers();
                     shed = true;
                 }
                 continue;
@@ -395,7 +396,7 @@ impl WaitingRoom {
                     }
                     let rest = HEAD_START - waited;
                     if let Ok(Some(_)) =
-                        poll::poll_one(connection.fd.as_fd(), true, false, Some(rest))
+                        poll::poll_one(connection.client.fd.as_fd(), true, false, Some(rest))
                     {
                         return Some(connection);
                     }
@@ -424,7 +425,7 @@ impl WaitingRoom {
                 .iter_mut()
                 .filter_map(|(token, parked)| {
                     if now.saturating_duration_since(parked.since) >= TICK {
-                        parked.connection.conn.shed_buffers();
+                        parked.connection.client.conn.shed_buffers();
                     }
                     let deadline = parked.connection.deadline(limits);
                     deadline
@@ -440,9 +441,8 @@ impl WaitingRoom {
             );
         });
         lock(&self.due).extend(expired);
-        let mut paused = lock(&self.accept_paused_until);
-        if paused.is_some_and(|until| now >= until) && self.accepting.load(Ordering::Acquire) {
-            *paused = None;
+        let mut pause = lock(&self.accept_pause);
+        if pause.until().is_some() && pause.over(now) && self.accepting.load(Ordering::Acquire) {
             let interest = listener_interest(self.wake);
             let listeners = self
                 .listeners

@@ -18,8 +18,8 @@ impl Worker {
     /// Move what can move between the upstream sockets and `Conn`; whether anything did.
     pub(super) fn pump_upstream(&mut self, connection: &mut Connection) -> bool {
         upstream::pump_all(
-            &mut connection.upstreams,
-            &mut connection.conn,
+            &mut connection.client.upstreams,
+            &mut connection.client.conn,
             &mut self.scratch,
         )
     }
@@ -32,41 +32,46 @@ impl Worker {
     pub(super) fn wait_upstream(&mut self, connection: &mut Connection) -> Result<Waited, Reset> {
         let was_draining = self.lifecycle()?;
         loop {
-            let draining = self.lifecycle()?;
-            if draining && !was_draining {
-                self.drain_began_while_busy();
+            let Some(draining) = self.wait_turn(was_draining)? else {
                 return Ok(Waited::DrainBegan);
-            }
+            };
             let now = Instant::now();
-            let upstream_deadline = connection.conn.upstream_deadline();
+            let upstream_deadline = connection.client.conn.upstream_deadline();
             if upstream_deadline.is_some_and(|deadline| now >= deadline) {
-                connection.conn.upstream_timed_out();
+                connection.client.conn.upstream_timed_out();
                 return Ok(Waited::Ready);
             }
-            let limits = &self.generation.config.limits;
-            if let Some(why) = connection.clock.check(now, limits, false) {
+            let limits = &self.serving.generation.config.limits;
+            if let Some(why) = connection.client.clock.check(now, limits, false) {
                 return Ok(Waited::Expired(why));
             }
-            let deadline = [connection.clock.deadline(limits, false), upstream_deadline]
-                .into_iter()
-                .flatten()
-                .min();
+            let deadline = [
+                connection.client.clock.deadline(limits, false),
+                upstream_deadline,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             // At most a tick, so the drain and a second stop signal are seen.
             let left = deadline
                 .map_or(TICK, |deadline| deadline.saturating_duration_since(now))
                 .min(TICK);
-            if connection.upstreams.is_empty() {
+            if connection.client.upstreams.is_empty() {
                 return Ok(Waited::Ready);
             }
-            let client_reads = connection.conn.wants_input();
-            let mut fds = Vec::with_capacity(2 + connection.upstreams.len());
-            fds.push(PollFd::new(connection.fd.as_fd(), client_reads, false));
+            let client_reads = connection.client.conn.wants_input();
+            let mut fds = Vec::with_capacity(2 + connection.client.upstreams.len());
+            fds.push(PollFd::new(
+                connection.client.fd.as_fd(),
+                client_reads,
+                false,
+            ));
             // An upstream socket is watched only for what `Conn` waits on: one that hung up
             // while nothing is wanted from it would otherwise report so on every poll.
             // `watched[i]`: the upstream socket `fds[i + 1]` is.
-            let mut watched = Vec::with_capacity(connection.upstreams.len());
-            for (at, socket) in connection.upstreams.iter().enumerate() {
-                let wants = socket.wants(&connection.conn);
+            let mut watched = Vec::with_capacity(connection.client.upstreams.len());
+            for (at, socket) in connection.client.upstreams.iter().enumerate() {
+                let wants = socket.wants(&connection.client.conn);
                 if wants.any() {
                     fds.push(PollFd::new(socket.fd.as_fd(), wants.read, wants.write));
                     watched.push(at);
@@ -74,7 +79,7 @@ impl Worker {
             }
             // While draining the stop descriptor stays readable: it is not watched again.
             if !draining {
-                fds.push(PollFd::new(self.control.stopping_fd(), true, false));
+                fds.push(PollFd::new(self.serving.control.stopping_fd(), true, false));
             }
             poll::poll(&mut fds, Some(left))?;
             let client = fds[0];
@@ -88,7 +93,7 @@ impl Worker {
             drop(fds);
             if !ready.is_empty() {
                 for (at, readable, writable, hangup) in ready {
-                    connection.upstreams[at].ready(readable, writable, hangup);
+                    connection.client.upstreams[at].ready(readable, writable, hangup);
                 }
                 return Ok(Waited::Ready);
             }

@@ -9,12 +9,13 @@ use std::io;
 use std::os::fd::AsFd;
 
 use ampd_sys::epoll::{Epoll, Interest};
-use ampd_sys::{io as sysio, socket};
+use ampd_sys::io as sysio;
 
 use super::{EventLoop, Slot, Watched, READ_CHUNK, TURNS};
-use crate::conn::{Context, Ending, Need, Phase};
+use crate::conn::{Ending, Need};
 use crate::content::job::Job;
 use crate::content::serve::{self, DiskAccess};
+use crate::engine::core::Driver;
 use crate::engine::upstream;
 use crate::tls::session::{Received, SEAL_BATCH};
 
@@ -43,19 +44,15 @@ impl EventLoop {
                 self.linger(index);
                 return;
             }
-            let read = match read_input(slot, &mut self.scratch) {
+            let read = match read_input(slot, &mut self.core.scratch) {
                 Ok(read) => read,
                 Err(_) => return self.close(index),
             };
             // The upstream's side of the cycle: request bytes out, response bytes in (as far
             // as `Conn` wants them: a slow client stops the reading here).
-            let pumped = upstream::pump_all(
-                &mut slot.client.upstreams,
-                &mut slot.client.conn,
-                &mut self.scratch,
-            );
+            let pumped = self.core.pump(&mut slot.client);
             let need = {
-                let mut context = context!(self);
+                let mut context = self.core.context();
                 slot.client.conn.advance(&mut context)
             };
             self.settle_upstream(index);
@@ -78,7 +75,7 @@ impl EventLoop {
             // The connection closes at once after this output (see `end`): the close will carry
             // the last segment's FIN, so hold that segment back for it.
             let closes_after = matches!(need, Need::Close(Ending::Close))
-                && self.slots.get(index).is_some_and(|slot| !slot.can_read);
+                && self.slots.get(index).is_some_and(|slot| !slot.io.can_read);
             let wrote = match self.flush(index, closes_after) {
                 Ok(wrote) => wrote,
                 Err(_) => return self.close(index),
@@ -122,8 +119,8 @@ impl EventLoop {
             slot.client.clock.note(
                 slot.client.conn.phase(),
                 progressed,
-                self.clock.now(),
-                &self.link.stats,
+                self.core.clock.now(),
+                &self.core.link.stats,
             );
         }
     }
@@ -145,16 +142,16 @@ impl EventLoop {
             return self.flush_tls(index);
         }
         let token = self.token(index);
-        let send_chunk = self.generation.config.send.send_chunk as u64;
+        let send_chunk = self.core.serving.generation.config.send.send_chunk as u64;
         let mut budget = send_chunk;
         let mut wrote = false;
-        let disk = self.settings.disk;
+        let disk = self.core.disk;
         loop {
             let Some(slot) = self.slots.get_mut(index) else {
                 return Ok(wrote);
             };
-            if !slot.can_write || slot.client.conn.output.is_empty() || budget == 0 {
-                if budget == 0 && !slot.client.conn.output.is_empty() && slot.can_write {
+            if !slot.io.can_write || slot.client.conn.output.is_empty() || budget == 0 {
+                if budget == 0 && !slot.client.conn.output.is_empty() && slot.io.can_write {
                     self.ready.push_back(index);
                 }
                 return Ok(wrote);
@@ -234,9 +231,10 @@ impl EventLoop {
         let len = len.min(range.end - range.offset);
         let key = range.file.key;
         let trusted = slot
+            .io
             .paged_in
             .is_some_and(|(paged, end)| paged == key && range.offset < end);
-        let residency_test = self.generation.config.caches.residency_test;
+        let residency_test = self.core.serving.generation.config.caches.residency_test;
         let page_in = serve::page_in_needed(
             range.file,
             (range.offset, len),
@@ -248,7 +246,7 @@ impl EventLoop {
             if !residency_test {
                 // Without the test a page-in vouches only for the send right after it: the
                 // next range, or the next response of the same file, goes to a helper again.
-                slot.paged_in = None;
+                slot.io.paged_in = None;
             }
             return None;
         }
@@ -276,13 +274,13 @@ impl EventLoop {
     /// spent.
     fn flush_tls(&mut self, index: usize) -> io::Result<bool> {
         let token = self.token(index);
-        let mut budget = self.generation.config.send.send_chunk as u64;
+        let mut budget = self.core.serving.generation.config.send.send_chunk as u64;
         let mut wrote = false;
         loop {
             let Some(slot) = self.slots.get_mut(index) else {
                 return Ok(wrote);
             };
-            if !slot.can_write {
+            if !slot.io.can_write {
                 return Ok(wrote);
             }
             let Some(tls) = slot.client.tls.as_mut() else {
@@ -308,7 +306,7 @@ impl EventLoop {
                 self.ready.push_back(index);
                 return Ok(wrote);
             }
-            if self.settings.disk == DiskAccess::Helpers {
+            if self.core.disk == DiskAccess::Helpers {
                 if let Some(job) = self.page_in_job(index, SEAL_BATCH, SendBy::Loop) {
                     self.submit(index, job);
                     return Ok(wrote);
@@ -320,72 +318,12 @@ impl EventLoop {
             let Some(tls) = slot.client.tls.as_mut() else {
                 return Ok(wrote);
             };
-            let sealed = tls.seal(&mut slot.client.conn.output, &mut self.scratch)?;
+            let sealed = tls.seal(&mut slot.client.conn.output, &mut self.core.scratch)?;
             if sealed == 0 {
                 // Still handshaking: the output waits for it.
                 return Ok(wrote);
             }
             budget = budget.saturating_sub(sealed);
-        }
-    }
-
-    /// The last response is out. A client that has sent nothing more gets a plain close (its
-    /// FIN follows the response); otherwise the close lingers.
-    fn end(&mut self, index: usize, ending: Ending) {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        if ending == Ending::Close && !slot.can_read {
-            return self.close(index);
-        }
-        self.begin_close(index);
-    }
-
-    /// The response is out and the connection must end: shut down our side so the client gets
-    /// a FIN after the data, then drain its input until it closes, so unread request bytes do
-    /// not turn our close into a reset that destroys the response in flight (lingering close).
-    pub(super) fn begin_close(&mut self, index: usize) {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        // The exchanges are over or abandoned: upstream sockets still attached are closed.
-        slot.client.upstreams.clear();
-        if let Some(tls) = slot.client.tls.as_mut() {
-            // close_notify after the last response (best effort: a client that stopped reading
-            // does not get it).
-            tls.close();
-            let _ = tls.write_to(slot.client.fd.as_fd());
-        }
-        if socket::shutdown_write(slot.client.fd.as_fd()).is_err() {
-            return self.close(index);
-        }
-        slot.client.lingering = true;
-        slot.client
-            .clock
-            .note(Phase::Closing, false, self.clock.now(), &self.link.stats);
-        self.linger(index);
-    }
-
-    fn linger(&mut self, index: usize) {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        let mut scratch = [0u8; 4096];
-        loop {
-            match sysio::read(slot.client.fd.as_fd(), &mut scratch) {
-                Ok(0) => return self.close(index),
-                Ok(_) => {}
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => return self.close(index),
-            }
-        }
-    }
-
-    pub(super) fn close(&mut self, index: usize) {
-        if let Some(slot) = self.slots.remove(index) {
-            slot.client.clock.closed(&self.link.stats);
-            // Closing the descriptor removes it from the epoll set.
-            drop(slot);
         }
     }
 }
@@ -394,12 +332,12 @@ impl EventLoop {
 /// modification, or joining the set, reports it at once if the socket drained in between, so no
 /// wake-up is lost).
 fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
-    slot.can_write = false;
-    match slot.watched {
-        Watched::NotYet { .. } => slot.watched = Watched::NotYet { writes: true },
+    slot.io.can_write = false;
+    match slot.io.watched {
+        Watched::NotYet { .. } => slot.io.watched = Watched::NotYet { writes: true },
         Watched::Input => {
             epoll.modify(slot.client.fd.as_fd(), token, Interest::BOTH.edge())?;
-            slot.watched = Watched::InputAndOutput;
+            slot.io.watched = Watched::InputAndOutput;
         }
         Watched::InputAndOutput => {}
     }
@@ -411,11 +349,12 @@ fn watch_writes(epoll: &Epoll, slot: &mut Slot, token: u64) -> io::Result<()> {
 fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
     let mut changed = false;
     let mut total = 0;
-    while slot.can_read && slot.client.conn.wants_input() && total < 4 * READ_CHUNK {
+    while slot.io.can_read && slot.client.conn.wants_input() && total < 4 * READ_CHUNK {
         match sysio::read(slot.client.fd.as_fd(), scratch) {
             Ok(0) => {
                 slot.client.conn.peer_finished();
-                slot.can_read = false;
+                slot.client.eof = true;
+                slot.io.can_read = false;
                 return Ok(true);
             }
             Ok(count) => {
@@ -424,7 +363,7 @@ fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
                         if let Received::Ending(_) =
                             tls.receive(&scratch[..count], &mut slot.client.conn)
                         {
-                            slot.can_read = false;
+                            slot.io.can_read = false;
                             return Ok(true);
                         }
                     }
@@ -432,14 +371,14 @@ fn read_input(slot: &mut Slot, scratch: &mut [u8]) -> io::Result<bool> {
                 }
                 total += count;
                 changed = true;
-                if count < scratch.len() && !slot.hung_up {
+                if count < scratch.len() && !slot.io.hung_up {
                     // A short read means the socket is drained (stream sockets): skip the
                     // read that would only say EAGAIN; edge-triggered epoll reports new data
                     // (not an end of stream already reported: read on until it is found).
-                    slot.can_read = false;
+                    slot.io.can_read = false;
                 }
             }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot.can_read = false,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => slot.io.can_read = false,
             Err(error) => return Err(error),
         }
     }

@@ -17,22 +17,20 @@ use std::time::{Duration, Instant};
 
 use ampd_sys::epoll::{Epoll, Events, Interest};
 
-use super::client::{Accepted, Client, Door};
+use super::client::{Accepted, Client};
+use super::core::{self, Core, Driver, Follow, ACCEPT_BATCH};
 use super::helpers::{Helpers, PoolSize, Token};
 use super::listener::Listener;
 use super::slab::{Kind, Slab};
-use super::upstream::IdlePool;
 use crate::config::Level;
-use crate::conn::{Context, Spare};
+use crate::conn::Spare;
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::file::FileKey;
 use crate::content::job::{self, Job, JobDone};
 use crate::content::serve::DiskAccess;
-use crate::log::clock::Clock;
 use crate::log::error;
-use crate::ops::{self, Control, LoopLink, RunState};
-use crate::site::Generation;
+use crate::ops::Control;
 
 const HELPERS: u64 = u64::MAX - 1;
 const INOTIFY: u64 = u64::MAX - 2;
@@ -41,12 +39,7 @@ const WAKER: u64 = u64::MAX - 3;
 /// below).
 const LISTENER: u64 = u64::MAX - 4;
 
-/// Connections accepted per wake-up before others get a turn.
-const ACCEPT_BATCH: usize = 64;
-/// How long accepting pauses when descriptors run out (`EMFILE`), instead of spinning on a
-/// listener that stays readable. Pending connections wait in the backlog meanwhile.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
-/// Input read per connection per turn.
+/// Input read per connection per turn (at most: the core's read buffer is this large).
 const READ_CHUNK: usize = 16 << 10;
 /// Passes through one connection's read–decide–write cycle before others get a turn.
 const TURNS: usize = 8;
@@ -65,28 +58,6 @@ pub struct LoopSettings {
     pub cache_budget: CacheBudget,
 }
 
-/// A `Context` for a connection, from the loop's fields (a macro, so the borrows of the
-/// fields stay separate from the borrow of the slot being driven).
-macro_rules! context {
-    ($self:ident) => {
-        Context {
-            config: &$self.generation.config,
-            sites: &$self.generation.sites,
-            caches: &$self.caches,
-            clock: &$self.clock,
-            disk: $self.settings.disk,
-            log: &mut $self.link.log,
-            stats: &$self.link.stats,
-            metrics: &$self.settings.control.stats,
-            upstreams: &$self.generation.upstreams,
-            launcher: &$self.generation.launcher,
-            rates: &$self.settings.control.rates,
-            draining: $self.draining || $self.announcing,
-        }
-    };
-}
-
-// After the macro, which they use.
 mod drive;
 mod lifecycle;
 mod page_ins;
@@ -94,8 +65,11 @@ mod upstream;
 
 pub use page_ins::PagesInFlight;
 
-pub(crate) struct Slot {
-    client: Client,
+/// A connection in the loop's slab.
+pub(crate) type Slot = core::Slot<Readiness>;
+
+/// What the loop knows of a connection's socket besides its `Client`.
+pub(crate) struct Readiness {
     can_read: bool,
     can_write: bool,
     /// An event reported the client's hang-up (or an error): its end of stream follows the
@@ -129,36 +103,23 @@ enum Watched {
 
 pub struct EventLoop {
     settings: LoopSettings,
+    /// What every connection shares (generation, caches, clock, link, control, drain state).
+    core: Core,
     epoll: Epoll,
     /// One per `listen` entry; none once a graceful stop began: no more accepting.
     listeners: Vec<Listener>,
     /// Per listener: epoll said it is readable and the backlog has not been seen empty since.
     backlogged: Vec<bool>,
-    /// The configuration generation new requests are served under, and the reload epoch seen.
-    generation: Arc<Generation>,
-    epoch: u64,
-    link: LoopLink,
-    draining: bool,
-    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
-    announcing: bool,
     slots: Slab<Slot>,
     helpers: Option<Helpers>,
-    caches: Caches,
-    clock: Clock,
     /// Connections with work they could do now without a new epoll event.
     ready: VecDeque<usize>,
     /// Connections accepted this turn, by token, to join the epoll set at its end.
     joining: Vec<u64>,
     accept_more: bool,
-    accept_paused_until: Option<Instant>,
-    last_sweep: Instant,
     completions: Vec<(Token, JobDone)>,
-    /// The one read buffer of this loop (see `read_input`).
-    scratch: Box<[u8]>,
     /// Buffers lent to the connection being driven.
     spare: Spare,
-    /// Idle keep-alive connections to upstream servers, this loop's own.
-    upstream_pool: IdlePool,
 }
 
 impl EventLoop {
@@ -191,29 +152,20 @@ impl EventLoop {
         if let Some(watcher) = &caches.watcher {
             epoll.add(watcher.as_fd(), INOTIFY, Interest::READABLE.edge())?;
         }
+        let core = Core::new(settings.control.clone(), link, caches, settings.disk);
         Ok(EventLoop {
             settings,
+            core,
             epoll,
             backlogged: vec![false; listeners.len()],
             listeners,
-            generation,
-            epoch: 0,
-            link,
-            draining: false,
-            announcing: false,
             slots: Slab::default(),
             helpers,
-            caches,
-            clock: Clock::default(),
             ready: VecDeque::new(),
             joining: Vec::new(),
             accept_more: false,
-            accept_paused_until: None,
-            last_sweep: Instant::now(),
             completions: Vec::new(),
-            scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             spare: Spare::default(),
-            upstream_pool: IdlePool::default(),
         })
     }
 
@@ -226,44 +178,30 @@ impl EventLoop {
         loop {
             let timeout = self.wait_timeout();
             self.epoll.wait(&mut events, timeout)?;
-            self.clock.tick();
-            let now = self.clock.now();
-            if self
-                .settings
-                .control
-                .refresh(&mut self.epoch, &mut self.generation)
-            {
-                self.link.log.set_format(ops::log_format(&self.generation));
-                // Translations are keyed by the old generation's roots: they can never hit
-                // again, and they hold descriptors open.
-                self.caches.paths.clear();
-            }
-            // Lifecycle before this wake-up's events, so that a request read after the stop
-            // signal is answered as draining (`Connection: close`, health 503).
-            match self.settings.control.run_state() {
-                RunState::Running => {}
-                // Still accepting; responses say the stop is coming (`drain_delay`).
-                RunState::Announcing { .. } => self.announcing = true,
-                RunState::Draining { deadline } => {
-                    if !self.draining {
+            self.core.clock.tick();
+            let now = self.core.clock.now();
+            match self.core.follow() {
+                Follow::Serve => {}
+                Follow::Drain { began, deadline } => {
+                    if began {
                         self.begin_drain();
                     }
                     if now >= deadline || self.slots.is_empty() {
                         break;
                     }
                 }
-                RunState::Stopped => break,
+                Follow::End => break,
             }
             // Changes on disk first: a request that arrived after a change must see it.
             if events.iter().any(|event| event.token == INOTIFY) {
-                self.caches.on_change();
+                self.core.caches.on_change();
             }
             for event in events.iter() {
                 match event.token {
                     HELPERS => self.take_completions(),
                     INOTIFY => {}
                     WAKER => {
-                        self.link.waker.drain();
+                        self.core.link.waker.drain();
                     }
                     token
                         if token <= LISTENER && LISTENER - token < self.listeners.len() as u64 =>
@@ -280,8 +218,7 @@ impl EventLoop {
                     }
                 }
             }
-            if self.accept_more && self.accept_paused_until.is_none_or(|until| now >= until) {
-                self.accept_paused_until = None;
+            if self.accept_more && self.core.accept_pause.over(now) {
                 self.accept_batch();
             }
             for _ in 0..self.ready.len() {
@@ -290,8 +227,7 @@ impl EventLoop {
                 }
             }
             self.join_new();
-            if now.duration_since(self.last_sweep) >= SWEEP {
-                self.last_sweep = now;
+            if self.core.sweep_due(now, SWEEP) {
                 self.sweep(now);
             }
         }
@@ -306,7 +242,7 @@ impl EventLoop {
             return 0;
         }
         if self.accept_more {
-            return match self.accept_paused_until {
+            return match self.core.accept_pause.until() {
                 Some(until) => {
                     let left = until.saturating_duration_since(Instant::now()).min(SWEEP);
                     i32::try_from(left.as_millis()).unwrap_or(0).max(1)
@@ -332,13 +268,8 @@ impl EventLoop {
                 continue;
             }
             for _ in 0..ACCEPT_BATCH {
-                let door = Door {
-                    control: &self.settings.control,
-                    generation: &self.generation,
-                    stats: &self.link.stats,
-                    caches: &self.caches,
-                };
-                match door.accept(&self.listeners[which]) {
+                let accepted = self.core.door().accept(&self.listeners[which]);
+                match accepted {
                     Accepted::Client(client) => self.admit(*client),
                     Accepted::Skipped => {}
                     Accepted::Empty => {
@@ -347,7 +278,7 @@ impl EventLoop {
                     }
                     // The listener stays registered and the backlog keeps the clients.
                     Accepted::Exhausted => {
-                        self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                        self.core.accept_pause.begin(Instant::now());
                         return;
                     }
                 }
@@ -364,11 +295,13 @@ impl EventLoop {
     fn admit(&mut self, client: Client) {
         let slot = Slot {
             client,
-            can_read: true,
-            can_write: true,
-            hung_up: false,
-            watched: Watched::NotYet { writes: false },
-            paged_in: None,
+            io: Readiness {
+                can_read: true,
+                can_write: true,
+                hung_up: false,
+                watched: Watched::NotYet { writes: false },
+                paged_in: None,
+            },
         };
         // A full slab (2^24 connections) cannot happen before descriptors run out; the
         // connection would be dropped.
@@ -389,7 +322,7 @@ impl EventLoop {
             let Some(slot) = self.slots.get_mut(index) else {
                 continue;
             };
-            let Watched::NotYet { writes } = slot.watched else {
+            let Watched::NotYet { writes } = slot.io.watched else {
                 continue;
             };
             let (interest, watched) = if writes {
@@ -401,7 +334,7 @@ impl EventLoop {
                 .epoll
                 .add(slot.client.fd.as_fd(), token, interest.edge())
             {
-                Ok(()) => slot.watched = watched,
+                Ok(()) => slot.io.watched = watched,
                 Err(error) => {
                     static UNREGISTERED: error::Throttle = error::Throttle::new();
                     UNREGISTERED.log(
@@ -433,28 +366,23 @@ impl EventLoop {
                 // The connection went away; a translation is still worth keeping.
                 continue;
             };
-            let next = {
+            if let JobDone::PagedIn { key, end, sent } = done {
                 let slot = self.slots.get_mut(index).expect("slot_of checked it");
                 slot.client.job_out = false;
-                if let JobDone::PagedIn { key, end, sent } = done {
-                    slot.paged_in = Some((key, end));
-                    slot.client.conn.output.advance(sent);
-                    slot.client.clock.sent(sent);
-                    // The helper's bytes are progress: the send timeout starts again.
-                    slot.client.clock.note(
-                        slot.client.conn.phase(),
-                        sent > 0,
-                        self.clock.now(),
-                        &self.link.stats,
-                    );
-                    self.drive(index);
-                    continue;
-                }
-                let mut context = context!(self);
-                slot.client.conn.job_done(done, &mut context)
-            };
-            self.settle_upstream(index);
-            match next {
+                slot.io.paged_in = Some((key, end));
+                slot.client.conn.output.advance(sent);
+                slot.client.clock.sent(sent);
+                // The helper's bytes are progress: the send timeout starts again.
+                slot.client.clock.note(
+                    slot.client.conn.phase(),
+                    sent > 0,
+                    self.core.clock.now(),
+                    &self.core.link.stats,
+                );
+                self.drive(index);
+                continue;
+            }
+            match self.job_done(index, done) {
                 Some(job) => self.submit(index, job),
                 None => self.drive(index),
             }
@@ -472,16 +400,7 @@ impl EventLoop {
             // SPED: the loop itself blocks on the disk, which is the point of comparison.
             None => {
                 let done = job::run(job);
-                let next = {
-                    let Some(slot) = self.slots.get_mut(index) else {
-                        return;
-                    };
-                    slot.client.job_out = false;
-                    let mut context = context!(self);
-                    slot.client.conn.job_done(done, &mut context)
-                };
-                self.settle_upstream(index);
-                if let Some(job) = next {
+                if let Some(job) = self.job_done(index, done) {
                     self.submit(index, job);
                 }
             }

@@ -4,6 +4,11 @@
 //! when `Conn` is done with it (`take_upstream_release`: into this loop's idle pool, or
 //! closed).
 //!
+//! A pooled socket (`core::Driver::settle_upstream`) stays in the epoll set under its token:
+//! events it gets while idle reach a link that no longer has it, or none (the token's
+//! generation is gone), and are mere hints there (a read that finds nothing); whether it is
+//! still usable is checked when it is taken (`IdlePool::take_preferring`).
+//!
 //! Owns: those steps. Must not touch: reading and writing it (`upstream::pump`, called by
 //! `drive.rs`), HTTP.
 
@@ -33,7 +38,7 @@ impl EventLoop {
             connect,
             link,
             &mut slot.client.conn,
-            &mut self.upstream_pool,
+            &mut self.core.upstream_pool,
             token,
         ) else {
             return;
@@ -60,42 +65,22 @@ impl EventLoop {
         }
     }
 
-    /// After `advance`, `job_done` or `timed_out`: the upstream sockets `Conn` is done with go
-    /// to the idle pool or are closed. A pooled socket stays in the epoll set under its token:
-    /// events it gets while idle reach a link that no longer has it, or none (the token's
-    /// generation is gone), and are mere hints there (a read that finds nothing); whether it is
-    /// still usable is checked when it is taken (`IdlePool::take_preferring`).
-    pub(super) fn settle_upstream(&mut self, index: usize) {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        upstream::release(
-            &mut slot.client.conn,
-            &mut slot.client.upstreams,
-            &mut self.upstream_pool,
-            |_| {},
-        );
-    }
-
     /// An epoll event (under `token`) for connection `index`'s client or upstream socket.
     pub(super) fn note_event(&mut self, index: usize, kind: Kind, token: u64, event: &Event) {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
         if kind == Kind::Upstream {
-            let link = slab::link_of(token);
-            let socket = slot
-                .client
-                .upstreams
-                .iter_mut()
-                .find(|socket| socket.link.index() == link);
-            if let Some(socket) = socket {
-                socket.ready(event.readable, event.writable, event.hangup || event.error);
-            }
+            slot.client.upstream_ready(
+                slab::link_of(token),
+                event.readable,
+                event.writable,
+                event.hangup || event.error,
+            );
         } else {
-            slot.can_read |= event.readable || event.hangup || event.error;
-            slot.can_write |= event.writable || event.error;
-            slot.hung_up |= event.hangup || event.error;
+            slot.io.can_read |= event.readable || event.hangup || event.error;
+            slot.io.can_write |= event.writable || event.error;
+            slot.io.hung_up |= event.hangup || event.error;
         }
     }
 }

@@ -13,24 +13,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ampd_sys::uring::{Completion, OpId, Ring};
-use ampd_sys::{errno, io as sysio, socket};
+use ampd_sys::{errno, socket};
 
 use crate::config::Level;
-use crate::conn::{Context, Ending, Need, Phase};
+use crate::conn::Need;
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::file::FileKey;
 use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
-use crate::engine::client::{Accepted, Client, Door};
+use crate::engine::client::{Accepted, Client};
+use crate::engine::core::{self, Core, Driver};
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::listener::{Endpoint, Listener};
 use crate::engine::slab::{Kind, Slab};
-use crate::engine::upstream::IdlePool;
-use crate::log::clock::Clock;
 use crate::log::error::Throttle;
-use crate::ops::{Control, LoopLink};
-use crate::site::Generation;
+use crate::ops::Control;
 
 pub const RING_ENTRIES: u32 = 1024;
 /// Provided buffers: received data is copied out of them at once, so a few hundred serve
@@ -55,7 +53,6 @@ const PIPE_SIZE: usize = 256 << 10;
 /// reads cannot make us buffer without bound).
 const INPUT_HIGH_WATER: usize = 256 << 10;
 const SWEEP: Duration = Duration::from_millis(250);
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// What a connection is sending now.
 enum Sending {
@@ -70,16 +67,17 @@ enum Sending {
     Records,
 }
 
-pub(crate) struct Slot {
-    client: Client,
+/// A connection in the proactor's slab.
+pub(crate) type Slot = core::Slot<InFlight>;
+
+/// The operations a connection has in flight on the ring, besides its `Client`.
+pub(crate) struct InFlight {
     receive: Option<OpId>,
     sending: Sending,
     /// The send or splice in flight (cancelled if the connection is cut).
     send_op: Option<OpId>,
     /// `(read end, write end)`, made on the first file range.
     pipe: Option<(OwnedFd, OwnedFd)>,
-    /// The client closed its sending side (a receive returned end of stream).
-    eof: bool,
     /// The polls in flight on the connection's upstream sockets, one per socket at most.
     upstream_polls: Vec<upstream::UpstreamPoll>,
     /// Over TLS: the range this connection's last page-in made resident (see the event loop's
@@ -87,41 +85,14 @@ pub(crate) struct Slot {
     paged_in: Option<(FileKey, u64)>,
 }
 
-/// A `Context` for a connection, from the proactor's fields (a macro, so the borrows of the
-/// fields stay separate from the borrow of the slot being driven).
-macro_rules! context {
-    ($self:ident) => {
-        Context {
-            config: &$self.generation.config,
-            sites: &$self.generation.sites,
-            caches: &$self.caches,
-            clock: &$self.clock,
-            disk: DiskAccess::Helpers,
-            log: &mut $self.link.log,
-            stats: &$self.link.stats,
-            metrics: &$self.control.stats,
-            upstreams: &$self.generation.upstreams,
-            launcher: &$self.generation.launcher,
-            rates: &$self.control.rates,
-            draining: $self.draining || $self.announcing,
-        }
-    };
-}
-
-// After the macro, which they use.
 mod lifecycle;
 mod send;
 mod upstream;
 
 struct Proactor {
     name: String,
-    control: Arc<Control>,
-    generation: Arc<Generation>,
-    epoch: u64,
-    link: LoopLink,
-    draining: bool,
-    /// A graceful stop is announced (`drain_delay`): still accepting, answering as draining.
-    announcing: bool,
+    /// What every connection shares (generation, caches, clock, link, control, drain state).
+    core: Core,
     ring: Ring,
     /// One per `listen` entry; none once a graceful stop began.
     listeners: Vec<Listener>,
@@ -130,11 +101,8 @@ struct Proactor {
     endpoints: Vec<Endpoint>,
     /// Each listener's multishot accept, while armed.
     accept_ops: Vec<Option<OpId>>,
-    accept_paused_until: Option<Instant>,
     slots: Slab<Slot>,
     helpers: Helpers,
-    caches: Caches,
-    clock: Clock,
     ready: VecDeque<usize>,
     /// Send buffers given back by finished sends, for reuse.
     spare: Vec<Vec<u8>>,
@@ -142,11 +110,6 @@ struct Proactor {
     /// kernel's worker splices through it would block this thread until the splice ends, so it
     /// waits here for the operation's last completion (after the ring, in drop order).
     orphaned_pipes: Vec<(OpId, (OwnedFd, OwnedFd))>,
-    last_sweep: Instant,
-    /// Idle keep-alive connections to upstream servers, this ring's own.
-    upstream_pool: IdlePool,
-    /// The read buffer of upstream sockets (read by plain `read` after a poll).
-    scratch: Box<[u8]>,
 }
 
 /// Run one proactor until a graceful stop has drained it (or a stop).
@@ -172,27 +135,16 @@ pub fn run(
     let link = control.join_loop()?;
     let mut proactor = Proactor {
         name,
-        epoch: 0,
-        link,
-        draining: false,
-        announcing: false,
+        core: Core::new(control, link, caches, DiskAccess::Helpers),
         ring,
         endpoints: listeners.iter().map(Listener::endpoint).collect(),
         accept_ops: vec![None; listeners.len()],
         listeners,
-        accept_paused_until: None,
         slots: Slab::default(),
         helpers,
-        caches,
-        clock: Clock::default(),
         ready: VecDeque::new(),
         spare: Vec::new(),
         orphaned_pipes: Vec::new(),
-        last_sweep: Instant::now(),
-        upstream_pool: IdlePool::default(),
-        scratch: vec![0u8; BUFFER_SIZE].into_boxed_slice(),
-        generation,
-        control,
     };
     proactor.arm_accept();
     proactor
@@ -200,8 +152,8 @@ pub fn run(
         .poll_readable(proactor.helpers.wake_fd(), HELPERS)?;
     proactor
         .ring
-        .poll_readable(proactor.link.waker.as_fd(), WAKER)?;
-    if let Some(watcher) = &proactor.caches.watcher {
+        .poll_readable(proactor.core.link.waker.as_fd(), WAKER)?;
+    if let Some(watcher) = &proactor.core.caches.watcher {
         proactor.ring.poll_readable(watcher.as_fd(), INOTIFY)?;
     }
     proactor.serve()
@@ -218,7 +170,7 @@ impl Proactor {
             };
             self.ring.submit_and_wait(Some(wait))?;
             self.ring.completions(&mut completions);
-            self.clock.tick();
+            self.core.clock.tick();
             // Lifecycle before this batch, so a request received after the stop signal is
             // answered as draining (`Connection: close`, health 503).
             if !self.follow_lifecycle() {
@@ -230,7 +182,7 @@ impl Proactor {
                 .iter()
                 .any(|done| done.tag == INOTIFY || done.received.is_some())
             {
-                self.caches.on_change();
+                self.core.caches.on_change();
             }
             for completion in completions.drain(..) {
                 self.complete(completion);
@@ -246,14 +198,12 @@ impl Proactor {
                 .iter()
                 .zip(&self.listeners)
                 .any(|(op, _)| op.is_none())
-                && self.accept_paused_until.is_none_or(|until| now >= until)
+                && self.core.accept_pause.over(now)
             {
-                self.accept_paused_until = None;
                 self.arm_accept();
             }
-            if now.duration_since(self.last_sweep) >= SWEEP {
-                self.last_sweep = now;
-                self.sweep(now);
+            if self.core.sweep_due(now, SWEEP) {
+                self.sweep_idle(now);
             }
         }
         self.finish();
@@ -298,14 +248,14 @@ impl Proactor {
                 }
             }
             WAKER => {
-                self.link.waker.drain();
+                self.core.link.waker.drain();
                 if !completion.more {
-                    let _ = self.ring.poll_readable(self.link.waker.as_fd(), WAKER);
+                    let _ = self.ring.poll_readable(self.core.link.waker.as_fd(), WAKER);
                 }
             }
             INOTIFY => {
                 if !completion.more {
-                    if let Some(watcher) = &self.caches.watcher {
+                    if let Some(watcher) = &self.core.caches.watcher {
                         let _ = self.ring.poll_readable(watcher.as_fd(), INOTIFY);
                     }
                 }
@@ -334,12 +284,7 @@ impl Proactor {
     }
 
     fn accepted(&mut self, which: usize, completion: Completion) {
-        let door = Door {
-            control: &self.control,
-            generation: &self.generation,
-            stats: &self.link.stats,
-            caches: &self.caches,
-        };
+        let door = self.core.door();
         let accepted = match completion.accepted {
             // TCP_NODELAY comes from the listener (see `engine::bind`). Admission needs the
             // peer's address, which a multishot accept does not report.
@@ -352,9 +297,7 @@ impl Proactor {
         match accepted {
             Accepted::Client(client) => self.admit(*client),
             // Out of descriptors or memory: pause, clients wait in the backlog.
-            Accepted::Exhausted => {
-                self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
-            }
+            Accepted::Exhausted => self.core.accept_pause.begin(Instant::now()),
             Accepted::Empty | Accepted::Skipped => {}
         }
         if !completion.more {
@@ -366,13 +309,14 @@ impl Proactor {
     fn admit(&mut self, client: Client) {
         let slot = Slot {
             client,
-            receive: None,
-            sending: Sending::Nothing,
-            send_op: None,
-            pipe: None,
-            eof: false,
-            upstream_polls: Vec::new(),
-            paged_in: None,
+            io: InFlight {
+                receive: None,
+                sending: Sending::Nothing,
+                send_op: None,
+                pipe: None,
+                upstream_polls: Vec::new(),
+                paged_in: None,
+            },
         };
         // A full slab (2^24 connections) cannot happen before descriptors run out.
         if let Some(index) = self.slots.insert(slot) {
@@ -385,11 +329,11 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        if slot.receive.is_some() {
+        if slot.io.receive.is_some() {
             return;
         }
         match self.ring.receive_multishot(slot.client.fd.as_fd(), tag) {
-            Ok(op) => slot.receive = Some(op),
+            Ok(op) => slot.io.receive = Some(op),
             Err(_) => self.close(index),
         }
     }
@@ -399,7 +343,7 @@ impl Proactor {
             return;
         };
         if !completion.more {
-            slot.receive = None;
+            slot.io.receive = None;
         }
         if let Some(received) = completion.received {
             let lingering = slot.client.lingering;
@@ -422,13 +366,13 @@ impl Proactor {
                 if slot.client.lingering {
                     return self.close(index);
                 }
-                slot.eof = true;
+                slot.client.eof = true;
                 slot.client.conn.peer_finished();
             }
             // Out of provided buffers: the data waits in the socket; receive again next turn.
             result if errno::no_provided_buffer(result) => {}
             result if result < 0 => {
-                if slot.receive.is_none() && !errno::cancelled(result) {
+                if slot.io.receive.is_none() && !errno::cancelled(result) {
                     return self.close(index);
                 }
             }
@@ -436,7 +380,7 @@ impl Proactor {
                 let phase = slot.client.conn.phase();
                 slot.client
                     .clock
-                    .note(phase, true, self.clock.now(), &self.link.stats);
+                    .note(phase, true, self.core.clock.now(), &self.core.link.stats);
             }
         }
         self.ready.push_back(index);
@@ -453,19 +397,12 @@ impl Proactor {
                 // A TLS connection's file range, touched (`start_send_tls`): seal it now.
                 if let Some(slot) = self.slots.get_mut(index) {
                     slot.client.job_out = false;
-                    slot.paged_in = Some((key, end));
+                    slot.io.paged_in = Some((key, end));
                 }
                 self.ready.push_back(index);
                 continue;
             }
-            let next = {
-                let slot = self.slots.get_mut(index).expect("slot_of checked it");
-                slot.client.job_out = false;
-                let mut context = context!(self);
-                slot.client.conn.job_done(done, &mut context)
-            };
-            self.settle_upstream(index);
-            match next {
+            match self.job_done(index, done) {
                 Some(job) => self.submit(index, job),
                 None => self.ready.push_back(index),
             }
@@ -486,7 +423,9 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        if slot.client.lingering || slot.client.job_out || !matches!(slot.sending, Sending::Nothing)
+        if slot.client.lingering
+            || slot.client.job_out
+            || !matches!(slot.io.sending, Sending::Nothing)
         {
             return;
         }
@@ -495,10 +434,7 @@ impl Proactor {
             let Some(slot) = self.slots.get_mut(index) else {
                 return;
             };
-            let need = {
-                let mut context = context!(self);
-                slot.client.conn.advance(&mut context)
-            };
+            let need = slot.client.conn.advance(&mut self.core.context());
             self.settle_upstream(index);
             match need {
                 Need::Connect(link, connect) => {
@@ -523,7 +459,7 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        let sending = !matches!(slot.sending, Sending::Nothing);
+        let sending = !matches!(slot.io.sending, Sending::Nothing);
         let tls_waits = slot.client.tls_waits();
         if slot.client.tls_ending() {
             if !sending && !tls_waits {
@@ -533,21 +469,17 @@ impl Proactor {
         }
         match need {
             Need::Close(ending) if !sending && !tls_waits && slot.client.conn.output.is_empty() => {
-                // Nothing more from the client: a plain close, its FIN follows the response.
-                if ending == Ending::Close && slot.client.conn.buffered_input() == 0 {
-                    return self.close(index);
-                }
-                self.begin_close(index);
+                self.end(index, ending);
             }
             // Its response is out and a drain is under way: nothing more comes of it.
             Need::Read if drained => self.begin_close(index),
             Need::Read => {
                 let wanted = slot.client.conn.wants_input()
                     && slot.client.conn.buffered_input() < INPUT_HIGH_WATER;
-                if wanted && slot.receive.is_none() {
+                if wanted && slot.io.receive.is_none() {
                     self.arm_receive(index);
                 } else if !wanted && slot.client.conn.buffered_input() >= INPUT_HIGH_WATER {
-                    if let Some(op) = slot.receive {
+                    if let Some(op) = slot.io.receive {
                         let _ = self.ring.cancel(op);
                     }
                 }
@@ -560,69 +492,38 @@ impl Proactor {
     fn note_phase(&mut self, index: usize, progressed: bool) {
         if let Some(slot) = self.slots.get_mut(index) {
             let phase = slot.client.conn.phase();
-            slot.client
-                .clock
-                .note(phase, progressed, self.clock.now(), &self.link.stats);
-        }
-    }
-
-    /// The response is out and the connection must end: FIN after the data, then discard
-    /// input until the client closes (lingering close).
-    pub(super) fn begin_close(&mut self, index: usize) {
-        // The exchanges are over or abandoned: upstream sockets still attached are closed.
-        self.drop_upstream(index);
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        if let Some(tls) = slot.client.tls.as_mut() {
-            // close_notify after the last response, without waiting (a client that stopped
-            // reading does not get it).
-            tls.close();
-            let mut notify = Vec::new();
-            tls.take_ciphertext(&mut notify, 1 << 10);
-            let _ = sysio::send(
-                slot.client.fd.as_fd(),
-                &notify,
-                sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT,
+            slot.client.clock.note(
+                phase,
+                progressed,
+                self.core.clock.now(),
+                &self.core.link.stats,
             );
         }
-        if slot.eof {
-            // The client already closed its side (end of stream seen): nothing to drain.
-            let _ = socket::shutdown_write(slot.client.fd.as_fd());
-            return self.close(index);
-        }
-        if socket::shutdown_write(slot.client.fd.as_fd()).is_err() {
-            return self.close(index);
-        }
-        slot.client.lingering = true;
-        slot.client
-            .clock
-            .note(Phase::Closing, false, self.clock.now(), &self.link.stats);
-        self.arm_receive(index);
     }
 
-    /// Drop the connection. Operations still in flight on it are cancelled; their completions
-    /// carry a stale generation and are ignored (the ring keeps their memory until they end).
-    pub(super) fn close(&mut self, index: usize) {
-        if let Some(mut slot) = self.slots.remove(index) {
-            if let Some(op) = slot.send_op {
+    /// Take the connection out of the slab. Operations still in flight on it are cancelled;
+    /// their completions carry a stale generation and are ignored (the ring keeps their memory
+    /// until they end).
+    fn remove_slot(&mut self, index: usize) -> Option<Slot> {
+        let mut slot = self.slots.remove(index)?;
+        {
+            if let Some(op) = slot.io.send_op {
                 // A send or splice blocked on a slow reader ends at once (EPIPE), rather than
                 // keep the socket open until the client has read it all.
                 let _ = socket::shutdown_both(slot.client.fd.as_fd());
-                if let Some(pipe) = slot.pipe.take() {
+                if let Some(pipe) = slot.io.pipe.take() {
                     self.orphaned_pipes.push((op, pipe));
                 }
             }
-            let upstream_polls = slot.upstream_polls.iter().map(|poll| Some(poll.op()));
-            for op in [slot.receive, slot.send_op]
+            let upstream_polls = slot.io.upstream_polls.iter().map(|poll| Some(poll.op()));
+            for op in [slot.io.receive, slot.io.send_op]
                 .into_iter()
                 .chain(upstream_polls)
                 .flatten()
             {
                 let _ = self.ring.cancel(op);
             }
-            slot.client.clock.closed(&self.link.stats);
-            drop(slot);
         }
+        Some(slot)
     }
 }

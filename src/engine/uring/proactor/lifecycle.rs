@@ -1,41 +1,25 @@
-//! The proactor's side of `ops::Control`'s lifecycle and of its timeouts, as the event loop's:
-//! taking up a reload, the graceful drain (stop accepting, close idle connections, finish busy
-//! ones until the deadline), the periodic sweep (`PhaseClock::check`: header, body, idle, send,
-//! minimum send rate, linger), and publishing counters.
+//! The proactor's side of the connection core (`engine::core`): what differs from the event
+//! loop when a connection closes, lingers or is swept (operations in flight are cancelled, a
+//! lingering connection keeps a receive armed), and its part of a graceful drain (the
+//! multishot accepts are cancelled; what they still complete with is served).
 //!
-//! Owns: those transitions. Must not touch: HTTP; receiving and sending (`proactor.rs`,
-//! `send.rs`).
+//! Owns: those engine-specific steps. Must not touch: HTTP; receiving and sending
+//! (`proactor.rs`, `send.rs`); the policy itself (`engine::core::Driver`).
 
-use std::os::fd::AsFd;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ampd_sys::socket;
-
-use super::{Proactor, Sending, Slot, SWEEP};
-use crate::conn::{Context, Phase};
-use crate::content::serve::DiskAccess;
-use crate::engine::client::Client;
+use super::{InFlight, Proactor, Sending, Slot, SWEEP};
+use crate::conn::Phase;
+use crate::engine::core::{Core, Driver, Follow};
 use crate::engine::slab::Slab;
-use crate::engine::sweep::{self, Driver, Held};
-use crate::ops::{self, RunState};
 
 impl Proactor {
     /// Take up a reload and obey the run state; `false` when the proactor is to end.
     pub(super) fn follow_lifecycle(&mut self) -> bool {
-        if self.control.refresh(&mut self.epoch, &mut self.generation) {
-            self.link.log.set_format(ops::log_format(&self.generation));
-            // Translations are keyed by the old generation's roots: they can never hit again.
-            self.caches.paths.clear();
-        }
-        match self.control.run_state() {
-            RunState::Running => true,
-            // Still accepting; responses say the stop is coming (`drain_delay`).
-            RunState::Announcing { .. } => {
-                self.announcing = true;
-                true
-            }
-            RunState::Draining { deadline } => {
-                if !self.draining {
+        match self.core.follow() {
+            Follow::Serve => true,
+            Follow::Drain { began, deadline } => {
+                if began {
                     self.begin_drain();
                 }
                 // Until the cancelled accept's last completion is in: a connection the kernel
@@ -44,14 +28,14 @@ impl Proactor {
                 Instant::now() < deadline
                     && (!self.slots.is_empty() || self.accept_ops.iter().any(Option::is_some))
             }
-            RunState::Stopped => false,
+            Follow::End => false,
         }
     }
 
     /// A graceful stop began: stop accepting, and close idle connections (what they sent before
     /// is already in; a request that raced the stop is answered, with `Connection: close`).
+    /// The backlog is taken by the multishot accepts until their cancellation completes.
     fn begin_drain(&mut self) {
-        self.draining = true;
         // The op stays recorded until its final completion (`accepted`).
         for armed in &mut self.accept_ops {
             if let Some(op) = *armed {
@@ -61,17 +45,12 @@ impl Proactor {
             }
         }
         self.listeners.clear();
-        sweep::close_drained(self);
+        self.close_drained();
     }
 
-    /// Draining, and the connection is idle with nothing in flight.
-    pub(super) fn drained(&mut self, index: usize) -> bool {
-        sweep::drained(self, index)
-    }
-
-    /// Apply each connection's timeouts (`engine::sweep`); free idle connections' buffers;
-    /// publish counters; hand the access-log buffer over.
-    pub(super) fn sweep(&mut self, now: Instant) {
+    /// Apply each connection's timeouts (`Driver::sweep`) after freeing idle connections'
+    /// buffers.
+    pub(super) fn sweep_idle(&mut self, now: Instant) {
         // No per-turn loan of buffers here (as the event loop has): an idle connection gives
         // its empty buffers back once it has been idle for a sweep.
         for (_, slot) in self.slots.iter_mut() {
@@ -81,95 +60,62 @@ impl Proactor {
                 slot.client.conn.shed_buffers();
             }
         }
-        let generation = self.generation.clone();
-        sweep::sweep(self, now, &generation.config.limits);
-        self.upstream_pool.sweep(now);
-        self.publish();
-        self.link.log.flush();
-    }
-
-    /// The proactor ends: cut what is left, publish counters, hand the log buffer over.
-    pub(super) fn finish(&mut self) {
-        for index in 0..self.slots.bound() {
-            self.abort(index);
-        }
-        self.publish();
-        self.link.log.flush();
-    }
-
-    fn publish(&self) {
-        self.caches.publish(&self.link.stats);
-        self.link
-            .stats
-            .publish_helpers(self.helpers.queued() as u64, self.helpers.busy() as u64);
-    }
-
-    /// Close with a reset (`SO_LINGER` 0): what is still queued for the client is discarded.
-    fn abort(&mut self, index: usize) {
-        if let Some(slot) = self.slots.get(index) {
-            let _ = socket::set_linger(slot.client.fd.as_fd(), Some(Duration::ZERO));
-        }
-        self.close(index);
-    }
-}
-
-impl Held for Slot {
-    fn client(&self) -> &Client {
-        &self.client
-    }
-
-    fn client_mut(&mut self) -> &mut Client {
-        &mut self.client
-    }
-
-    /// A send or splice is in flight, or received input waits to be parsed.
-    fn busy(&self) -> bool {
-        !matches!(self.sending, Sending::Nothing) || self.client.conn.buffered_input() > 0
+        self.sweep(now);
     }
 }
 
 impl Driver for Proactor {
-    type Slot = Slot;
+    type Io = InFlight;
 
-    fn slots(&mut self) -> &mut Slab<Slot> {
-        &mut self.slots
+    fn parts(&mut self) -> (&mut Core, &mut Slab<Slot>) {
+        (&mut self.core, &mut self.slots)
     }
 
-    fn draining(&self) -> bool {
-        self.draining
+    /// A send or splice is in flight, or received input waits to be parsed.
+    fn busy(slot: &Slot) -> bool {
+        !matches!(slot.io.sending, Sending::Nothing) || slot.client.conn.buffered_input() > 0
     }
 
-    fn answer_timeout(&mut self, index: usize) {
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        if !matches!(slot.sending, Sending::Nothing) {
-            // A send is out: the client is not reading; no 408 can follow.
-            return self.abort(index);
-        }
-        let mut context = context!(self);
-        slot.client.conn.timed_out(&mut context);
-        self.settle_upstream(index);
-        // The 408 goes out, then the connection closes (bounded by linger).
-        self.drive(index);
+    fn drive(&mut self, index: usize) {
+        Proactor::drive(self, index);
     }
 
-    fn upstream_timed_out(&mut self, index: usize) {
-        if let Some(slot) = self.slots.get_mut(index) {
-            slot.client.conn.upstream_timed_out();
-        }
-        self.drive(index);
+    fn remove(&mut self, index: usize) -> Option<Slot> {
+        self.remove_slot(index)
     }
 
-    fn reset(&mut self, index: usize) {
-        self.abort(index);
+    fn settle_upstream(&mut self, index: usize) {
+        Proactor::settle_upstream(self, index);
     }
 
-    fn close(&mut self, index: usize) {
-        Proactor::close(self, index);
+    fn drop_upstreams(&mut self, index: usize) {
+        self.drop_upstream(index);
     }
 
-    fn begin_close(&mut self, index: usize) {
-        Proactor::begin_close(self, index);
+    /// Input is discarded as the receive completes (`received`), until end of stream.
+    fn linger(&mut self, index: usize) {
+        self.arm_receive(index);
+    }
+
+    /// A send or splice in flight means the client is not reading.
+    fn may_write_now(&self, index: usize) -> bool {
+        self.slots
+            .get(index)
+            .is_some_and(|slot| matches!(slot.io.sending, Sending::Nothing))
+    }
+
+    /// The ring receives as data comes: nothing received waits to be parsed.
+    fn input_drained(&self, index: usize) -> bool {
+        self.slots
+            .get(index)
+            .is_some_and(|slot| slot.client.conn.buffered_input() == 0)
+    }
+
+    fn publish(&self) {
+        self.core.caches.publish(&self.core.link.stats);
+        self.core
+            .link
+            .stats
+            .publish_helpers(self.helpers.queued() as u64, self.helpers.busy() as u64);
     }
 }

@@ -12,6 +12,7 @@ use ampd_sys::uring::{Completion, SendPart};
 use super::{Proactor, Sending, PIPE_SIZE, SEND_CHUNK};
 use crate::content::job::Job;
 use crate::content::serve;
+use crate::engine::core::Driver;
 use crate::engine::phase_clock::SEND_RATE_WINDOW;
 use crate::engine::slab::Kind;
 use crate::tls::session::SEAL_BATCH;
@@ -21,7 +22,7 @@ impl Proactor {
         if self
             .slots
             .get(index)
-            .is_some_and(|slot| matches!(slot.sending, Sending::Records))
+            .is_some_and(|slot| matches!(slot.io.sending, Sending::Records))
         {
             return self.sent_records(index, completion);
         }
@@ -34,8 +35,8 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        slot.sending = Sending::Nothing;
-        slot.send_op = None;
+        slot.io.sending = Sending::Nothing;
+        slot.io.send_op = None;
         match usize::try_from(completion.result) {
             Ok(sent) => {
                 slot.client.conn.output.advance(sent as u64);
@@ -59,8 +60,8 @@ impl Proactor {
         if moved == 0 {
             return self.close(index);
         }
-        slot.sending = Sending::Splice { in_pipe: moved };
-        let Some((pipe_out, _)) = slot.pipe.as_ref() else {
+        slot.io.sending = Sending::Splice { in_pipe: moved };
+        let Some((pipe_out, _)) = slot.io.pipe.as_ref() else {
             return self.close(index);
         };
         match self.ring.splice(
@@ -70,7 +71,7 @@ impl Proactor {
             moved as u32,
             tag,
         ) {
-            Ok(op) => slot.send_op = Some(op),
+            Ok(op) => slot.io.send_op = Some(op),
             Err(_) => self.close(index),
         }
     }
@@ -83,15 +84,15 @@ impl Proactor {
         let Ok(moved) = usize::try_from(result) else {
             return self.close(index);
         };
-        let Sending::Splice { in_pipe } = slot.sending else {
+        let Sending::Splice { in_pipe } = slot.io.sending else {
             return self.close(index);
         };
         slot.client.conn.output.advance(moved as u64);
         slot.client.clock.sent(moved as u64);
         let left = in_pipe.saturating_sub(moved);
         if left == 0 || moved == 0 {
-            slot.sending = Sending::Nothing;
-            slot.send_op = None;
+            slot.io.sending = Sending::Nothing;
+            slot.io.send_op = None;
             if moved == 0 {
                 return self.close(index);
             }
@@ -102,9 +103,9 @@ impl Proactor {
         let phase = slot.client.conn.phase();
         slot.client
             .clock
-            .note(phase, true, self.clock.now(), &self.link.stats);
-        slot.sending = Sending::Splice { in_pipe: left };
-        let Some((pipe_out, _)) = slot.pipe.as_ref() else {
+            .note(phase, true, self.core.clock.now(), &self.core.link.stats);
+        slot.io.sending = Sending::Splice { in_pipe: left };
+        let Some((pipe_out, _)) = slot.io.pipe.as_ref() else {
             return self.close(index);
         };
         match self.ring.splice(
@@ -114,7 +115,7 @@ impl Proactor {
             left as u32,
             tag,
         ) {
-            Ok(op) => slot.send_op = Some(op),
+            Ok(op) => slot.io.send_op = Some(op),
             Err(_) => self.close(index),
         }
     }
@@ -141,8 +142,8 @@ impl Proactor {
         if buffer.is_empty() || sent == 0 {
             buffer.clear();
             self.spare.push(buffer);
-            slot.sending = Sending::Nothing;
-            slot.send_op = None;
+            slot.io.sending = Sending::Nothing;
+            slot.io.send_op = None;
             if sent == 0 {
                 return self.close(index);
             }
@@ -155,7 +156,7 @@ impl Proactor {
             vec![SendPart::Owned(buffer)],
             send_tag,
         ) {
-            Ok(op) => slot.send_op = Some(op),
+            Ok(op) => slot.io.send_op = Some(op),
             Err(_) => self.close(index),
         }
     }
@@ -175,15 +176,16 @@ impl Proactor {
                 let len = (range.end - range.offset).min(SEAL_BATCH);
                 let key = range.file.key;
                 let trusted = slot
+                    .io
                     .paged_in
                     .is_some_and(|(paged, end)| paged == key && range.offset + len <= end);
-                let residency_test = self.generation.config.caches.residency_test;
+                let residency_test = self.core.serving.generation.config.caches.residency_test;
                 let resident =
                     residency_test && serve::range_resident(range.file, range.offset, len);
                 if trusted && !residency_test {
                     // As the event loop: without the test a page-in vouches only for the
                     // records sealed right after it.
-                    slot.paged_in = None;
+                    slot.io.paged_in = None;
                 }
                 if !trusted && !resident {
                     let job = Job::PageIn {
@@ -197,7 +199,7 @@ impl Proactor {
                 }
             }
             if tls
-                .seal(&mut slot.client.conn.output, &mut self.scratch)
+                .seal(&mut slot.client.conn.output, &mut self.core.scratch)
                 .is_err()
             {
                 self.close(index);
@@ -209,14 +211,14 @@ impl Proactor {
         }
         let mut buffer = self.spare.pop().unwrap_or_default();
         tls.take_ciphertext(&mut buffer, SEND_CHUNK);
-        slot.sending = Sending::Records;
+        slot.io.sending = Sending::Records;
         match self.ring.send(
             slot.client.fd.as_fd(),
             vec![SendPart::Owned(buffer)],
             send_tag,
         ) {
             Ok(op) => {
-                slot.send_op = Some(op);
+                slot.io.send_op = Some(op);
                 true
             }
             Err(_) => {
@@ -235,16 +237,16 @@ impl Proactor {
             return false;
         };
         if slot.client.tls.is_some() {
-            if !matches!(slot.sending, Sending::Nothing) || slot.client.job_out {
+            if !matches!(slot.io.sending, Sending::Nothing) || slot.client.job_out {
                 return true;
             }
             return self.start_send_tls(index);
         }
-        if !matches!(slot.sending, Sending::Nothing) || slot.client.conn.output.is_empty() {
+        if !matches!(slot.io.sending, Sending::Nothing) || slot.client.conn.output.is_empty() {
             return true;
         }
         let started = if let Some(range) = slot.client.conn.output.front_file() {
-            let chunk = splice_chunk(self.generation.config.limits.min_send_rate);
+            let chunk = splice_chunk(self.core.serving.generation.config.limits.min_send_rate);
             slot.client
                 .clock
                 .set_slack(chunk as u64, std::time::Instant::now());
@@ -252,11 +254,11 @@ impl Proactor {
                 .unwrap_or(usize::MAX)
                 .min(chunk) as u32;
             let (file, offset) = (range.file.clone(), range.offset);
-            if slot.pipe.is_none() {
+            if slot.io.pipe.is_none() {
                 match sysio::pipe() {
                     Ok(pipe) => {
                         let _ = sysio::set_pipe_size(pipe.1.as_fd(), PIPE_SIZE);
-                        slot.pipe = Some(pipe);
+                        slot.io.pipe = Some(pipe);
                     }
                     Err(_) => {
                         self.close(index);
@@ -264,10 +266,10 @@ impl Proactor {
                     }
                 }
             }
-            let Some((_, pipe_in)) = slot.pipe.as_ref() else {
+            let Some((_, pipe_in)) = slot.io.pipe.as_ref() else {
                 return false;
             };
-            slot.sending = Sending::Splice { in_pipe: 0 };
+            slot.io.sending = Sending::Splice { in_pipe: 0 };
             self.ring
                 .splice(
                     file.file.as_fd(),
@@ -276,7 +278,7 @@ impl Proactor {
                     len,
                     splice_tag,
                 )
-                .map(|op| slot.send_op = Some(op))
+                .map(|op| slot.io.send_op = Some(op))
                 .is_ok()
         } else {
             let mut buffer = self.spare.pop().unwrap_or_default();
@@ -286,14 +288,14 @@ impl Proactor {
                 }
                 buffer.extend_from_slice(&piece);
             }
-            slot.sending = Sending::Memory;
+            slot.io.sending = Sending::Memory;
             self.ring
                 .send(
                     slot.client.fd.as_fd(),
                     vec![SendPart::Owned(buffer)],
                     send_tag,
                 )
-                .map(|op| slot.send_op = Some(op))
+                .map(|op| slot.io.send_op = Some(op))
                 .is_ok()
         };
         if !started {

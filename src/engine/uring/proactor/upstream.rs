@@ -37,11 +37,7 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return false;
         };
-        upstream::pump_all(
-            &mut slot.client.upstreams,
-            &mut slot.client.conn,
-            &mut self.scratch,
-        )
+        self.core.pump(&mut slot.client)
     }
 
     /// Carry out `Need::Connect` for `link`: a socket from the ring's idle pool or a new one;
@@ -53,17 +49,18 @@ impl Proactor {
         // A socket still attached to the link is done with: closed, its poll cancelled.
         upstream::detach(&mut slot.client.upstreams, link);
         if let Some(at) = slot
+            .io
             .upstream_polls
             .iter()
             .position(|poll| poll.link == link)
         {
-            let _ = self.ring.cancel(slot.upstream_polls.swap_remove(at).op);
+            let _ = self.ring.cancel(slot.io.upstream_polls.swap_remove(at).op);
         }
         if let Some(socket) = upstream::open(
             connect,
             link,
             &mut slot.client.conn,
-            &mut self.upstream_pool,
+            &mut self.core.upstream_pool,
         ) {
             upstream::attach(&mut slot.client.upstreams, socket);
         }
@@ -75,15 +72,10 @@ impl Proactor {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        upstream::release(
-            &mut slot.client.conn,
-            &mut slot.client.upstreams,
-            &mut self.upstream_pool,
-            |_| {},
-        );
+        self.core.settle(&mut slot.client);
         let upstreams = &slot.client.upstreams;
         let ring = &mut self.ring;
-        slot.upstream_polls.retain(|poll| {
+        slot.io.upstream_polls.retain(|poll| {
             let watched = upstreams.iter().any(|socket| socket.link == poll.link);
             if !watched {
                 let _ = ring.cancel(poll.op);
@@ -98,7 +90,7 @@ impl Proactor {
             return;
         };
         slot.client.upstreams.clear();
-        for poll in slot.upstream_polls.drain(..) {
+        for poll in slot.io.upstream_polls.drain(..) {
             let _ = self.ring.cancel(poll.op);
         }
     }
@@ -118,7 +110,7 @@ impl Proactor {
             let socket = &slot.client.upstreams[at];
             let link = socket.link;
             let wants = socket.wants(&slot.client.conn);
-            let polls = &mut slot.upstream_polls;
+            let polls = &mut slot.io.upstream_polls;
             if let Some(poll_at) = polls.iter().position(|poll| poll.link == link) {
                 let watching = polls[poll_at].watching;
                 if (watching.read || !wants.read) && (watching.write || !wants.write) {
@@ -137,7 +129,7 @@ impl Proactor {
                 .ring
                 .poll_once(socket.fd.as_fd(), wants.read, wants.write, tag)
             {
-                Ok(op) => slot.upstream_polls.push(UpstreamPoll {
+                Ok(op) => slot.io.upstream_polls.push(UpstreamPoll {
                     link,
                     op,
                     watching: wants,
@@ -160,22 +152,21 @@ impl Proactor {
         // A cancelled poll of a socket given up already completes too: only the current one
         // counts.
         let Some(at) = slot
+            .io
             .upstream_polls
             .iter()
             .position(|poll| poll.link.index() == link && poll.op == completion.op)
         else {
             return;
         };
-        slot.upstream_polls.swap_remove(at);
-        let socket = slot
-            .client
-            .upstreams
-            .iter_mut()
-            .find(|socket| socket.link.index() == link);
-        if let Some(socket) = socket {
-            let events = poll_events(completion.result);
-            socket.ready(events.readable, events.writable, events.error_or_hangup);
-        }
+        slot.io.upstream_polls.swap_remove(at);
+        let events = poll_events(completion.result);
+        slot.client.upstream_ready(
+            link,
+            events.readable,
+            events.writable,
+            events.error_or_hangup,
+        );
         self.ready.push_back(index);
     }
 }
