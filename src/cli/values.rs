@@ -79,19 +79,21 @@ pub fn log_format(text: &str) -> Result<LogFormat, String> {
 /// `Name: value` (curl's `-H`): a token name (RFC 9110 §5.6.2), a value without line breaks,
 /// spaces around it dropped.
 pub fn header(text: &str) -> Result<(String, String), String> {
-    let (name, value) = text
-        .split_once(':')
-        .ok_or_else(|| "not a header: 'Name: value'".to_owned())?;
-    if name.is_empty() || !name.bytes().all(config::is_token_byte) {
-        return Err(format!("'{name}' is not a header name"));
-    }
-    let value = value.trim_matches([' ', '\t']);
-    if value
-        .bytes()
-        .any(|byte| byte == b'\r' || byte == b'\n' || byte == 0)
-    {
-        return Err("the value has a line break".to_owned());
-    }
+    let (name, value) = ampd_http::head::field_line(text.as_bytes()).map_err(|fault| {
+        use ampd_http::head::FieldLineError;
+        match fault {
+            FieldLineError::MissingColon => "not a header: 'Name: value'".to_owned(),
+            FieldLineError::BareCr | FieldLineError::BadValue => {
+                "the value has a line break or a control character".to_owned()
+            }
+            _ => format!(
+                "'{}' is not a header name",
+                text.split(':').next().unwrap_or(text)
+            ),
+        }
+    })?;
+    // A field line is already without CR; a value never holds LF on the command line either.
+    let value = std::str::from_utf8(value).map_err(|_| "the value is not UTF-8".to_owned())?;
     Ok((name.to_owned(), value.to_owned()))
 }
 

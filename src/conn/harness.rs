@@ -490,8 +490,9 @@ fn parse_responses(mut bytes: &[u8], heads_only: &[bool]) -> Vec<Response> {
         let status: u16 = parts.next().unwrap().parse().unwrap();
         let headers: Vec<(String, String)> = lines
             .map(|line| {
-                let (name, value) = line.split_once(':').unwrap();
-                (name.to_ascii_lowercase(), value.trim().to_owned())
+                let (name, value) = ampd_http::head::field_line(line.as_bytes()).unwrap();
+                let value = String::from_utf8_lossy(value).into_owned();
+                (name.to_ascii_lowercase(), value)
             })
             .collect();
         bytes = &bytes[end + 4..];

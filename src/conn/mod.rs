@@ -22,6 +22,7 @@ mod reply;
 mod route;
 #[cfg(test)]
 mod tests;
+mod tls_seam;
 #[cfg(test)]
 mod tls_tests;
 pub mod upstream;

@@ -202,7 +202,7 @@ pub enum Resolution {
     /// A directory without an index file, listed (autoindex on): its entries, rendered per
     /// request (the query chooses order and format). Never cached: it is cheap to rebuild and a
     /// listing that lags the directory would confuse.
-    Listing(Arc<super::autoindex::Listing>),
+    Listing(Arc<super::listing::Listing>),
     /// A directory without an index file, autoindex off.
     DirectoryForbidden,
     NotFound,

@@ -14,6 +14,7 @@ pub mod file;
 pub mod file_cache;
 pub mod head_cache;
 pub mod job;
+pub mod listing;
 pub mod lru;
 pub mod memory;
 pub mod mime;

@@ -33,7 +33,7 @@ use crate::config::Level;
 use crate::log::error;
 
 /// The signals the server handles (blocked in every thread and process).
-pub const HANDLED: [i32; 6] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2];
+pub const HANDLED: [i32; 6] = crate::programs::HANDLED_SIGNALS;
 
 /// What the operator asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,12 +92,10 @@ impl Command {
     }
 }
 
-/// The handled signals as a set: the mask a copy of ampd the server starts (a helper process,
-/// the ACME manager, the new process of an upgrade) begins with, so that one of them sent
-/// before the copy has blocked them itself waits for its signalfd instead of killing it.
+/// The handled signals as a set (`programs::handled_signals`).
 #[must_use]
 pub fn handled() -> SignalSet {
-    SignalSet::of(&HANDLED)
+    crate::programs::handled_signals()
 }
 
 /// Block the handled signals in the calling thread. Call first in `main`, before any thread

@@ -11,5 +11,20 @@
 pub mod applications;
 pub mod cgi;
 mod lines;
+
+use ampd_sys::signal::{SignalSet, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+
+/// The signals the server handles (blocked in every thread and process; `ops::signals` says
+/// what each means). Here, beside the other processes ampd starts, because every copy of ampd
+/// the server starts (a helper process, the ACME manager, the new process of an upgrade)
+/// begins with them blocked.
+pub const HANDLED_SIGNALS: [i32; 6] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2];
+
+/// [`HANDLED_SIGNALS`] as a set: the mask a copy of ampd begins with, so that one of them sent
+/// before the copy has blocked them itself waits for its signalfd instead of killing it.
+#[must_use]
+pub fn handled_signals() -> SignalSet {
+    SignalSet::of(&HANDLED_SIGNALS)
+}
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -13,6 +13,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use argon2::PasswordVerifier;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use base64::Engine;
 
 use crate::config::{self, AddressRange};
 
@@ -174,33 +176,15 @@ fn trim(bytes: &[u8]) -> &[u8] {
     &bytes[start..end]
 }
 
-/// Standard base64 (RFC 4648 §4) with optional padding; `None` for anything else.
+/// Standard base64 (RFC 4648 §4), padding optional: RFC 7617 §2 says padded, some clients
+/// leave it out.
+const CREDENTIALS: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
 fn base64_decode(text: &[u8]) -> Option<Vec<u8>> {
-    let text = text
-        .strip_suffix(b"==")
-        .or_else(|| text.strip_suffix(b"="))
-        .unwrap_or(text);
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut accumulator = 0u32;
-    let mut bits = 0;
-    for &byte in text {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        accumulator = (accumulator << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((accumulator >> bits) as u8);
-            accumulator &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
+    CREDENTIALS.decode(text).ok()
 }
 
 #[cfg(test)]
@@ -212,7 +196,16 @@ mod tests {
         assert_eq!(base64_decode(b"Zm9vYmFy").unwrap(), b"foobar");
         assert_eq!(base64_decode(b"Zm9vYg==").unwrap(), b"foob");
         assert_eq!(base64_decode(b"Zm9vYmE=").unwrap(), b"fooba");
+        assert_eq!(base64_decode(b"Zm9vYg").unwrap(), b"foob");
         assert!(base64_decode(b"Zm9v!").is_none());
+        assert!(
+            base64_decode(b"Zm9vY").is_none(),
+            "a lone sextet ends no byte"
+        );
+        assert!(
+            base64_decode(b"Zm9v-_8").is_none(),
+            "the url-safe letters are not standard"
+        );
     }
 
     #[test]

@@ -23,8 +23,32 @@ use rustls::server::Acceptor;
 use rustls::{HandshakeKind, ServerConnection};
 
 use super::{client_certificate_of, TlsContext, TlsInfo, ALPN_ACME};
-use crate::conn::output::Output;
-use crate::conn::Conn;
+
+/// Where a session's plaintext goes: the connection behind it (`conn` implements this for
+/// `Conn`). The session drives only this, so `tls` knows nothing of HTTP or of `conn`.
+pub trait Plaintext {
+    /// The handshake is done: what it settled.
+    fn handshake_done(&mut self, info: TlsInfo);
+    /// Decrypted bytes from the client.
+    fn plaintext(&mut self, bytes: &[u8]);
+    /// The client ended its stream (close_notify, or a close without it).
+    fn end_of_stream(&mut self);
+}
+
+/// What a session seals: a queue of memory and file ranges in sending order (`conn`
+/// implements this for its `Output`).
+pub trait SealSource {
+    /// Nothing is queued.
+    fn is_empty(&self) -> bool;
+    /// A file range is queued behind the memory at the front.
+    fn file_follows_memory(&self) -> bool;
+    /// The file range at the front: its descriptor and `[offset, end)`.
+    fn front_file(&mut self) -> Option<(BorrowedFd<'_>, u64, u64)>;
+    /// The memory at the front, up to the next file range.
+    fn memory_slices(&mut self) -> Vec<IoSlice<'_>>;
+    /// `count` bytes from the front were sealed.
+    fn advance(&mut self, count: u64);
+}
 
 /// Plaintext sealed per call: four full records. Bounds what one connection holds in
 /// ciphertext while its socket is full (the engine seals more only when it has written this).
@@ -102,23 +126,19 @@ This port speaks HTTPS: use an https:// address\n";
 const HANDSHAKE_RECORD: u8 = 22;
 
 /// The most plaintext one TLS record carries (RFC 8446 §5.1).
-const RECORD: usize = 16 << 10;
+pub(crate) const RECORD: usize = 16 << 10;
 
 /// Copy the front of `output` into `buffer` until it is full or the queue is empty: memory as
 /// it is, file ranges read with `pread`. Returns the bytes copied (and taken off the queue).
-fn gather(output: &mut Output, buffer: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn gather(output: &mut impl SealSource, buffer: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buffer.len() && !output.is_empty() {
         let room = buffer.len() - filled;
-        let copied = if let Some(range) = output.front_file() {
-            let want = usize::try_from(range.end - range.offset)
+        let copied = if let Some((file, offset, end)) = output.front_file() {
+            let want = usize::try_from(end - offset)
                 .unwrap_or(usize::MAX)
                 .min(room);
-            let read = sysio::pread(
-                std::os::fd::AsFd::as_fd(&range.file.file),
-                &mut buffer[filled..filled + want],
-                range.offset,
-            )?;
+            let read = sysio::pread(file, &mut buffer[filled..filled + want], offset)?;
             if read == 0 {
                 return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
             }
@@ -176,7 +196,7 @@ impl TlsSession {
     /// Ciphertext from the socket: decrypted, its plaintext handed to `conn` (once the
     /// handshake has told `conn` what it settled: `Conn::set_tls`). A close_notify ends the
     /// client's input as an end of stream would.
-    pub fn receive(&mut self, mut ciphertext: &[u8], conn: &mut Conn) -> Received {
+    pub fn receive(&mut self, mut ciphertext: &[u8], conn: &mut impl Plaintext) -> Received {
         if !self.started && !ciphertext.is_empty() {
             self.started = true;
             if let Some(ending) = self.refuse_non_tls(ciphertext) {
@@ -264,7 +284,7 @@ impl TlsSession {
 
     /// Process the records read: on the handshake's completion tell `conn` what it settled,
     /// then hand it the plaintext.
-    fn process(&mut self, conn: &mut Conn) -> Option<Ending> {
+    fn process(&mut self, conn: &mut impl Plaintext) -> Option<Ending> {
         let State::Open(connection) = &mut self.state else {
             return None;
         };
@@ -280,25 +300,25 @@ impl TlsSession {
                 self.state = State::Ending(Ending::AcmeValidated);
                 return Some(Ending::AcmeValidated);
             }
-            conn.set_tls(info(connection));
+            conn.handshake_done(info(connection));
         }
         let mut reader = connection.reader();
         loop {
             match reader.fill_buf() {
                 Ok([]) => {
                     // The client's close_notify: no more requests.
-                    conn.peer_finished();
+                    conn.end_of_stream();
                     return None;
                 }
                 Ok(plaintext) => {
                     let count = plaintext.len();
-                    conn.receive(plaintext);
+                    conn.plaintext(plaintext);
                     reader.consume(count);
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return None,
                 // The peer closed without close_notify: an end of stream all the same.
                 Err(_) => {
-                    conn.peer_finished();
+                    conn.end_of_stream();
                     return None;
                 }
             }
@@ -312,7 +332,7 @@ impl TlsSession {
     /// # Errors
     /// A file cannot be read, or is shorter than when its head was sent (`UnexpectedEof`:
     /// the response cannot be completed).
-    pub fn seal(&mut self, output: &mut Output, scratch: &mut [u8]) -> io::Result<u64> {
+    pub fn seal(&mut self, output: &mut impl SealSource, scratch: &mut [u8]) -> io::Result<u64> {
         let State::Open(connection) = &mut self.state else {
             return Ok(0);
         };
@@ -480,53 +500,5 @@ impl Write for Socket<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::Write as _;
-    use std::os::fd::AsFd as _;
-    use std::sync::Arc;
-
-    use super::{gather, RECORD};
-    use crate::conn::output::Output;
-    use crate::content::file::{FileKey, OpenFile};
-    use crate::content::serve::Sink as _;
-
-    #[test]
-    fn a_frame_header_rides_in_the_record_of_the_file_bytes_after_it() {
-        let path = std::env::temp_dir().join(format!("ampd-gather-{}", std::process::id()));
-        let body: Vec<u8> = (0..40_000u32).map(|at| (at % 253) as u8).collect();
-        std::fs::File::create(&path)
-            .unwrap()
-            .write_all(&body)
-            .unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let key = FileKey::of(&ampd_sys::file::fstat(file.as_fd()).unwrap());
-        let file = Arc::new(OpenFile::new(file, key));
-        std::fs::remove_file(&path).unwrap();
-        // Two DATA frames as HTTP/2 queues them: a 9-byte header, then file bytes.
-        let mut output = Output::default();
-        output.bytes().extend_from_slice(b"HEADER-01");
-        output.file(file.clone(), 0, 16_384);
-        output.bytes().extend_from_slice(b"HEADER-02");
-        output.file(file, 16_384, 40_000);
-        let mut expected = b"HEADER-01".to_vec();
-        expected.extend_from_slice(&body[..16_384]);
-        expected.extend_from_slice(b"HEADER-02");
-        expected.extend_from_slice(&body[16_384..]);
-
-        let mut buffer = vec![0u8; RECORD];
-        let mut records = Vec::new();
-        let mut sent = Vec::new();
-        while !output.is_empty() {
-            let filled = gather(&mut output, &mut buffer).unwrap();
-            records.push(filled);
-            sent.extend_from_slice(&buffer[..filled]);
-        }
-        // Full records until the last: no record of 9 bytes.
-        assert_eq!(records, [RECORD, RECORD, expected.len() - 2 * RECORD]);
-        assert!(sent == expected, "the bytes keep their order");
     }
 }

@@ -34,6 +34,8 @@ use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind, SignatureScheme,
 };
 
+use crate::response::ResponseParser;
+
 /// TLS versions `--tls` may ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsVersion {
@@ -288,28 +290,29 @@ fn one_request(
     })
 }
 
-/// Whether `response` holds a whole 200 response (head and `Content-Length` bytes of body).
+/// Whether `response` holds a whole 200 response (head and `Content-Length` bytes of body),
+/// read by the same strict reader as every other response the bench takes.
 fn complete(response: &[u8]) -> Result<bool, String> {
-    let Some(end) = response.windows(4).position(|window| window == b"\r\n\r\n") else {
-        return Ok(false);
+    let mut parser = ResponseParser::new();
+    let (used, done) = parser.feed(response).map_err(|error| error.to_string())?;
+    let Some(done) = done else {
+        return if parser.reads_until_close() {
+            Err("no Content-Length in the response".to_owned())
+        } else {
+            Ok(false)
+        };
     };
-    let head = String::from_utf8_lossy(&response[..end]);
-    let status = head.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) != Some("200") {
-        return Err(format!("status '{status}' (want 200)"));
+    if done.status != 200 {
+        return Err(format!("status {} (want 200)", done.status));
     }
-    let length = head
-        .lines()
-        .filter_map(|line| line.split_once(':'))
-        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
-        .map(|(_, value)| value.trim().parse::<usize>())
-        .ok_or("no Content-Length in the response")?
-        .map_err(|_| "bad Content-Length".to_owned())?;
-    let body = response.len() - end - 4;
-    if body > length {
-        return Err(format!("{body} bytes of body for Content-Length {length}"));
+    if used < response.len() {
+        let body = response.len() - used + usize::try_from(done.body_len).unwrap_or(0);
+        return Err(format!(
+            "{body} bytes of body for Content-Length {}",
+            done.body_len
+        ));
     }
-    Ok(body == length)
+    Ok(true)
 }
 
 fn client_config(options: &HandshakeOptions) -> Result<ClientConfig, String> {

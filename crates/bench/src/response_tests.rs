@@ -164,6 +164,8 @@ fn malformed_headers() {
         b"HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
         b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
     ] {
         assert!(

@@ -3,8 +3,8 @@
 //!
 //! Owns the CGI head's syntax, its limits and the response kind it makes (document, local
 //! redirect, client redirect). Must not touch I/O or decide what the server does with a local
-//! redirect (the server's exchange re-dispatches it). Field syntax reuses the crate's token
-//! and field-value tables; the `Content-Length` rules are the reverse proxy's
+//! redirect (the server's exchange re-dispatches it). Lines and field-line syntax are the
+//! shared `head` reader's; the `Content-Length` rules are the reverse proxy's
 //! (`upstream::framing`), so a script's head is judged as strictly as an upstream's.
 //!
 //! Differences from an HTTP response head, all from RFC 3875: there is no status line (the
@@ -14,8 +14,9 @@
 
 use memchr::memchr;
 
-use crate::request::{Header, Version};
-use crate::token::{is_field_value, is_ows, is_token, trim_ows};
+use crate::head::{FieldLineError, Fields, HeadError, HeadReader, LineEnds};
+use crate::message::{Header, Version};
+use crate::token::trim_ows;
 use crate::upstream::framing;
 use crate::upstream::{Limits, ResponseHead, UpstreamError};
 
@@ -158,10 +159,8 @@ pub struct CgiParser {
     limits: Limits,
     headers: Vec<Header>,
     status: Option<(u16, Box<str>)>,
-    lines: usize,
-    line_start: usize,
-    /// Bytes before this index have been searched for LF.
-    scanned: usize,
+    /// Lines, the head's size and its field lines.
+    reader: HeadReader,
 }
 
 impl CgiParser {
@@ -172,9 +171,12 @@ impl CgiParser {
             limits,
             headers: Vec::new(),
             status: None,
-            lines: 0,
-            line_start: 0,
-            scanned: 0,
+            // §6.3: a script's lines end in NL; CRLF is accepted as well.
+            reader: HeadReader::new(
+                limits.max_head_bytes,
+                limits.max_headers,
+                LineEnds::LfAccepted,
+            ),
         }
     }
 
@@ -187,7 +189,7 @@ impl CgiParser {
     /// # Errors
     /// A [`CgiError`] as soon as the input is known to be invalid or over a limit.
     pub fn parse(&mut self, input: &[u8]) -> Result<CgiParse, CgiError> {
-        if input.len() < self.scanned {
+        if input.len() < self.reader.scanned() {
             // The caller replaced the buffer instead of appending: start over.
             self.reset();
         }
@@ -213,81 +215,17 @@ impl CgiParser {
     }
 
     fn parse_lines(&mut self, input: &[u8]) -> Result<CgiParse, CgiError> {
-        loop {
-            let Some(offset) = memchr(b'\n', &input[self.scanned..]) else {
-                self.scanned = input.len();
-                self.check_head_size(input.len())?;
-                return Ok(CgiParse::Partial);
-            };
-            let lf = self.scanned + offset;
-            self.scanned = lf + 1;
-            self.check_head_size(lf + 1)?;
-            let line = &input[self.line_start..lf];
-            // §6.3: a script's lines end in NL; CRLF is accepted as well.
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            self.line_start = lf + 1;
-            if line.is_empty() {
-                let head = self.finish()?;
-                return Ok(CgiParse::Complete { head, len: lf + 1 });
-            }
-            if self.lines >= self.limits.max_headers {
-                return Err(CgiError::TooManyHeaders);
-            }
-            self.lines += 1;
-            self.field_line(line)?;
+        let (status, headers) = (&mut self.status, &mut self.headers);
+        let fields = self
+            .reader
+            .on_field_line(input, |name, value| accept(status, headers, name, value))?;
+        match fields {
+            Fields::Partial => Ok(CgiParse::Partial),
+            Fields::Complete { len } => Ok(CgiParse::Complete {
+                head: self.finish()?,
+                len,
+            }),
         }
-    }
-
-    fn check_head_size(&self, len: usize) -> Result<(), CgiError> {
-        if len > self.limits.max_head_bytes {
-            Err(CgiError::HeadTooLarge)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// `field-name ":" OWS field-value OWS`, `line` without its line end.
-    fn field_line(&mut self, line: &[u8]) -> Result<(), CgiError> {
-        if is_ows(line[0]) {
-            return Err(CgiError::ObsFold);
-        }
-        if memchr(b'\r', line).is_some() {
-            return Err(CgiError::BareCr);
-        }
-        let colon = memchr(b':', line).ok_or(CgiError::MissingColon)?;
-        let name = &line[..colon];
-        if !is_token(name) {
-            return Err(CgiError::BadHeaderName);
-        }
-        let value = trim_ows(&line[colon + 1..]);
-        if !is_field_value(value) {
-            return Err(CgiError::InvalidHeaderValue);
-        }
-        // A token is ASCII, so this cannot fail.
-        let name = std::str::from_utf8(name).map_err(|_| CgiError::BadHeaderName)?;
-        if name.eq_ignore_ascii_case("status") {
-            if self.status.is_some() {
-                return Err(CgiError::DuplicateStatus);
-            }
-            self.status = Some(parse_status(value)?);
-            return Ok(());
-        }
-        if name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(CgiError::TransferEncoding);
-        }
-        if name.eq_ignore_ascii_case("location")
-            && self
-                .headers
-                .iter()
-                .any(|header| header.name.eq_ignore_ascii_case("location"))
-        {
-            return Err(CgiError::DuplicateLocation);
-        }
-        self.headers.push(Header {
-            name: name.into(),
-            value: value.into(),
-        });
-        Ok(())
     }
 
     /// The head once its blank line arrived: `Content-Length` checked, the kind decided.
@@ -321,6 +259,56 @@ impl CgiParser {
             headers,
             kind,
         })
+    }
+}
+
+/// One field line of a script's head: `Status` kept apart, `Transfer-Encoding` and a second
+/// `Location` refused, every other field kept in order.
+fn accept(
+    status: &mut Option<(u16, Box<str>)>,
+    headers: &mut Vec<Header>,
+    name: &str,
+    value: &[u8],
+) -> Result<(), CgiError> {
+    if name.eq_ignore_ascii_case("status") {
+        if status.is_some() {
+            return Err(CgiError::DuplicateStatus);
+        }
+        *status = Some(parse_status(value)?);
+        return Ok(());
+    }
+    if name.eq_ignore_ascii_case("transfer-encoding") {
+        return Err(CgiError::TransferEncoding);
+    }
+    if name.eq_ignore_ascii_case("location")
+        && headers
+            .iter()
+            .any(|header| header.name.eq_ignore_ascii_case("location"))
+    {
+        return Err(CgiError::DuplicateLocation);
+    }
+    headers.push(Header {
+        name: name.into(),
+        value: value.into(),
+    });
+    Ok(())
+}
+
+impl From<HeadError> for CgiError {
+    fn from(error: HeadError) -> Self {
+        match error {
+            HeadError::TooLarge => Self::HeadTooLarge,
+            HeadError::TooManyFields => Self::TooManyHeaders,
+            // A script's reader accepts a bare LF (RFC 3875 §6.3), so this is never produced.
+            HeadError::BareLf => Self::BareCr,
+            HeadError::Field(fault) => match fault {
+                FieldLineError::ObsFold => Self::ObsFold,
+                FieldLineError::BareCr => Self::BareCr,
+                FieldLineError::MissingColon => Self::MissingColon,
+                FieldLineError::SpaceBeforeColon | FieldLineError::BadName => Self::BadHeaderName,
+                FieldLineError::BadValue => Self::InvalidHeaderValue,
+            },
+        }
     }
 }
 

@@ -51,9 +51,11 @@ impl ChunkedError {
     }
 }
 
-impl fmt::Display for ChunkedError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl ChunkedError {
+    /// What is wrong, in words (a load generator counts by it).
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
             Self::BadChunkSize => "invalid chunk size",
             Self::ChunkSizeOverflow => "chunk size overflows",
             Self::ChunkLineTooLong => "chunk-size line too long",
@@ -63,7 +65,13 @@ impl fmt::Display for ChunkedError {
             Self::InvalidTrailer => "invalid trailer field",
             Self::TrailerTooLarge => "trailer section too large",
             Self::BodyTooLarge => "chunked body larger than the limit",
-        })
+        }
+    }
+}
+
+impl fmt::Display for ChunkedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.reason())
     }
 }
 

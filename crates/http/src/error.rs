@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::head::{FieldLineError, HeadError};
+
 /// Why a request head was rejected.
 ///
 /// Every variant maps to one status via [`ParseError::status`]:
@@ -64,6 +66,25 @@ pub enum ParseError {
     /// `Transfer-Encoding` names a coding other than `chunked` (`gzip, chunked`, `xchunked`,
     /// `chunked, identity`); ampd implements only chunked (RFC 9112 §6.1 → 501).
     UnknownTransferCoding,
+}
+
+impl From<HeadError> for ParseError {
+    fn from(error: HeadError) -> Self {
+        match error {
+            HeadError::TooLarge => Self::HeaderSectionTooLarge,
+            HeadError::TooManyFields => Self::TooManyHeaders,
+            // A request's reader accepts a bare LF (`LineEnds::LfAccepted`), so this is never
+            // produced for one; were it, the line end is the fault.
+            HeadError::BareLf => Self::BareCr,
+            HeadError::Field(fault) => match fault {
+                FieldLineError::ObsFold => Self::ObsFold,
+                FieldLineError::BareCr => Self::BareCr,
+                FieldLineError::MissingColon | FieldLineError::BadName => Self::BadHeaderName,
+                FieldLineError::SpaceBeforeColon => Self::SpaceBeforeColon,
+                FieldLineError::BadValue => Self::InvalidHeaderValue,
+            },
+        }
+    }
 }
 
 impl ParseError {

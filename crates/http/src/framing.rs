@@ -15,41 +15,18 @@
 
 use crate::authority::is_valid_authority;
 use crate::error::ParseError;
-use crate::request::{BodyFraming, Header, Method, RequestHead, Version};
-use crate::token::list_elements;
+use crate::head::{decimal, ConnectionOptions, TransferCodings};
+use crate::message::{BodyFraming, Header, Method, RequestHead, Version};
 
-/// What the Transfer-Encoding field lines add up to.
-#[derive(Debug, Default)]
-struct TransferCodings {
-    present: bool,
-    last_is_chunked: bool,
-    chunked_count: usize,
-    has_other_coding: bool,
-}
-
-impl TransferCodings {
-    fn add(&mut self, value: &[u8]) {
-        self.present = true;
-        for coding in list_elements(value) {
-            let chunked = coding.eq_ignore_ascii_case(b"chunked");
-            self.last_is_chunked = chunked;
-            if chunked {
-                self.chunked_count += 1;
-            } else {
-                self.has_other_coding = true;
-            }
-        }
+/// The body framing of a request's coding list: `chunked` once and last, nothing else.
+fn chunked_framing(codings: &TransferCodings) -> Result<BodyFraming, ParseError> {
+    if codings.others {
+        return Err(ParseError::UnknownTransferCoding);
     }
-
-    fn framing(&self) -> Result<BodyFraming, ParseError> {
-        if self.has_other_coding {
-            return Err(ParseError::UnknownTransferCoding);
-        }
-        if !self.last_is_chunked || self.chunked_count != 1 {
-            return Err(ParseError::TransferEncodingNotChunked);
-        }
-        Ok(BodyFraming::Chunked)
+    if !codings.is_chunked_once_last() {
+        return Err(ParseError::TransferEncodingNotChunked);
     }
+    Ok(BodyFraming::Chunked)
 }
 
 /// Validates the cross-field rules and builds the head.
@@ -62,8 +39,7 @@ pub(crate) fn finish(
     let mut host_count = 0usize;
     let mut content_length: Option<u64> = None;
     let mut codings = TransferCodings::default();
-    let mut connection_close = false;
-    let mut connection_keep_alive = false;
+    let mut connection = ConnectionOptions::default();
     let mut expect_continue = false;
 
     for header in &headers {
@@ -82,10 +58,7 @@ pub(crate) fn finish(
                 expect_continue |= value.eq_ignore_ascii_case(b"100-continue");
             }
             10 if name.eq_ignore_ascii_case(b"connection") => {
-                for option in list_elements(value) {
-                    connection_close |= option.eq_ignore_ascii_case(b"close");
-                    connection_keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
-                }
+                connection.add(value);
             }
             14 if name.eq_ignore_ascii_case(b"content-length") => {
                 if content_length.is_some() {
@@ -111,16 +84,11 @@ pub(crate) fn finish(
         if content_length.is_some() {
             return Err(ParseError::ContentLengthWithTransferEncoding);
         }
-        codings.framing()?
+        chunked_framing(&codings)?
     } else {
         content_length.map_or(BodyFraming::None, BodyFraming::Length)
     };
-    let keep_alive = !connection_close
-        && match version {
-            // HTTP/1 heads never say 2.0 (the parser refuses it); an HTTP/2 connection persists.
-            Version::Http11 | Version::Http2 => true,
-            Version::Http10 => connection_keep_alive,
-        };
+    let keep_alive = connection.persist(version);
 
     Ok(RequestHead {
         method,
@@ -139,18 +107,7 @@ fn parse_content_length(value: &[u8]) -> Result<u64, ParseError> {
     if value.contains(&b',') {
         return Err(ParseError::DuplicateContentLength);
     }
-    if value.is_empty() {
-        return Err(ParseError::InvalidContentLength);
-    }
-    value.iter().try_fold(0u64, |total, &b| {
-        if !b.is_ascii_digit() {
-            return Err(ParseError::InvalidContentLength);
-        }
-        total
-            .checked_mul(10)
-            .and_then(|total| total.checked_add(u64::from(b - b'0')))
-            .ok_or(ParseError::InvalidContentLength)
-    })
+    decimal(value).ok_or(ParseError::InvalidContentLength)
 }
 
 #[cfg(test)]
@@ -188,7 +145,10 @@ mod tests {
         let mut codings = TransferCodings::default();
         codings.add(b"gzip");
         codings.add(b"Chunked");
-        assert_eq!(codings.framing(), Err(ParseError::UnknownTransferCoding));
+        assert_eq!(
+            chunked_framing(&codings),
+            Err(ParseError::UnknownTransferCoding)
+        );
 
         // RFC 9112 §6.1 → 501 for a coding ampd does not implement, also where chunked is not
         // final (`xchunked` alone, `identity` after chunked).
@@ -201,7 +161,7 @@ mod tests {
             let mut codings = TransferCodings::default();
             codings.add(unknown);
             assert_eq!(
-                codings.framing(),
+                chunked_framing(&codings),
                 Err(ParseError::UnknownTransferCoding),
                 "{}",
                 String::from_utf8_lossy(unknown)
@@ -211,19 +171,19 @@ mod tests {
         let mut codings = TransferCodings::default();
         codings.add(b"chunked, chunked");
         assert_eq!(
-            codings.framing(),
+            chunked_framing(&codings),
             Err(ParseError::TransferEncodingNotChunked)
         );
 
         let mut codings = TransferCodings::default();
         codings.add(b"");
         assert_eq!(
-            codings.framing(),
+            chunked_framing(&codings),
             Err(ParseError::TransferEncodingNotChunked)
         );
 
         let mut codings = TransferCodings::default();
         codings.add(b" chunked ,");
-        assert_eq!(codings.framing(), Ok(BodyFraming::Chunked));
+        assert_eq!(chunked_framing(&codings), Ok(BodyFraming::Chunked));
     }
 }

@@ -1,6 +1,7 @@
 //! Fuzzing entry points, shared by the cargo-fuzz targets in `fuzz/` and the corpus replay
 //! test in `tests/fuzz_corpus.rs`, so a crash found by libFuzzer replays under `cargo test`.
 //! The reverse proxy's checks are in `fuzz/upstream.rs`, FastCGI's and CGI's in `fuzz/fastcgi.rs`,
+//! the shared head reader's in `fuzz/head.rs`,
 //! HPACK's and the HTTP/2 request fields' in `fuzz/hpack.rs`, the HTTP/2 connection's in
 //! `fuzz/h2.rs`.
 //!
@@ -16,11 +17,13 @@ use crate::request::{BodyFraming, HeadParser, Limits, Parse, RequestHead};
 
 mod fastcgi;
 mod h2;
+mod head;
 mod hpack;
 mod upstream;
 
 pub use fastcgi::{cgi_head, fastcgi_name_value, fastcgi_response};
 pub use h2::h2_connection;
+pub use head::head_reader;
 pub use hpack::hpack_decode;
 pub use upstream::{forward_request, upstream_response};
 

@@ -7,7 +7,10 @@
 //!
 //! * [`authority`]: `host [":" port]` of absolute-form targets and `Host`.
 //! * [`cgi`]: the response head of a CGI script or a FastCGI application (RFC 3875 §6).
-//! * [`request`]: resumable request-head parser ([`HeadParser`]) and [`RequestHead`].
+//! * [`message`]: the message vocabulary: [`Method`], [`Version`], [`Header`], [`RequestHead`].
+//! * [`head`]: the one HTTP/1 head reader (lines, limits, field-line syntax, transfer codings)
+//!   under the request, upstream-response and CGI parsers.
+//! * [`request`]: resumable request-head parser ([`HeadParser`]).
 //! * [`error`]: [`ParseError`], each variant with the status to answer.
 //! * [`response`]: status line and header encoder into a caller's buffer.
 //! * [`date`]: IMF-fixdate formatting and HTTP-date parsing.
@@ -38,6 +41,8 @@ pub mod fastcgi;
 mod framing;
 pub mod fuzz;
 pub mod h2;
+pub mod head;
+pub mod message;
 pub mod multipart;
 pub mod proxy_protocol;
 pub mod range;

@@ -1,239 +1,23 @@
-//! The request head: its types and the resumable, I/O-free parser (RFC 9112 §2-§5).
+//! The resumable, I/O-free request-head parser (RFC 9112 §2-§5).
 //!
-//! Owns `RequestHead`, `HeadParser`, request-line and field-line syntax, and `split_target`.
-//! Must not touch sockets, clocks or configuration; body framing and connection semantics are
-//! decided in `framing.rs` once the head is complete.
+//! Owns `HeadParser` and request-line syntax; field lines are read by the shared `head`
+//! reader, the types are `message`'s (re-exported here). Must not touch sockets, clocks or
+//! configuration; body framing and connection semantics are decided in `framing.rs` once the
+//! head is complete.
 //!
 //! The parser is line-at-a-time like nginx's `ngx_http_parse.c`: every complete line is
 //! validated and stored as soon as its LF arrives, and the parser remembers where it stopped,
 //! so a head fed one byte per call costs O(n) in total rather than picohttpparser's re-scan.
-
-use std::fmt;
 
 use memchr::memchr;
 
 use crate::authority::is_valid_authority;
 use crate::error::ParseError;
 use crate::framing;
-use crate::token::{is_field_value, is_ows, is_tchar, is_token, trim_ows};
-
-/// A request method (RFC 9110 §9). The registered ones are variants so matching is cheap;
-/// extension methods keep their token.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Method {
-    Get,
-    Head,
-    Post,
-    Put,
-    Delete,
-    Options,
-    Trace,
-    Connect,
-    Patch,
-    /// Any other token, exactly as sent (methods are case-sensitive, RFC 9110 §9.1).
-    Other(Box<str>),
-}
-
-impl Method {
-    /// The method named by `token`, or `None` when `token` is not a valid token.
-    #[inline]
-    #[must_use]
-    pub fn from_token(token: &[u8]) -> Option<Self> {
-        Some(match token {
-            b"GET" => Self::Get,
-            b"HEAD" => Self::Head,
-            b"POST" => Self::Post,
-            b"PUT" => Self::Put,
-            b"DELETE" => Self::Delete,
-            b"OPTIONS" => Self::Options,
-            b"TRACE" => Self::Trace,
-            b"CONNECT" => Self::Connect,
-            b"PATCH" => Self::Patch,
-            other if is_token(other) => Self::Other(std::str::from_utf8(other).ok()?.into()),
-            _ => return None,
-        })
-    }
-
-    /// The method token.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Get => "GET",
-            Self::Head => "HEAD",
-            Self::Post => "POST",
-            Self::Put => "PUT",
-            Self::Delete => "DELETE",
-            Self::Options => "OPTIONS",
-            Self::Trace => "TRACE",
-            Self::Connect => "CONNECT",
-            Self::Patch => "PATCH",
-            Self::Other(token) => token,
-        }
-    }
-
-    /// GET or HEAD: the methods conditional GET and ranges apply to (RFC 9110 §13.1.3, §14.2).
-    #[inline]
-    #[must_use]
-    pub fn is_get_or_head(&self) -> bool {
-        matches!(self, Self::Get | Self::Head)
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The protocol version of a request. `HTTP/1.2`..`HTTP/1.9` are treated as 1.1, the highest
-/// minor version ampd implements (RFC 9110 §6.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Version {
-    Http10,
-    Http11,
-    /// A request that came over HTTP/2 (`h2::fields`): no chunked coding and no
-    /// connection-level fields in its response; the stream's end ends a body.
-    Http2,
-}
-
-impl Version {
-    /// `"HTTP/1.0"`, `"HTTP/1.1"` or `"HTTP/2.0"` (as logs and `SERVER_PROTOCOL` name it).
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Http10 => "HTTP/1.0",
-            Self::Http11 => "HTTP/1.1",
-            Self::Http2 => "HTTP/2.0",
-        }
-    }
-}
-
-/// One field line. The name keeps the case the client sent; the value has its surrounding OWS
-/// removed (RFC 9112 §5.1) and may hold obs-text, hence bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Header {
-    pub name: Box<str>,
-    pub value: Box<[u8]>,
-}
-
-/// How the request body is delimited (RFC 9112 §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BodyFraming {
-    /// No Content-Length and no Transfer-Encoding: the request has no body.
-    None,
-    /// Exactly this many bytes follow the head.
-    Length(u64),
-    /// A chunked body follows; decode it with `ChunkedDecoder`.
-    Chunked,
-}
-
-/// A parsed and validated request head.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RequestHead {
-    pub method: Method,
-    /// The request-target exactly as sent; see [`split_target`].
-    pub target: Box<str>,
-    pub version: Version,
-    pub headers: Vec<Header>,
-    pub body: BodyFraming,
-    /// Whether the connection persists after this exchange (RFC 9112 §9.3): HTTP/1.1 unless
-    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
-    pub keep_alive: bool,
-    /// `Expect: 100-continue` on an HTTP/1.1 request (HTTP/1.0 ones are ignored, RFC 9110
-    /// §10.1.1). Other expectations are left in `headers` for the caller to answer 417.
-    pub expect_continue: bool,
-}
-
-impl RequestHead {
-    /// The value of the first field named `name` (ASCII case-insensitive).
-    #[inline]
-    #[must_use]
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|header| header.name.eq_ignore_ascii_case(name))
-            .map(|header| &*header.value)
-    }
-
-    /// The values of every field named `name`, in the order sent.
-    #[inline]
-    pub fn headers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> {
-        self.headers
-            .iter()
-            .filter(move |header| header.name.eq_ignore_ascii_case(name))
-            .map(|header| &*header.value)
-    }
-
-    /// The authority the request is for: an absolute-form target's authority wins over `Host`
-    /// (RFC 9112 §3.2.2); otherwise the `Host` value, which the parser has validated as ASCII.
-    #[must_use]
-    pub fn host(&self) -> Option<&str> {
-        if let Some((Some(authority), _, _)) = split_target(&self.target) {
-            return Some(authority);
-        }
-        std::str::from_utf8(self.header("host")?).ok()
-    }
-
-    /// Writes the head back out in wire form; parsing the result yields an equal head. Used by
-    /// the proxy to forward a request and by the fuzz target to check the parser.
-    pub fn encode(&self, buf: &mut Vec<u8>) {
-        buf.extend_from_slice(self.method.as_str().as_bytes());
-        buf.push(b' ');
-        buf.extend_from_slice(self.target.as_bytes());
-        buf.push(b' ');
-        buf.extend_from_slice(self.version.as_str().as_bytes());
-        buf.extend_from_slice(b"\r\n");
-        for header in &self.headers {
-            buf.extend_from_slice(header.name.as_bytes());
-            buf.extend_from_slice(b": ");
-            buf.extend_from_slice(&header.value);
-            buf.extend_from_slice(b"\r\n");
-        }
-        buf.extend_from_slice(b"\r\n");
-    }
-}
-
-/// Splits a request-target into `(authority, path, query)`.
-///
-/// origin-form `/p?q` gives `(None, "/p", Some("q"))`; absolute-form `http://h:1/p?q` gives
-/// `(Some("h:1"), "/p", Some("q"))`, with path `"/"` when the target has none (RFC 9112
-/// §3.2.1); asterisk-form gives `(None, "*", None)`. Returns `None` for anything else:
-/// authority-form, other schemes, and an authority that is not `host [":" port]`
-/// (`authority::is_valid_authority`: an empty host, a bad port, or userinfo, which RFC 9110
-/// §4.2.4 says to treat as an error).
-#[must_use]
-pub fn split_target(target: &str) -> Option<(Option<&str>, &str, Option<&str>)> {
-    if target == "*" {
-        return Some((None, "*", None));
-    }
-    let (authority, rest) = if target.starts_with('/') {
-        (None, target)
-    } else {
-        let after_scheme = strip_prefix_ignore_case(target, "http://")
-            .or_else(|| strip_prefix_ignore_case(target, "https://"))?;
-        let end = after_scheme.find(['/', '?']).unwrap_or(after_scheme.len());
-        let authority = &after_scheme[..end];
-        if !is_valid_authority(authority.as_bytes(), false) {
-            return None;
-        }
-        (Some(authority), &after_scheme[end..])
-    };
-    // `memchr`, not `split_once('?')`: this runs several times per request (routing, the
-    // host check, the handlers), and `str`'s char search was 6 % of a cached response's
-    // instructions (callgrind).
-    let (path, query) = match memchr::memchr(b'?', rest.as_bytes()) {
-        Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-        None => (rest, None),
-    };
-    let path = if path.is_empty() { "/" } else { path };
-    Some((authority, path, query))
-}
-
-fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
-}
+use crate::head::{Fields, HeadReader, LineEnds};
+use crate::message::is_target_byte;
+pub use crate::message::{split_target, BodyFraming, Header, Method, RequestHead, Version};
+use crate::token::is_tchar;
 
 /// Size limits enforced while parsing, including on partial input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,11 +65,10 @@ enum State {
     /// Waiting for the LF that ends the request line starting at `start`; what has arrived of
     /// it so far passed `check`.
     RequestLine { start: usize, check: LineCheck },
-    /// Collecting field lines; the current one starts at `line_start`.
+    /// Collecting field lines (the reader knows where the current one starts).
     Fields {
         request: RequestLine,
         headers: Vec<Header>,
-        line_start: usize,
     },
 }
 
@@ -306,8 +89,8 @@ enum Step {
 pub struct HeadParser {
     limits: Limits,
     state: State,
-    /// Bytes before this index have been examined; scanning resumes here.
-    scanned: usize,
+    /// Lines, the head's size and its field lines.
+    reader: HeadReader,
 }
 
 impl HeadParser {
@@ -317,14 +100,18 @@ impl HeadParser {
         Self {
             limits,
             state: State::Leading,
-            scanned: 0,
+            reader: HeadReader::new(
+                limits.max_head_bytes,
+                limits.max_headers,
+                LineEnds::LfAccepted,
+            ),
         }
     }
 
     /// Forgets any partial progress.
     pub fn reset(&mut self) {
         self.state = State::Leading;
-        self.scanned = 0;
+        self.reader.reset();
     }
 
     /// Continues parsing `buf`, which must start with the bytes given to earlier calls.
@@ -334,7 +121,7 @@ impl HeadParser {
     /// even when the head is still incomplete; its `status()` is the answer to send.
     #[inline]
     pub fn parse(&mut self, buf: &[u8]) -> Result<Parse, ParseError> {
-        if buf.len() < self.scanned {
+        if buf.len() < self.reader.scanned() {
             // The caller replaced the buffer instead of appending: start over rather than
             // index out of bounds.
             self.reset();
@@ -360,16 +147,12 @@ impl HeadParser {
         match state {
             State::Leading => self.skip_empty_line(buf),
             State::RequestLine { start, check } => self.on_request_line(start, check, buf),
-            State::Fields {
-                request,
-                headers,
-                line_start,
-            } => self.on_field_line(request, headers, line_start, buf),
+            State::Fields { request, headers } => self.on_fields(request, headers, buf),
         }
     }
 
     fn skip_empty_line(&mut self, buf: &[u8]) -> Result<Step, ParseError> {
-        let at = self.scanned;
+        let at = self.reader.scanned();
         let skip = match (buf.get(at), buf.get(at + 1)) {
             (None, _) | (Some(b'\r'), None) => return Ok(Step::NeedMore(State::Leading)),
             (Some(b'\n'), _) => 1,
@@ -381,8 +164,8 @@ impl HeadParser {
                 }))
             }
         };
-        self.scanned += skip;
-        if self.scanned > self.limits.max_head_bytes {
+        self.reader.skip(skip);
+        if self.reader.scanned() > self.limits.max_head_bytes {
             return Err(ParseError::HeaderSectionTooLarge);
         }
         Ok(Step::Continue(State::Leading))
@@ -420,69 +203,44 @@ impl HeadParser {
         }
         self.check_head_size(lf + 1)?;
         let request = parse_request_line(line)?;
+        self.reader.start_fields(lf + 1);
         Ok(Step::Continue(State::Fields {
             request,
             headers: Vec::with_capacity(16),
-            line_start: lf + 1,
         }))
     }
 
-    fn on_field_line(
+    fn on_fields(
         &mut self,
         request: RequestLine,
         mut headers: Vec<Header>,
-        line_start: usize,
         buf: &[u8],
     ) -> Result<Step, ParseError> {
-        let Some(lf) = self.find_lf(buf) else {
-            self.check_head_size(buf.len())?;
-            return Ok(Step::NeedMore(State::Fields {
-                request,
-                headers,
-                line_start,
-            }));
-        };
-        self.check_head_size(lf + 1)?;
-        let line = strip_cr(&buf[line_start..lf]);
-        if line.is_empty() {
-            let head = framing::finish(request.method, request.target, request.version, headers)?;
-            return Ok(Step::Done(head, lf + 1));
+        let fields = self.reader.on_field_line(buf, |name, value| {
+            headers.push(Header {
+                name: name.into(),
+                value: value.into(),
+            });
+            Ok::<(), ParseError>(())
+        })?;
+        match fields {
+            Fields::Partial => Ok(Step::NeedMore(State::Fields { request, headers })),
+            Fields::Complete { len } => {
+                let head =
+                    framing::finish(request.method, request.target, request.version, headers)?;
+                Ok(Step::Done(head, len))
+            }
         }
-        if headers.len() >= self.limits.max_headers {
-            return Err(ParseError::TooManyHeaders);
-        }
-        headers.push(parse_field_line(line)?);
-        Ok(Step::Continue(State::Fields {
-            request,
-            headers,
-            line_start: lf + 1,
-        }))
     }
 
-    /// Finds the next LF at or after `scanned` and moves `scanned` past it, or to the end of
-    /// `buf` when there is none, so no byte is searched twice.
     #[inline]
     fn find_lf(&mut self, buf: &[u8]) -> Option<usize> {
-        match memchr(b'\n', &buf[self.scanned..]) {
-            Some(offset) => {
-                let lf = self.scanned + offset;
-                self.scanned = lf + 1;
-                Some(lf)
-            }
-            None => {
-                self.scanned = buf.len();
-                None
-            }
-        }
+        self.reader.find_lf(buf)
     }
 
     #[inline]
     fn check_head_size(&self, len: usize) -> Result<(), ParseError> {
-        if len > self.limits.max_head_bytes {
-            Err(ParseError::HeaderSectionTooLarge)
-        } else {
-            Ok(())
-        }
+        Ok(self.reader.check_size(len)?)
     }
 }
 
@@ -594,13 +352,6 @@ fn check_version_byte(at: usize, byte: u8) -> Result<(), ParseError> {
     }
 }
 
-/// A byte a request-target may hold: visible ASCII without `#` (a fragment is never sent,
-/// RFC 9112 §3.2).
-#[inline]
-pub(crate) fn is_target_byte(byte: u8) -> bool {
-    byte > b' ' && byte < 0x7f && byte != b'#'
-}
-
 /// `method SP request-target SP HTTP-version`, single spaces only (RFC 9112 §3). The line has
 /// passed `LineCheck`: what is left is its structure as a whole.
 fn parse_request_line(line: &[u8]) -> Result<RequestLine, ParseError> {
@@ -663,34 +414,6 @@ fn parse_target(target: &[u8], method: &Method) -> Result<Box<str>, ParseError> 
         return Err(ParseError::BadTarget);
     }
     Ok(target.into())
-}
-
-/// `field-name ":" OWS field-value OWS` (RFC 9112 §5).
-#[inline]
-fn parse_field_line(line: &[u8]) -> Result<Header, ParseError> {
-    if is_ows(line[0]) {
-        return Err(ParseError::ObsFold);
-    }
-    if memchr(b'\r', line).is_some() {
-        return Err(ParseError::BareCr);
-    }
-    let colon = memchr(b':', line).ok_or(ParseError::BadHeaderName)?;
-    let name = &line[..colon];
-    if name.last().copied().is_some_and(is_ows) {
-        return Err(ParseError::SpaceBeforeColon);
-    }
-    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-        return Err(ParseError::BadHeaderName);
-    }
-    let value = trim_ows(&line[colon + 1..]);
-    if !is_field_value(value) {
-        return Err(ParseError::InvalidHeaderValue);
-    }
-    let name = std::str::from_utf8(name).map_err(|_| ParseError::BadHeaderName)?;
-    Ok(Header {
-        name: name.into(),
-        value: value.into(),
-    })
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ pub(crate) fn trim_ows(bytes: &[u8]) -> &[u8] {
 /// The elements of a comma-separated list (`#rule`, RFC 9110 §5.6.1), OWS-trimmed, with the
 /// empty elements a recipient must tolerate skipped.
 #[inline]
-pub(crate) fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value
         .split(|&b| b == b',')
         .map(trim_ows)

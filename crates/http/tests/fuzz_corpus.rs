@@ -1,6 +1,6 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
-//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/hpack_decode` and
+//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`, `fuzz/corpus/hpack_decode` and
 //! `fuzz/corpus/h2_connection` through the same function the libFuzzer target calls, so fuzz
 //! coverage is part of stable `cargo test`.
 
@@ -63,6 +63,11 @@ fn fastcgi_name_value_corpus_replays_cleanly() {
 #[test]
 fn cgi_head_corpus_replays_cleanly() {
     replay("cgi_head", 20, ampd_http::fuzz::cgi_head);
+}
+
+#[test]
+fn head_reader_corpus_replays_cleanly() {
+    replay("head_reader", 12, ampd_http::fuzz::head_reader);
 }
 
 #[test]

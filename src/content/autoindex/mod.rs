@@ -17,24 +17,10 @@ use ampd_http::conditional::{self, Precondition, Validators};
 use ampd_http::request::{Method, RequestHead};
 use ampd_http::response::{write_content_length, write_header, write_status_line};
 
+pub use super::listing::{DirEntry, Listing};
 use super::path::{self, CleanPath, PathOptions};
 use super::serve::{ResponseContext, Sink};
 use crate::response::{cache_headers, common_headers, StatusAnswer};
-
-/// One directory entry as the listing shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    pub name: String,
-    pub is_dir: bool,
-    pub size: u64,
-    pub mtime_secs: i64,
-}
-
-/// The entries of one directory, in the order the directory gave them.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Listing {
-    pub entries: Vec<DirEntry>,
-}
 
 /// Whether a link to `name` in a listing would fetch it: the name survives the server's own path
 /// rules unchanged (no control character or backslash, which `path::normalize` refuses as
@@ -51,55 +37,6 @@ pub fn is_listable_name(name: &str, show_hidden: bool) -> bool {
     };
     path::normalize(&format!("/{}", path::encode_path(name)), &options)
         .is_ok_and(|clean| clean.as_str().strip_prefix('/') == Some(name))
-}
-
-impl Listing {
-    /// Appends the listing as bytes (for a helper process to hand it to its loop): per entry a
-    /// length-prefixed name, a kind byte, size and mtime, all little-endian.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
-        for entry in &self.entries {
-            out.extend_from_slice(&(entry.name.len() as u64).to_le_bytes());
-            out.extend_from_slice(entry.name.as_bytes());
-            out.push(u8::from(entry.is_dir));
-            out.extend_from_slice(&entry.size.to_le_bytes());
-            out.extend_from_slice(&entry.mtime_secs.to_le_bytes());
-        }
-    }
-
-    /// The listing `encode` wrote; `None` for bytes it cannot have written.
-    #[must_use]
-    pub fn decode(mut bytes: &[u8]) -> Option<Listing> {
-        fn take<'a>(bytes: &mut &'a [u8], len: usize) -> Option<&'a [u8]> {
-            let (head, rest) = bytes.split_at_checked(len)?;
-            *bytes = rest;
-            Some(head)
-        }
-        fn word(bytes: &mut &[u8]) -> Option<[u8; 8]> {
-            take(bytes, 8)?.try_into().ok()
-        }
-        let count = usize::try_from(u64::from_le_bytes(word(&mut bytes)?)).ok()?;
-        // Each entry takes at least 25 bytes: a count beyond that is a corrupt frame.
-        let mut entries = Vec::with_capacity(count.min(bytes.len() / 25));
-        for _ in 0..count {
-            let len = usize::try_from(u64::from_le_bytes(word(&mut bytes)?)).ok()?;
-            let name = String::from_utf8(take(&mut bytes, len)?.to_vec()).ok()?;
-            let is_dir = match take(&mut bytes, 1)? {
-                [0] => false,
-                [1] => true,
-                _ => return None,
-            };
-            let size = u64::from_le_bytes(word(&mut bytes)?);
-            let mtime_secs = i64::from_le_bytes(word(&mut bytes)?);
-            entries.push(DirEntry {
-                name,
-                is_dir,
-                size,
-                mtime_secs,
-            });
-        }
-        bytes.is_empty().then_some(Listing { entries })
-    }
 }
 
 /// The column a listing is sorted by (`?sort=`).

@@ -38,11 +38,12 @@ mod tests {
     use rustls::pki_types::CertificateDer;
 
     use super::{alpn_certificate, key_authorization};
-    use crate::tls::acme::der::tests::extension;
+    use x509_parser::prelude::{FromDer, X509Certificate};
+
     use crate::tls::acme::jws::AccountKey;
 
-    /// 1.3.6.1.5.5.7.1.31, id-pe-acmeIdentifier (RFC 8737 §6.1), DER contents.
-    const ACME_IDENTIFIER: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x01, 0x1f];
+    /// id-pe-acmeIdentifier (RFC 8737 §6.1).
+    const ACME_IDENTIFIER: &str = "1.3.6.1.5.5.7.1.31";
 
     #[test]
     fn key_authorization_is_token_dot_thumbprint() {
@@ -58,12 +59,17 @@ mod tests {
     fn alpn_certificate_carries_the_critical_acme_identifier() {
         let pem = alpn_certificate("a.test", "token.thumb").unwrap();
         let certificate = CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
-        let (critical, value) = extension(&certificate, ACME_IDENTIFIER).expect("extension");
-        assert!(critical, "RFC 8737 §3: the extension is critical");
+        let (_, parsed) = X509Certificate::from_der(&certificate).unwrap();
+        let extension = parsed
+            .extensions()
+            .iter()
+            .find(|extension| extension.oid.to_id_string() == ACME_IDENTIFIER)
+            .expect("the acmeIdentifier extension");
+        assert!(extension.critical, "RFC 8737 §3: the extension is critical");
         // extnValue holds an OCTET STRING of the 32-byte digest.
         let mut expected = vec![0x04, 0x20];
         expected.extend_from_slice(digest(&SHA256, b"token.thumb").as_ref());
-        assert_eq!(value, expected);
+        assert_eq!(extension.value, expected);
         // The key follows the certificate in the same PEM.
         assert!(pem.contains("BEGIN PRIVATE KEY"));
         // And it names a.test (its DER holds the dNSName).

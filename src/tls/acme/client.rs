@@ -326,7 +326,7 @@ impl Client {
     /// # Errors
     /// The server refused.
     pub fn finalize(&mut self, order: &Order, csr: &[u8]) -> Result<(), AcmeError> {
-        let payload = json!({ "csr": super::base64url::encode(csr) });
+        let payload = json!({ "csr": super::jws::base64url(csr) });
         self.post(Step::Finalize, &order.finalize, Some(&payload))
             .map(drop)
     }

@@ -2,8 +2,10 @@
 //! (`Connection: close`), rustls with the process's provider, trusting the system's roots
 //! (Debian's bundle) plus `[tls.acme] ca_root`. Runs on the manager thread only.
 //!
-//! Owns: URLs, the connection, the request and response framing. Must not touch: what the
-//! bodies mean (`client`).
+//! Owns: URLs, the connection, the request. The response is read by the server's own strict
+//! parsers (`ampd_http::upstream`'s head reader and body framing, `ChunkedDecoder`), so a CA's
+//! answer is held to the rules a proxied upstream's is. Must not touch: what the bodies mean
+//! (`client`).
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -11,6 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ampd_http::upstream::{response_body, Limits, ResponseBody, ResponseParse, ResponseParser};
+use ampd_http::{ChunkedDecoder, Header, Method};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
@@ -22,22 +26,22 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest response taken: ACME's are JSON objects and one certificate chain.
 const MAX_RESPONSE: usize = 1 << 20;
 
-/// One response: status, headers (names lower case), body.
+/// One response: status, header fields as sent, body.
 #[derive(Debug)]
 pub struct Response {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<Header>,
     pub body: Vec<u8>,
 }
 
 impl Response {
-    /// The first header named `name` (lower case).
+    /// The first field named `name` (ASCII case-insensitive), if its value is UTF-8.
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
-            .find(|(header, _)| header == name)
-            .map(|(_, value)| value.as_str())
+            .find(|header| header.name.eq_ignore_ascii_case(name))
+            .and_then(|header| std::str::from_utf8(&header.value).ok())
     }
 }
 
@@ -138,7 +142,12 @@ impl Https {
         stream.write_all(head.as_bytes())?;
         stream.write_all(body)?;
         stream.flush()?;
-        read_response(&mut stream)
+        let method = if method == "GET" {
+            Method::Get
+        } else {
+            Method::Post
+        };
+        read_response(&mut stream, &method)
     }
 }
 
@@ -178,81 +187,94 @@ impl Target {
     }
 }
 
-/// Read the whole response: the head, then the body by `Content-Length`, chunked, or to the
-/// end of the connection.
-fn read_response(stream: &mut impl Read) -> io::Result<Response> {
+/// A response the parsers refused, with their reason.
+fn invalid(what: &str, reason: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {reason}"))
+}
+
+fn cut_short(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("the connection closed inside the response {what}"),
+    )
+}
+
+/// Read the whole response to a `method` request: the head (interim 1xx ones skipped, RFC 9110
+/// §15.2), then the body by its framing (RFC 9112 §6.3).
+fn read_response(stream: &mut impl Read, method: &Method) -> io::Result<Response> {
     let mut data = Vec::new();
     let mut buffer = [0u8; 16 * 1024];
-    let head_end = loop {
-        if let Some(at) = find(&data, b"\r\n\r\n") {
-            break at;
+    let mut parser = ResponseParser::new(Limits::default());
+    let head = loop {
+        if let ResponseParse::Complete { head, len } = parser
+            .parse(&data)
+            .map_err(|error| invalid("response head", error))?
+        {
+            data.drain(..len);
+            if head.status >= 200 || head.status == 101 {
+                break head;
+            }
+            continue;
         }
         let count = read_some(stream, &mut buffer)?;
         if count == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the connection closed before a whole response head",
-            ));
+            return Err(cut_short("head"));
         }
         data.extend_from_slice(&buffer[..count]);
-        if data.len() > MAX_RESPONSE {
-            return Err(io::Error::other("response head too large"));
-        }
     };
-    let head = std::str::from_utf8(&data[..head_end])
-        .map_err(|_| io::Error::other("response head is not UTF-8"))?;
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|line| line.split(' ').nth(1))
-        .and_then(|code| code.parse::<u16>().ok())
-        .ok_or_else(|| io::Error::other("malformed status line"))?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    let mut response = Response {
-        status,
-        headers,
-        body: data[head_end + 4..].to_vec(),
+    let framing = response_body(&head, method).map_err(|error| invalid("response", error))?;
+    let body = match framing {
+        ResponseBody::None => Vec::new(),
+        ResponseBody::Tunnel => return Err(invalid("response", "the server switched protocols")),
+        ResponseBody::Length(length) => {
+            let length = usize::try_from(length)
+                .ok()
+                .filter(|length| *length <= MAX_RESPONSE)
+                .ok_or_else(|| invalid("response body", "too large"))?;
+            while data.len() < length {
+                let count = read_some(stream, &mut buffer)?;
+                if count == 0 {
+                    return Err(cut_short("body"));
+                }
+                data.extend_from_slice(&buffer[..count]);
+            }
+            data.truncate(length);
+            data
+        }
+        ResponseBody::Chunked => {
+            let mut decoder = ChunkedDecoder::new().with_max_body(MAX_RESPONSE as u64);
+            let mut body = Vec::new();
+            loop {
+                let progress = decoder
+                    .feed(&data, &mut |piece| body.extend_from_slice(piece))
+                    .map_err(|error| invalid("chunked response body", error))?;
+                data.drain(..progress.consumed);
+                if progress.done {
+                    break body;
+                }
+                let count = read_some(stream, &mut buffer)?;
+                if count == 0 {
+                    return Err(cut_short("body"));
+                }
+                data.extend_from_slice(&buffer[..count]);
+            }
+        }
+        ResponseBody::UntilClose => loop {
+            let count = read_some(stream, &mut buffer)?;
+            if count == 0 {
+                break data;
+            }
+            data.extend_from_slice(&buffer[..count]);
+            if data.len() > MAX_RESPONSE {
+                return Err(invalid("response body", "too large"));
+            }
+        },
     };
-    let chunked = response
-        .header("transfer-encoding")
-        .is_some_and(|coding| coding.eq_ignore_ascii_case("chunked"));
-    let length = response
-        .header("content-length")
-        .and_then(|length| length.parse::<usize>().ok());
-    if status == 204 || status == 304 || (100..200).contains(&status) {
-        response.body.clear();
-        return Ok(response);
-    }
-    loop {
-        if chunked {
-            if let Some(body) = dechunk(&response.body)? {
-                response.body = body;
-                return Ok(response);
-            }
-        } else if let Some(length) = length {
-            if response.body.len() >= length {
-                response.body.truncate(length);
-                return Ok(response);
-            }
-        }
-        let count = read_some(stream, &mut buffer)?;
-        if count == 0 {
-            if chunked || length.is_some() {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the connection closed inside the response body",
-                ));
-            }
-            return Ok(response);
-        }
-        response.body.extend_from_slice(&buffer[..count]);
-        if response.body.len() > MAX_RESPONSE {
-            return Err(io::Error::other("response body too large"));
-        }
-    }
+    Ok(Response {
+        status: head.status,
+        headers: head.headers,
+        body,
+    })
 }
 
 /// One read; a peer that closes without TLS's close_notify ends the stream all the same (the
@@ -264,45 +286,11 @@ fn read_some(stream: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
-}
-
-/// The body of a whole chunked message (RFC 9112 §7.1), or `None` while it is incomplete.
-fn dechunk(data: &[u8]) -> io::Result<Option<Vec<u8>>> {
-    let malformed = || io::Error::other("malformed chunked body");
-    let mut body = Vec::new();
-    let mut at = 0;
-    loop {
-        let Some(line_end) = find(&data[at..], b"\r\n") else {
-            return Ok(None);
-        };
-        let line = std::str::from_utf8(&data[at..at + line_end]).map_err(|_| malformed())?;
-        let size = line.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size, 16).map_err(|_| malformed())?;
-        at += line_end + 2;
-        if size == 0 {
-            // Trailer fields (ignored) end with an empty line.
-            let rest = &data[at..];
-            let complete = rest.starts_with(b"\r\n") || find(rest, b"\r\n\r\n").is_some();
-            return Ok(complete.then_some(body));
-        }
-        if data.len() < at + size + 2 {
-            return Ok(None);
-        }
-        body.extend_from_slice(&data[at..at + size]);
-        if &data[at + size..at + size + 2] != b"\r\n" {
-            return Err(malformed());
-        }
-        at += size + 2;
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{dechunk, read_response, Target};
+    use ampd_http::Method;
+
+    use super::{read_response, Target};
 
     #[test]
     fn urls_split_into_host_port_and_path() {
@@ -325,22 +313,55 @@ mod tests {
     fn responses_framed_by_length_chunks_or_close() {
         let mut by_length: &[u8] =
             b"HTTP/1.1 201 Created\r\nLocation: /a\r\nContent-Length: 2\r\n\r\n{}extra";
-        let response = read_response(&mut by_length).unwrap();
+        let get = Method::Get;
+        let response = read_response(&mut by_length, &get).unwrap();
         assert_eq!(response.status, 201);
         assert_eq!(response.header("location"), Some("/a"));
         assert_eq!(response.body, b"{}");
         let mut chunked: &[u8] =
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n";
-        assert_eq!(read_response(&mut chunked).unwrap().body, b"abcde");
+        assert_eq!(read_response(&mut chunked, &get).unwrap().body, b"abcde");
         let mut to_close: &[u8] = b"HTTP/1.1 200 OK\r\n\r\nall of it";
-        assert_eq!(read_response(&mut to_close).unwrap().body, b"all of it");
+        assert_eq!(
+            read_response(&mut to_close, &get).unwrap().body,
+            b"all of it"
+        );
         let mut cut: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
-        assert!(read_response(&mut cut).is_err());
+        assert!(read_response(&mut cut, &get).is_err());
         let mut no_content: &[u8] = b"HTTP/1.1 204 No Content\r\nReplay-Nonce: n1\r\n\r\n";
-        let response = read_response(&mut no_content).unwrap();
+        let response = read_response(&mut no_content, &get).unwrap();
         assert_eq!(response.header("replay-nonce"), Some("n1"));
         assert!(response.body.is_empty());
-        assert!(dechunk(b"3\r\nab").unwrap().is_none());
-        assert!(dechunk(b"zz\r\n").is_err());
+        let mut interim: &[u8] =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx";
+        let response = read_response(&mut interim, &get).unwrap();
+        assert_eq!((response.status, &response.body[..]), (200, &b"x"[..]));
+        let mut cut_chunk: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab";
+        assert!(read_response(&mut cut_chunk, &get).is_err());
+        let mut bad_chunk: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+        assert!(read_response(&mut bad_chunk, &get).is_err());
+    }
+
+    /// The lax reader this replaced split every line at its first colon: a folded line, a
+    /// space before the colon, or both framing fields passed, and the body was framed by a
+    /// guess. The shared strict reader refuses each.
+    #[test]
+    fn heads_another_hop_could_read_differently_are_refused() {
+        let get = Method::Get;
+        for bad in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\n{}"[..],
+            b"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\nContent-Length: 2\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\nContent-Length: 2\n\n{}",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        ] {
+            let mut input = bad;
+            assert!(
+                read_response(&mut input, &get).is_err(),
+                "{}",
+                bad.escape_ascii()
+            );
+        }
     }
 }

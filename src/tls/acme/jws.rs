@@ -9,9 +9,9 @@
 use aws_lc_rs::digest::{digest, SHA256};
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use serde_json::{json, Value};
-
-use super::base64url;
 
 /// The account's ECDSA P-256 key.
 pub struct AccountKey {
@@ -72,8 +72,8 @@ impl AccountKey {
         [
             ("crv", "P-256".to_owned()),
             ("kty", "EC".to_owned()),
-            ("x", base64url::encode(&point[1..33])),
-            ("y", base64url::encode(&point[33..65])),
+            ("x", base64url(&point[1..33])),
+            ("y", base64url(&point[33..65])),
         ]
     }
 
@@ -116,9 +116,9 @@ impl AccountKey {
             Signer::Jwk => protected["jwk"] = self.jwk(),
             Signer::Kid(account) => protected["kid"] = Value::String(account.to_owned()),
         }
-        let protected = base64url::encode(protected.to_string().as_bytes());
+        let protected = base64url(protected.to_string().as_bytes());
         let payload = payload.map_or_else(String::new, |payload| {
-            base64url::encode(payload.to_string().as_bytes())
+            base64url(payload.to_string().as_bytes())
         });
         let signing_input = format!("{protected}.{payload}");
         let signature = self
@@ -128,7 +128,7 @@ impl AccountKey {
         let body = json!({
             "protected": protected,
             "payload": payload,
-            "signature": base64url::encode(signature.as_ref()),
+            "signature": base64url(signature.as_ref()),
         });
         Ok(body.to_string().into_bytes())
     }
@@ -148,7 +148,14 @@ pub fn thumbprint(members: &[(&str, &str)]) -> String {
         canonical.push_str(&format!("\"{name}\":\"{value}\""));
     }
     canonical.push('}');
-    base64url::encode(digest(&SHA256, canonical.as_bytes()).as_ref())
+    base64url(digest(&SHA256, canonical.as_bytes()).as_ref())
+}
+
+/// `bytes` in base64url without padding (RFC 7515 §2), how JWS and ACME carry every binary
+/// value.
+#[must_use]
+pub fn base64url(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
 }
 
 #[cfg(test)]
@@ -157,7 +164,8 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::{thumbprint, AccountKey, Signer};
-    use crate::tls::acme::base64url;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
 
     /// RFC 7638 §3.1: the RSA key of RFC 7517 Appendix A.1 and its thumbprint.
     #[test]
@@ -180,7 +188,7 @@ mod tests {
             ("y", jwk["y"].as_str().unwrap()),
         ];
         assert_eq!(members[0].1, "P-256");
-        assert_eq!(base64url::decode(members[2].1).unwrap().len(), 32);
+        assert_eq!(URL_SAFE_NO_PAD.decode(members[2].1).unwrap().len(), 32);
         assert_eq!(key.thumbprint(), thumbprint(&members));
         // The same key read back from its PEM has the same thumbprint.
         let again = AccountKey::from_pem(key.pem()).unwrap();
@@ -188,7 +196,9 @@ mod tests {
     }
 
     fn part(body: &Value, name: &str) -> Vec<u8> {
-        base64url::decode(body[name].as_str().unwrap()).unwrap()
+        URL_SAFE_NO_PAD
+            .decode(body[name].as_str().unwrap())
+            .unwrap()
     }
 
     #[test]
@@ -216,8 +226,16 @@ mod tests {
         assert_eq!(signature.len(), 64, "ES256 is r || s, 32 bytes each");
         // Verify with the public key rebuilt from the JWK alone.
         let mut point = vec![4u8];
-        point.extend(base64url::decode(protected["jwk"]["x"].as_str().unwrap()).unwrap());
-        point.extend(base64url::decode(protected["jwk"]["y"].as_str().unwrap()).unwrap());
+        point.extend(
+            URL_SAFE_NO_PAD
+                .decode(protected["jwk"]["x"].as_str().unwrap())
+                .unwrap(),
+        );
+        point.extend(
+            URL_SAFE_NO_PAD
+                .decode(protected["jwk"]["y"].as_str().unwrap())
+                .unwrap(),
+        );
         let input = format!(
             "{}.{}",
             body["protected"].as_str().unwrap(),

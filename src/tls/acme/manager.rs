@@ -91,7 +91,7 @@ pub fn decide(
         .site_dir(&names[0])
         .and_then(|site| std::fs::read(site.join(CERTIFICATE)).ok())
         .and_then(|pem| CertificateDer::pem_slice_iter(&pem).next()?.ok());
-    let Some(not_after) = leaf.as_deref().and_then(super::der::not_after) else {
+    let Some(not_after) = leaf.as_deref().and_then(super::not_after) else {
         return Decision::Obtain(Why::Missing);
     };
     if store.stored_names(&names[0]) != names {

@@ -14,11 +14,9 @@
 //! directory. Must not touch: sockets of the server, connection state (the TLS context asks
 //! `certificate` and `challenge_certificate`; `conn` asks `http_challenge`).
 
-mod base64url;
 mod cache;
 mod challenge;
 mod client;
-mod der;
 mod error;
 mod https;
 mod jws;
@@ -29,9 +27,10 @@ mod store;
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use rustls::sign::CertifiedKey;
+use x509_parser::prelude::{FromDer, X509Certificate};
 
 pub use error::{AcmeError, Problem, Step};
 pub use manager::Plan;
@@ -65,7 +64,7 @@ pub fn challenge_certificate(
 /// The key authorization of a pending HTTP-01 challenge whose token is `token`.
 #[must_use]
 pub fn http_challenge(token: &str, settings: &AcmeSettings) -> Option<String> {
-    if !base64url::is_token(token) {
+    if !is_token(token) {
         return None;
     }
     cache::http_challenge(&Store::at(&settings.state_dir).http_dir(), token)
@@ -122,5 +121,54 @@ pub fn update(config: &Config) {
             Level::Error,
             format_args!("acme: cannot start the certificate manager: {failure}"),
         ),
+    }
+}
+
+/// Whether `token` is made only of base64url letters (an ACME token, RFC 8555 §8.1: safe as a
+/// file name and in a URL path).
+fn is_token(token: &str) -> bool {
+    !token.is_empty()
+        && token.len() <= 256
+        && token
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
+/// A certificate's `notAfter` (RFC 5280 §4.1.2.5), what renewal is timed by; `None` if the DER
+/// is not a certificate or the time is before 1970.
+fn not_after(certificate: &[u8]) -> Option<SystemTime> {
+    let (_, parsed) = X509Certificate::from_der(certificate).ok()?;
+    let seconds = u64::try_from(parsed.validity().not_after.timestamp()).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::{is_token, not_after};
+
+    #[test]
+    fn tokens_are_base64url_letters_only() {
+        assert!(is_token("evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA"));
+        assert!(!is_token(""));
+        assert!(!is_token("../account.key"));
+        assert!(!is_token("a.b"));
+        assert!(!is_token("a+b/c"));
+    }
+
+    #[test]
+    fn not_after_of_a_made_certificate() {
+        let mut params = rcgen::CertificateParams::new(vec!["a.test".to_owned()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(2031, 7, 9);
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let certificate = params.self_signed(&key).unwrap();
+        // 2031-07-09T00:00:00Z
+        assert_eq!(
+            not_after(certificate.der()),
+            Some(UNIX_EPOCH + Duration::from_secs(1_941_321_600))
+        );
+        assert_eq!(not_after(b"\x30\x03\x02\x01"), None);
+        assert_eq!(not_after(&certificate.der()[..40]), None);
     }
 }

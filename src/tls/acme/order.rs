@@ -84,7 +84,7 @@ pub fn obtain(settings: &AcmeSettings, names: &[String]) -> Result<SystemTime, A
         .next()
         .and_then(Result::ok)
         .ok_or_else(|| AcmeError::Crypto("the downloaded chain has no certificate".to_owned()))?;
-    let not_after = super::der::not_after(&leaf)
+    let not_after = super::not_after(&leaf)
         .ok_or_else(|| AcmeError::Crypto("the certificate's validity cannot be read".to_owned()))?;
     store.save_certificate(names, &chain, &key.serialize_pem())?;
     if let Some(site) = store.site_dir(&names[0]) {

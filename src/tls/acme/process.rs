@@ -102,7 +102,7 @@ impl ManagerProcess {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
         ampd_sys::child::die_with_parent(&mut command, ampd_sys::signal::SIGKILL);
-        ampd_sys::child::reset_signals(&mut command, crate::ops::signals::handled());
+        ampd_sys::child::reset_signals(&mut command, crate::programs::handled_signals());
         let mut child = command.spawn()?;
         let input = child
             .stdin

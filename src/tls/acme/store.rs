@@ -164,7 +164,7 @@ impl Store {
     /// # Errors
     /// It cannot be written, or `token` is not a token.
     pub fn put_http(&self, token: &str, key_authorization: &str) -> Result<PathBuf, AcmeError> {
-        if !super::base64url::is_token(token) {
+        if !super::is_token(token) {
             return Err(AcmeError::Crypto(format!("{token:?} is not an ACME token")));
         }
         let path = self.http_dir().join(token);

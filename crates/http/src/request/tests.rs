@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::token::trim_ows;
 
 fn parse_whole(input: &[u8]) -> Result<Parse, ParseError> {
     HeadParser::new(Limits::default()).parse(input)

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::head::{FieldLineError, HeadError};
+
 /// A fault in an upstream's response head or its framing. Nothing of such a response is passed
 /// to the client: a proxy that forwards a head it does not understand the same way as the
 /// client does is a response-splitting and desync vector.
@@ -61,6 +63,24 @@ pub enum UpstreamError {
     /// ampd never offers `TE` upstream and cannot pass such a coding on to a client that did
     /// not ask for it either (nginx refuses it the same way).
     UnsupportedTransferCoding,
+}
+
+impl From<HeadError> for UpstreamError {
+    fn from(error: HeadError) -> Self {
+        match error {
+            HeadError::TooLarge => Self::HeadTooLarge,
+            HeadError::TooManyFields => Self::TooManyHeaders,
+            HeadError::BareLf => Self::BareLf,
+            HeadError::Field(fault) => match fault {
+                FieldLineError::ObsFold => Self::ObsFold,
+                FieldLineError::BareCr => Self::BareCr,
+                FieldLineError::MissingColon => Self::MissingColon,
+                FieldLineError::SpaceBeforeColon => Self::SpaceBeforeColon,
+                FieldLineError::BadName => Self::BadHeaderName,
+                FieldLineError::BadValue => Self::InvalidHeaderValue,
+            },
+        }
+    }
 }
 
 impl UpstreamError {

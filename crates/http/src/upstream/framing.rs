@@ -9,8 +9,8 @@
 //! fields arrived, then Transfer-Encoding in HTTP/1.0, then both fields present, then the
 //! coding list.
 
-use crate::request::{Header, Version};
-use crate::token::{list_elements, trim_ows};
+use crate::head::{folded_content_length, ConnectionOptions, ContentLengthFault, TransferCodings};
+use crate::message::{Header, Version};
 
 use super::error::UpstreamError;
 
@@ -29,7 +29,7 @@ pub(crate) enum Declared {
 /// Validates the framing fields of a head.
 pub(crate) fn declared(version: Version, headers: &[Header]) -> Result<Declared, UpstreamError> {
     let mut content_length: Option<u64> = None;
-    let mut codings = Codings::default();
+    let mut codings = TransferCodings::default();
     for header in headers {
         let name = &*header.name;
         if name.eq_ignore_ascii_case("content-length") {
@@ -51,7 +51,7 @@ pub(crate) fn declared(version: Version, headers: &[Header]) -> Result<Declared,
     if content_length.is_some() {
         return Err(UpstreamError::ContentLengthWithTransferEncoding);
     }
-    if !codings.last_is_chunked || codings.chunked != 1 {
+    if !codings.is_chunked_once_last() {
         return Err(UpstreamError::TransferEncodingNotChunked);
     }
     Ok(Declared::Chunked {
@@ -62,76 +62,19 @@ pub(crate) fn declared(version: Version, headers: &[Header]) -> Result<Declared,
 /// Whether the upstream keeps the connection (RFC 9112 §9.3): `close` ends it in any version;
 /// HTTP/1.0 persists only with `keep-alive`.
 pub(crate) fn keep_alive(version: Version, headers: &[Header]) -> bool {
-    let mut close = false;
-    let mut keep_alive = false;
+    let mut options = ConnectionOptions::default();
     for header in headers {
         if header.name.eq_ignore_ascii_case("connection") {
-            for option in list_elements(&header.value) {
-                close |= option.eq_ignore_ascii_case(b"close");
-                keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
-            }
+            options.add(&header.value);
         }
     }
-    !close
-        && match version {
-            // HTTP/1 heads never say 2.0 (the parser refuses it); an HTTP/2 connection persists.
-            Version::Http11 | Version::Http2 => true,
-            Version::Http10 => keep_alive,
-        }
+    options.persist(version)
 }
 
-/// What the Transfer-Encoding field lines add up to, in order across lines (RFC 9110 §5.3: the
-/// lines combine into one list).
-#[derive(Debug, Default)]
-struct Codings {
-    present: bool,
-    last_is_chunked: bool,
-    chunked: usize,
-    others: bool,
-}
-
-impl Codings {
-    fn add(&mut self, value: &[u8]) {
-        self.present = true;
-        for coding in list_elements(value) {
-            // Exactly `chunked`: it takes no parameters, and `xchunked` or `chunked;x=1` is
-            // some other coding that a lenient hop might still read as chunked.
-            let chunked = coding.eq_ignore_ascii_case(b"chunked");
-            self.last_is_chunked = chunked;
-            if chunked {
-                self.chunked += 1;
-            } else {
-                self.others = true;
-            }
-        }
-    }
-}
-
-/// `Content-Length = 1*DIGIT` fitting a `u64`, or a list of identical such values, which
-/// RFC 9110 §8.6 lets a recipient fold into one (an intermediary that combined duplicate
-/// lines makes them). An empty element is invalid: `5,` is not a length.
 fn parse_content_length(value: &[u8]) -> Result<u64, UpstreamError> {
-    let mut folded: Option<u64> = None;
-    for element in value.split(|&b| b == b',') {
-        let length = parse_decimal(trim_ows(element)).ok_or(UpstreamError::InvalidContentLength)?;
-        if folded.is_some_and(|earlier| earlier != length) {
-            return Err(UpstreamError::ConflictingContentLength);
-        }
-        folded = Some(length);
-    }
-    folded.ok_or(UpstreamError::InvalidContentLength)
-}
-
-/// `1*DIGIT` that fits a `u64`: no sign, no spaces, no hex.
-fn parse_decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |total, &b| {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        total.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    folded_content_length(value).map_err(|fault| match fault {
+        ContentLengthFault::Invalid => UpstreamError::InvalidContentLength,
+        ContentLengthFault::Conflicting => UpstreamError::ConflictingContentLength,
     })
 }
 

@@ -3,17 +3,17 @@
 //! Owns status-line and field-line syntax and the head's size limits. Must not decide body
 //! framing beyond validating it (`framing.rs`, `body.rs`) and must not touch I/O.
 //!
-//! Line at a time like `request::HeadParser`: each line is validated when its LF arrives and
-//! the parser remembers where it stopped, so feeding a head byte by byte costs O(n). It is
+//! Lines and field lines are the shared `head` reader's, as for `request::HeadParser`. It is
 //! stricter than the request parser, because here ampd is the hop in the middle: every line
-//! must end in CRLF, and the first bytes must be able to become `HTTP/1.0 ` or `HTTP/1.1 `, so
+//! must end in CRLF (`LineEnds::CrlfOnly`), and the first bytes must be able to become `HTTP/1.0 ` or `HTTP/1.1 `, so
 //! an upstream that answers in another protocol is refused on its first read rather than after
 //! the read timeout.
 
 use memchr::memchr;
 
-use crate::request::{Header, Version};
-use crate::token::{is_field_value, is_ows, is_tchar, trim_ows};
+use crate::head::{Fields, HeadReader, LineEnds};
+use crate::message::{Header, Version};
+use crate::token::is_field_value;
 
 use super::error::UpstreamError;
 use super::framing;
@@ -37,11 +37,10 @@ struct StatusLine {
 enum State {
     /// Waiting for the LF that ends the status line, which starts the buffer.
     StatusLine,
-    /// Collecting field lines; the current one starts at `line_start`.
+    /// Collecting field lines (the reader knows where the current one starts).
     Fields {
         status_line: StatusLine,
         headers: Vec<Header>,
-        line_start: usize,
     },
 }
 
@@ -62,8 +61,8 @@ enum Step {
 pub struct ResponseParser {
     limits: Limits,
     state: State,
-    /// Bytes before this index have been searched for LF; scanning resumes here.
-    scanned: usize,
+    /// Lines, the head's size and its field lines.
+    reader: HeadReader,
 }
 
 impl ResponseParser {
@@ -73,14 +72,18 @@ impl ResponseParser {
         Self {
             limits,
             state: State::StatusLine,
-            scanned: 0,
+            reader: HeadReader::new(
+                limits.max_head_bytes,
+                limits.max_headers,
+                LineEnds::CrlfOnly,
+            ),
         }
     }
 
     /// Forgets any partial progress.
     pub fn reset(&mut self) {
         self.state = State::StatusLine;
-        self.scanned = 0;
+        self.reader.reset();
     }
 
     /// Continues parsing `buf`, which must start with the bytes given to earlier calls.
@@ -90,7 +93,7 @@ impl ResponseParser {
     /// while the head is incomplete. The same bytes give the same answer however they are
     /// split into calls.
     pub fn parse(&mut self, buf: &[u8]) -> Result<ResponseParse, UpstreamError> {
-        if buf.len() < self.scanned {
+        if buf.len() < self.reader.scanned() {
             // The caller replaced the buffer instead of appending: start over rather than
             // index out of bounds.
             self.reset();
@@ -102,8 +105,7 @@ impl ResponseParser {
                 State::Fields {
                     status_line,
                     headers,
-                    line_start,
-                } => self.on_field_line(status_line, headers, line_start, buf),
+                } => self.on_fields(status_line, headers, buf),
             };
             match step {
                 Ok(Step::Continue(next)) => state = next,
@@ -126,82 +128,43 @@ impl ResponseParser {
     fn on_status_line(&mut self, buf: &[u8]) -> Result<Step, UpstreamError> {
         // Only bytes within the head limit are judged, so that a line over the limit gets the
         // same answer whether it arrives whole or byte by byte.
-        let Some(lf) = self.find_lf(buf) else {
+        let Some(lf) = self.reader.find_lf(buf) else {
             check_version_prefix(&buf[..buf.len().min(self.limits.max_head_bytes)])?;
-            self.check_head_size(buf.len())?;
+            self.reader.check_size(buf.len())?;
             return Ok(Step::NeedMore(State::StatusLine));
         };
         check_version_prefix(&buf[..lf.min(self.limits.max_head_bytes)])?;
-        self.check_head_size(lf + 1)?;
-        let line = strip_crlf(&buf[..lf])?;
+        self.reader.check_size(lf + 1)?;
+        let line = self.reader.strip_line_end(&buf[..lf])?;
         let status_line = parse_status_line(line)?;
+        self.reader.start_fields(lf + 1);
         Ok(Step::Continue(State::Fields {
             status_line,
             headers: Vec::with_capacity(16),
-            line_start: lf + 1,
         }))
     }
 
-    fn on_field_line(
+    fn on_fields(
         &mut self,
         status_line: StatusLine,
         mut headers: Vec<Header>,
-        line_start: usize,
         buf: &[u8],
     ) -> Result<Step, UpstreamError> {
-        let Some(lf) = self.find_lf(buf) else {
-            self.check_head_size(buf.len())?;
-            return Ok(Step::NeedMore(State::Fields {
+        let fields = self.reader.on_field_line(buf, |name, value| {
+            headers.push(Header {
+                name: name.into(),
+                value: value.into(),
+            });
+            Ok::<(), UpstreamError>(())
+        })?;
+        match fields {
+            Fields::Partial => Ok(Step::NeedMore(State::Fields {
                 status_line,
                 headers,
-                line_start,
-            }));
-        };
-        self.check_head_size(lf + 1)?;
-        let line = strip_crlf(&buf[line_start..lf])?;
-        if line.is_empty() {
-            let head = finish(status_line, headers)?;
-            return Ok(Step::Done(head, lf + 1));
-        }
-        if headers.len() >= self.limits.max_headers {
-            return Err(UpstreamError::TooManyHeaders);
-        }
-        headers.push(parse_field_line(line)?);
-        Ok(Step::Continue(State::Fields {
-            status_line,
-            headers,
-            line_start: lf + 1,
-        }))
-    }
-
-    /// Finds the next LF at or after `scanned` and moves `scanned` past it, or to the end of
-    /// `buf` when there is none, so no byte is searched twice.
-    fn find_lf(&mut self, buf: &[u8]) -> Option<usize> {
-        match memchr(b'\n', &buf[self.scanned..]) {
-            Some(offset) => {
-                let lf = self.scanned + offset;
-                self.scanned = lf + 1;
-                Some(lf)
-            }
-            None => {
-                self.scanned = buf.len();
-                None
-            }
+            })),
+            Fields::Complete { len } => Ok(Step::Done(finish(status_line, headers)?, len)),
         }
     }
-
-    fn check_head_size(&self, len: usize) -> Result<(), UpstreamError> {
-        if len > self.limits.max_head_bytes {
-            Err(UpstreamError::HeadTooLarge)
-        } else {
-            Ok(())
-        }
-    }
-}
-
-/// `line` (up to, not including, its LF) without the CR that must end it.
-fn strip_crlf(line: &[u8]) -> Result<&[u8], UpstreamError> {
-    line.strip_suffix(b"\r").ok_or(UpstreamError::BareLf)
 }
 
 /// Checks the first bytes of a status line against `HTTP/1.x SP`, left to right, so each
@@ -272,33 +235,6 @@ fn parse_status_line(line: &[u8]) -> Result<StatusLine, UpstreamError> {
         version,
         status,
         reason: String::from_utf8_lossy(reason).into(),
-    })
-}
-
-/// `field-name ":" OWS field-value OWS` (RFC 9112 §5), `line` without its CRLF.
-fn parse_field_line(line: &[u8]) -> Result<Header, UpstreamError> {
-    if is_ows(line[0]) {
-        return Err(UpstreamError::ObsFold);
-    }
-    if memchr(b'\r', line).is_some() {
-        return Err(UpstreamError::BareCr);
-    }
-    let colon = memchr(b':', line).ok_or(UpstreamError::MissingColon)?;
-    let name = &line[..colon];
-    if name.last().copied().is_some_and(is_ows) {
-        return Err(UpstreamError::SpaceBeforeColon);
-    }
-    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-        return Err(UpstreamError::BadHeaderName);
-    }
-    let value = trim_ows(&line[colon + 1..]);
-    if !is_field_value(value) {
-        return Err(UpstreamError::InvalidHeaderValue);
-    }
-    let name = std::str::from_utf8(name).map_err(|_| UpstreamError::BadHeaderName)?;
-    Ok(Header {
-        name: name.into(),
-        value: value.into(),
     })
 }
 

@@ -6,7 +6,7 @@
 
 use super::is_connection_specific;
 use crate::authority::is_valid_authority;
-use crate::request::{
+use crate::message::{
     is_target_byte, split_target, BodyFraming, Header, Method, RequestHead, Version,
 };
 use crate::token::{is_field_value, is_tchar};

@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::token::trim_ows;
 
 fn parse_whole(input: &[u8]) -> Result<ResponseParse, UpstreamError> {
     ResponseParser::new(Limits::default()).parse(input)
