@@ -72,7 +72,7 @@ fn fetch(server: &Server, path: &str, authorization: Option<&str>) -> Response {
     conn.get(path, &extra)
 }
 
-for_each_arch!(fn address_rules(arch) {
+default_arch!(fn address_rules(arch) {
     let (_root, server) = setup(arch);
     assert_eq!(fetch(&server, "/open/a.txt", None).body_text(), "open");
     assert_eq!(fetch(&server, "/local/a.txt", None).body_text(), "local");
@@ -86,7 +86,7 @@ for_each_arch!(fn address_rules(arch) {
     assert_eq!(conn.get("/open/a.txt", &[]).status, 200);
 });
 
-for_each_arch!(fn basic_authentication(arch) {
+default_arch!(fn basic_authentication(arch) {
     let (_root, server) = setup(arch);
     let challenge = fetch(&server, "/bcrypt/a.txt", None);
     assert_eq!(challenge.status, 401);
@@ -111,7 +111,7 @@ for_each_arch!(fn basic_authentication(arch) {
     assert_eq!(fetch(&server, "/both/a.txt", Some(&good)).body_text(), "both");
 });
 
-for_each_arch!(fn the_user_reaches_the_access_log(arch) {
+default_arch!(fn the_user_reaches_the_access_log(arch) {
     let root = TempRoot::new();
     root.file("p/a.txt", "x");
     let hash = bcrypt::hash("pw", 4).unwrap();

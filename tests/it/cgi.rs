@@ -86,7 +86,7 @@ fn start_with(root: &TempRoot, arch: &str, max_scripts: usize, more: &str) -> Se
     Server::start(Options::config_file(&config))
 }
 
-for_each_arch!(fn cgi_meta_variables(arch) {
+default_arch!(fn cgi_meta_variables(arch) {
     let root = build_root();
     let server = start(&root, arch, 16);
     let www = root.path().display().to_string();
@@ -170,7 +170,7 @@ for_each_arch!(fn cgi_meta_variables(arch) {
     assert_eq!(dump_value(&dump_first, "SERVER_PORT"), Some(port.as_str()), "{dump_first}");
 });
 
-for_each_arch!(fn cgi_status_and_redirects(arch) {
+default_arch!(fn cgi_status_and_redirects(arch) {
     let root = build_root();
     let server = start(&root, arch, 16);
 
@@ -202,7 +202,7 @@ for_each_arch!(fn cgi_status_and_redirects(arch) {
     assert_eq!(fetch(server.addr(), "GET", "/cgi-bin/readme.txt", &[]).status, 403);
 });
 
-for_each_arch!(fn cgi_extension_location(arch) {
+default_arch!(fn cgi_extension_location(arch) {
     let root = build_root();
     let server = start_with(&root, arch, 16, "[[site.location]]\nextension = \".cgi\"\nhandler = \"cgi\"\n");
     let www = root.path().display().to_string();
@@ -225,7 +225,7 @@ for_each_arch!(fn cgi_extension_location(arch) {
     assert_eq!(local.body_text(), "the local redirect's target\n");
 });
 
-for_each_arch!(fn cgi_script_lookup(arch) {
+default_arch!(fn cgi_script_lookup(arch) {
     let root = build_root();
     // Scripts outside the document root, reached through an alias.
     let outside = root.outside_dir().join("scripts");

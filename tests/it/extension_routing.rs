@@ -40,7 +40,7 @@ root = "www"
     )
 }
 
-for_each_arch!(fn extension_locations_sit_between_exact_and_prefix_ones(arch) {
+default_arch!(fn extension_locations_sit_between_exact_and_prefix_ones(arch) {
     let root = TempRoot::new();
     let server = Server::start(Options::config_file(&extension_config(&root, arch)));
     let location = |path: &str| {

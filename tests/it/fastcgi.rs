@@ -86,7 +86,7 @@ internal = true
     Server::start(Options::config_file(&config))
 }
 
-for_each_arch!(fn php_fpm_answers(arch) {
+default_arch!(fn php_fpm_answers(arch) {
     let root = TempRoot::new();
     let fpm = build(&root);
     let server = start(&root, arch, &fpm);
@@ -196,7 +196,7 @@ for_each_arch!(fn php_fpm_answers(arch) {
     assert_eq!(fetch(server.addr(), "GET", "/app/style.css", &[]).status, 200);
 });
 
-for_each_arch!(fn php_front_controllers(arch) {
+default_arch!(fn php_front_controllers(arch) {
     let root = TempRoot::new();
     let fpm = build(&root);
     let server = start(&root, arch, &fpm);

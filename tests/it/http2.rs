@@ -297,7 +297,7 @@ for_each_arch!(fn request_bodies_reach_a_cgi_script(arch) {
     }
 });
 
-for_each_arch!(fn ranges_validators_variants_handlers_and_head(arch) {
+default_arch!(fn ranges_validators_variants_handlers_and_head(arch) {
     let (root, big) = build_root();
     let server = start_plain(&root, arch, H2C);
     let addr = server.addr();
@@ -566,7 +566,7 @@ fn assert_upgrade_ignored(addr: SocketAddr) {
     );
 }
 
-for_each_arch!(fn upgrade_h2c_is_answered_as_http11(arch) {
+default_arch!(fn upgrade_h2c_is_answered_as_http11(arch) {
     let (root, _big) = build_root();
     let server = start_plain(&root, arch, PLAIN_AND_H2C);
     assert_upgrade_ignored(listener(&server, 0));

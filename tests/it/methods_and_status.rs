@@ -38,7 +38,7 @@ fn expect_error_and_close(server: &Server, raw: &[u8], status: u16) {
     );
 }
 
-for_each_arch!(fn options_answers_204_with_allow(arch) {
+default_arch!(fn options_answers_204_with_allow(arch) {
     let root = TempRoot::new();
     root.file("ok.txt", "ok");
     let server = Server::start(Options::new(root.path(), arch));
@@ -55,7 +55,7 @@ for_each_arch!(fn options_answers_204_with_allow(arch) {
     assert_eq!(conn.get("/ok.txt", &[]).body, b"ok");
 });
 
-for_each_arch!(fn other_methods_are_405(arch) {
+default_arch!(fn other_methods_are_405(arch) {
     let root = TempRoot::new();
     root.file("ok.txt", "ok");
     let server = Server::start(Options::new(root.path(), arch));
@@ -73,7 +73,7 @@ for_each_arch!(fn other_methods_are_405(arch) {
     assert_eq!(responses[0].header("allow"), Some(ALLOW));
 });
 
-for_each_arch!(fn unknown_method_is_501(arch) {
+default_arch!(fn unknown_method_is_501(arch) {
     let root = TempRoot::new();
     root.file("ok.txt", "ok");
     let server = Server::start(Options::new(root.path(), arch));
@@ -82,7 +82,7 @@ for_each_arch!(fn unknown_method_is_501(arch) {
     response.assert_common_headers();
 });
 
-for_each_arch!(fn parse_errors_have_their_status_and_close(arch) {
+default_arch!(fn parse_errors_have_their_status_and_close(arch) {
     let root = TempRoot::new();
     root.file("ok.txt", "ok");
     let server = Server::start(Options::new(root.path(), arch));
@@ -118,7 +118,7 @@ for_each_arch!(fn parse_errors_have_their_status_and_close(arch) {
     }
 });
 
-for_each_arch!(fn http10_without_host_is_served(arch) {
+default_arch!(fn http10_without_host_is_served(arch) {
     let root = TempRoot::new();
     root.file("ok.txt", "ok");
     let server = Server::start(Options::new(root.path(), arch));

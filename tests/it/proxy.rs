@@ -73,7 +73,7 @@ fn read_small_body(stream: &mut TcpStream) -> String {
     String::from_utf8_lossy(&body).into_owned()
 }
 
-for_each_arch!(fn proxy_location_passes_every_method_static_still_405(arch) {
+default_arch!(fn proxy_location_passes_every_method_static_still_405(arch) {
     let root = TempRoot::new();
     root.file("page.txt", "static page");
     let upstream = PyUpstream::start("py");
@@ -98,7 +98,7 @@ for_each_arch!(fn proxy_location_passes_every_method_static_still_405(arch) {
     assert_eq!(get(server.addr(), "/page.txt").body_text(), "static page");
 });
 
-for_each_arch!(fn head_204_and_304_carry_no_body(arch) {
+default_arch!(fn head_204_and_304_carry_no_body(arch) {
     let root = TempRoot::new();
     let upstream = RawUpstream::start(|seen| match (seen.method.as_str(), seen.target.as_str()) {
         ("HEAD", _) => Reply::raw("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nX-Head: yes\r\n\r\n"),
@@ -128,7 +128,7 @@ for_each_arch!(fn head_204_and_304_carry_no_body(arch) {
     assert_eq!(head.header("x-head"), Some("yes"));
 });
 
-for_each_arch!(fn a_static_ampd_upstream_answers_head_and_304(arch) {
+default_arch!(fn a_static_ampd_upstream_answers_head_and_304(arch) {
     let back_root = TempRoot::new();
     back_root.file("files/a.txt", "file from the ampd upstream\n");
     let backend = Server::start(Options::new(back_root.path(), "reactor"));
@@ -192,7 +192,7 @@ for_each_arch!(fn expect_continue_is_answered_before_the_body(arch) {
     assert!(head.contains("X-Body-Length: 4"), "{head}");
 });
 
-for_each_arch!(fn body_over_max_body_is_413_and_never_forwarded(arch) {
+default_arch!(fn body_over_max_body_is_413_and_never_forwarded(arch) {
     let root = TempRoot::new();
     let upstream = RawUpstream::answering("raw", "ok");
     let server = proxy::start(
@@ -220,7 +220,7 @@ for_each_arch!(fn body_over_max_body_is_413_and_never_forwarded(arch) {
     assert_eq!(seen[0].body_len, 1000);
 });
 
-for_each_arch!(fn a_unix_socket_upstream_serves_a_prefix_replaced_target(arch) {
+default_arch!(fn a_unix_socket_upstream_serves_a_prefix_replaced_target(arch) {
     let root = TempRoot::new();
     let path = root.outside_dir().join("app.sock");
     let upstream = PyUpstream::start_unix("unix", &path);

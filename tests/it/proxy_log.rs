@@ -41,7 +41,7 @@ fn number(line: &str, name: &str) -> u64 {
         .unwrap_or_else(|_| panic!("{name} is not a number in {line}"))
 }
 
-for_each_arch!(fn proxied_exchanges_are_logged_with_their_real_bytes_and_status(arch) {
+default_arch!(fn proxied_exchanges_are_logged_with_their_real_bytes_and_status(arch) {
     let root = TempRoot::new();
     let upstream = PyUpstream::start("py");
     let log = root.outside_dir().join("access.log");

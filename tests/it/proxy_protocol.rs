@@ -118,7 +118,7 @@ fn status_text(addr: SocketAddr) -> String {
     response.body_text()
 }
 
-for_each_arch!(fn carried_addresses_reach_the_access_log(arch) {
+default_arch!(fn carried_addresses_reach_the_access_log(arch) {
     let root = TempRoot::new();
     let server = Server::start(Options::config_file(&proxied_config(&root, arch, "[\"127.0.0.1\"]")));
     let addr = server.addr();
@@ -233,7 +233,7 @@ for_each_arch!(fn a_bad_or_missing_header_closes_only_its_connection(arch) {
     assert!(invalid.ends_with(" 5"), "{invalid}");
 });
 
-for_each_arch!(fn allow_and_deny_see_the_carried_address(arch) {
+default_arch!(fn allow_and_deny_see_the_carried_address(arch) {
     let root = TempRoot::new();
     let server = Server::start(Options::config_file(&proxied_config(&root, arch, "[\"127.0.0.1\"]")));
     let addr = server.addr();
@@ -249,7 +249,7 @@ for_each_arch!(fn allow_and_deny_see_the_carried_address(arch) {
     assert_eq!(get_behind(addr, &v2_local(), "/private/x.txt").status, 403);
 });
 
-for_each_arch!(fn rate_limits_count_per_carried_client(arch) {
+default_arch!(fn rate_limits_count_per_carried_client(arch) {
     let root = TempRoot::new();
     root.file("a.txt", "a\n");
     let config = write_config(

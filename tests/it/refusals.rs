@@ -89,7 +89,7 @@ for_each_arch!(fn shedding_at_the_connection_cap_is_logged_and_counted(arch) {
     );
 });
 
-for_each_arch!(fn internal_errors_are_logged_and_counted(arch) {
+default_arch!(fn internal_errors_are_logged_and_counted(arch) {
     let root = TempRoot::new();
     root.file("a.txt", "a");
     // A socket in the document root: opening it fails with ENXIO, which is the server's

@@ -72,7 +72,7 @@ fn get_host(server: &Server, host: &str, path: &str) -> Response {
     conn.read_response("GET")
 }
 
-for_each_arch!(fn hosts_pick_sites(arch) {
+default_arch!(fn hosts_pick_sites(arch) {
     let root = TempRoot::new();
     let server = Server::start(Options::config_file(&sites_config(&root, arch)));
     assert_eq!(get_host(&server, "other.test", "/hello.txt").body_text(), "other hello");
@@ -85,7 +85,7 @@ for_each_arch!(fn hosts_pick_sites(arch) {
     assert!(!other.has_header("x-site"), "site headers stay in their site: {other:?}");
 });
 
-for_each_arch!(fn locations_inherit_and_override(arch) {
+default_arch!(fn locations_inherit_and_override(arch) {
     let root = TempRoot::new();
     let server = Server::start(Options::config_file(&sites_config(&root, arch)));
     let host = "main.test";
@@ -121,7 +121,7 @@ for_each_arch!(fn locations_inherit_and_override(arch) {
     assert_eq!(get_host(&server, host, "/.hidden/secret.txt").status, 404);
 });
 
-for_each_arch!(fn alias_redirect_rewrite(arch) {
+default_arch!(fn alias_redirect_rewrite(arch) {
     let root = TempRoot::new();
     let server = Server::start(Options::config_file(&sites_config(&root, arch)));
     let host = "main.test";

@@ -30,7 +30,7 @@ for_each_arch!(fn file_body_and_headers(arch) {
     assert_imf_fixdate(response.header("date").expect("Date"));
 });
 
-for_each_arch!(fn mime_types(arch) {
+default_arch!(fn mime_types(arch) {
     let table = [
         ("index.html", "text/html; charset=utf-8"),
         ("page.htm", "text/html; charset=utf-8"),
@@ -63,7 +63,7 @@ for_each_arch!(fn mime_types(arch) {
     }
 });
 
-for_each_arch!(fn head_headers_match_get(arch) {
+default_arch!(fn head_headers_match_get(arch) {
     let root = TempRoot::new();
     root.file("page.html", "<p>hi</p>");
     root.dir("sub");
@@ -93,7 +93,7 @@ for_each_arch!(fn missing_file_is_404(arch) {
     assert_eq!(response.status, 404);
 });
 
-for_each_arch!(fn directory_without_slash_redirects(arch) {
+default_arch!(fn directory_without_slash_redirects(arch) {
     let root = TempRoot::new();
     root.file("docs/index.html", "docs index");
     let server = Server::start(Options::new(root.path(), arch));
@@ -112,7 +112,7 @@ for_each_arch!(fn directory_without_slash_redirects(arch) {
     assert_eq!(response.status, 403, "root without index and no --autoindex");
 });
 
-for_each_arch!(fn directory_without_index_is_403(arch) {
+default_arch!(fn directory_without_index_is_403(arch) {
     let root = TempRoot::new();
     root.file("empty/file.txt", "x");
     let server = Server::start(Options::new(root.path(), arch));
@@ -121,7 +121,7 @@ for_each_arch!(fn directory_without_index_is_403(arch) {
     response.assert_common_headers();
 });
 
-for_each_arch!(fn autoindex_lists_escaped_names_dirs_first(arch) {
+default_arch!(fn autoindex_lists_escaped_names_dirs_first(arch) {
     let root = TempRoot::new();
     root.file("list/b.txt", "b");
     root.file("list/a.txt", "a");
@@ -148,7 +148,7 @@ for_each_arch!(fn autoindex_lists_escaped_names_dirs_first(arch) {
     assert_eq!(response.body, b"real index");
 });
 
-for_each_arch!(fn dotfiles_hidden_unless_enabled(arch) {
+default_arch!(fn dotfiles_hidden_unless_enabled(arch) {
     let root = TempRoot::new();
     root.file(".env", "SECRET=1");
     root.file(".git/config", "[core]");
@@ -187,7 +187,7 @@ for_each_arch!(fn unreadable_file_is_403(arch) {
 
 // Relative and absolute links alike, when their target lies inside the root: served and
 // listed (an absolute one names the root by its path; links leading out: tests/it/traversal.rs).
-for_each_arch!(fn symlinks_inside_root_are_followed(arch) {
+default_arch!(fn symlinks_inside_root_are_followed(arch) {
     let root = TempRoot::new();
     root.file("real/target.txt", "target body");
     root.symlink("real/target.txt", "link.txt");
@@ -218,7 +218,7 @@ for_each_arch!(fn symlinks_inside_root_are_followed(arch) {
     assert!(inner.contains("\"name\": \"abs-via-abs.txt\""), "{inner}");
 });
 
-for_each_arch!(fn userdir_maps_tilde_paths(arch) {
+default_arch!(fn userdir_maps_tilde_paths(arch) {
     let root = TempRoot::new();
     root.outside_file("home/alice/public_html/x.html", "alice page");
     root.outside_file("home/alice/public_html/index.html", "alice index");

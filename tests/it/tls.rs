@@ -277,7 +277,7 @@ for_each_arch!(fn plain_and_tls_listeners_side_by_side(arch) {
     assert_eq!(header(&b_tls, "strict-transport-security"), None, "site b has no hsts");
 });
 
-for_each_arch!(fn redirect_https_sends_plain_requests_to_the_tls_port(arch) {
+default_arch!(fn redirect_https_sends_plain_requests_to_the_tls_port(arch) {
     let root = TempRoot::new();
     let ca = test_ca(&root);
     let b = ca.server("b", &["b.test"], KeyKind::EcdsaP256);

@@ -109,3 +109,24 @@ macro_rules! for_each_arch {
         }
     };
 }
+
+/// The engine of tests whose behaviour every engine shares: the default (`arch` unset).
+pub const DEFAULT_ARCH: &str = "reactor";
+
+/// Runs one test body once, on the default engine: `default_arch!(fn name(arch) { ... })`
+/// expands to `#[test] fn name()` with `arch` bound to `DEFAULT_ARCH`. For what the engines do
+/// not take part in: request semantics `Conn` owns (framing, methods, ranges, conditionals),
+/// what content, access, sites and routing decide, and what the proxy and gateways write. The
+/// engines only carry those bytes, and how they carry them is what `for_each_arch!` tests:
+/// accept and admission, keep-alive and pipelining, the send path, TLS, the upstream pump,
+/// timeouts, drain and signals, HTTP/2 framing.
+#[macro_export]
+macro_rules! default_arch {
+    (fn $name:ident($arch:ident) $body:block) => {
+        #[test]
+        fn $name() {
+            let $arch: &'static str = $crate::support::DEFAULT_ARCH;
+            $body
+        }
+    };
+}
