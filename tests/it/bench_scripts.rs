@@ -160,8 +160,20 @@ fn setup_builds_the_document_root_and_howl() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// The other servers the bench scripts configure must be here to check their configurations:
+/// scripts/test.sh installs them (its `packages=`), as bench/setup.sh does. A missing one fails
+/// the test rather than leaving a configuration unchecked behind a pass.
+fn require_peer(program: &str) {
+    let found = Command::new(program).arg("-v").output();
+    assert!(
+        found.is_ok(),
+        "{program} is not installed: scripts/test.sh installs it (apt-get install nginx \
+         lighttpd h2o php8.2-fpm); without it its bench configuration cannot be checked"
+    );
+}
+
 /// bench/proxy.sh explains itself and writes configurations both proxies accept: `ampd check`
-/// takes the ampd one, and nginx (where installed, as bench/setup.sh does) `-t` the other two.
+/// takes the ampd one, and nginx `-t` the other two.
 #[test]
 fn proxy_bench_configurations_are_accepted() {
     let help = Command::new("bash")
@@ -198,33 +210,28 @@ fn proxy_bench_configurations_are_accepted() {
         "ampd check ampd-proxy.toml: {}",
         String::from_utf8_lossy(&check.stderr)
     );
-    if Command::new("nginx").arg("-v").output().is_ok() {
-        for conf in ["nginx-proxy.conf", "nginx-upstream.conf"] {
-            let tested = Command::new("nginx")
-                .arg("-t")
-                .arg("-c")
-                .arg(dir.join(conf))
-                .arg("-e")
-                .arg(dir.join("nginx-test.log"))
-                .output()
-                .expect("nginx -t");
-            assert!(
-                tested.status.success(),
-                "nginx -t {conf}: {}",
-                String::from_utf8_lossy(&tested.stderr)
-            );
-        }
-    } else {
-        println!(
-            "nginx is not installed (bench/setup.sh installs it): its configurations unchecked"
+    require_peer("nginx");
+    for conf in ["nginx-proxy.conf", "nginx-upstream.conf"] {
+        let tested = Command::new("nginx")
+            .arg("-t")
+            .arg("-c")
+            .arg(dir.join(conf))
+            .arg("-e")
+            .arg(dir.join("nginx-test.log"))
+            .output()
+            .expect("nginx -t");
+        assert!(
+            tested.status.success(),
+            "nginx -t {conf}: {}",
+            String::from_utf8_lossy(&tested.stderr)
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// bench/dynamic.sh explains itself and writes configurations every server accepts: `ampd check`
-/// takes ampd's, and nginx `-t`, lighttpd `-tt` and php-fpm `-t` (where installed, as
-/// bench/setup.sh does) theirs; its shell CGI script answers when run as one.
+/// takes ampd's, and nginx `-t`, lighttpd `-tt` and php-fpm `-t` theirs; its shell CGI script
+/// answers when run as one.
 #[test]
 fn dynamic_bench_configurations_are_accepted() {
     let help = Command::new("bash")
@@ -278,10 +285,7 @@ fn dynamic_bench_configurations_are_accepted() {
         ("php-fpm8.2", &["-t", "-y"], "php-fpm.conf"),
     ];
     for (program, args, conf) in peers {
-        if Command::new(program).arg("-v").output().is_err() {
-            println!("{program} is not installed (bench/setup.sh installs it): {conf} unchecked");
-            continue;
-        }
+        require_peer(program);
         let tested = Command::new(program)
             .current_dir(&dir)
             .args(args)
@@ -299,9 +303,8 @@ fn dynamic_bench_configurations_are_accepted() {
 }
 
 /// bench/h2.sh explains itself and writes what it runs: configurations every server accepts
-/// (`ampd check` ampd's with its TLS and h2c listeners, nginx `-t` and h2o `-t` theirs, where
-/// installed as bench/setup.sh does) and the page of 120 resources, each linked once from
-/// index.html and between 1 and 20 KiB.
+/// (`ampd check` ampd's with its TLS and h2c listeners, nginx `-t` and h2o `-t` theirs) and
+/// the page of 120 resources, each linked once from index.html and between 1 and 20 KiB.
 #[test]
 fn h2_bench_configurations_and_page_are_accepted() {
     let help = Command::new("bash")
@@ -351,10 +354,7 @@ fn h2_bench_configurations_and_page_are_accepted() {
         ("h2o", &["-t", "-c"], "h2o.conf"),
     ];
     for (program, args, conf) in peers {
-        if Command::new(program).arg("-v").output().is_err() {
-            println!("{program} is not installed (bench/setup.sh installs it): {conf} unchecked");
-            continue;
-        }
+        require_peer(program);
         let tested = Command::new(program)
             .current_dir(&dir)
             .args(args)

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -76,19 +76,40 @@ impl Drop for Reaper {
 }
 
 /// Connection-per-request clients until `stop`: (requests answered 200, failures with why).
-fn load(addr: SocketAddr, stop: Arc<AtomicBool>) -> thread::JoinHandle<(usize, Vec<String>)> {
+/// `answered` counts the 200s as they come, for the test to wait on.
+fn load(
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    answered: Arc<AtomicUsize>,
+) -> thread::JoinHandle<(usize, Vec<String>)> {
     thread::spawn(move || {
         let mut done = 0;
         let mut failures = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(40);
         while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
             match one_request(addr) {
-                Ok(()) => done += 1,
+                Ok(()) => {
+                    done += 1;
+                    answered.fetch_add(1, Ordering::Relaxed);
+                }
                 Err(why) => failures.push(why),
             }
         }
         (done, failures)
     })
+}
+
+/// Waits (at most 15 s) until the load clients have had `count` requests answered in all.
+fn wait_answered(answered: &AtomicUsize, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while answered.load(Ordering::Relaxed) < count {
+        assert!(
+            Instant::now() < deadline,
+            "the load got {} of {count} answers",
+            answered.load(Ordering::Relaxed)
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// One request on a connection of its own, read to the server's close.
@@ -128,11 +149,15 @@ for_each_arch!(fn sigusr2_replaces_the_binary_without_refusing_a_connection(arch
     let _reaper = Reaper(new_pid.clone());
 
     let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = (0..4).map(|_| load(addr, stop.clone())).collect();
+    let counted = Arc::new(AtomicUsize::new(0));
+    let clients: Vec<_> = (0..4)
+        .map(|_| load(addr, stop.clone(), counted.clone()))
+        .collect();
     let answered = || get(addr, "/v.txt").status;
     assert_eq!(answered(), 200);
     replace_binary(&binary);
-    thread::sleep(Duration::from_millis(300));
+    // Every client under way before the signal, so the upgrade happens under load.
+    wait_answered(&counted, 20);
     server.signal("USR2");
     // The new process writes the pid file once ready; the old one then drains and exits.
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -146,7 +171,7 @@ for_each_arch!(fn sigusr2_replaces_the_binary_without_refusing_a_connection(arch
     *new_pid.lock().unwrap() = Some(upgraded);
     assert_eq!(server.wait_exit(Duration::from_secs(15)), Some(0), "{}", server.stderr());
     // Served by the new process for a while after the old one left.
-    thread::sleep(Duration::from_millis(300));
+    wait_answered(&counted, counted.load(Ordering::Relaxed) + 20);
     stop.store(true, Ordering::Relaxed);
     let mut total = 0;
     let mut failures = Vec::new();
