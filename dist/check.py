@@ -4,7 +4,7 @@ with each other and with ampd.toml (probes on the right handlers, ports, selecto
 termination grace period that covers drain_delay + grace_period), the Containerfile has what it
 must (multi-stage, bookworm, non-root, EXPOSE, HEALTHCHECK, STOPSIGNAL, sources that exist), and
 the systemd unit allows an upgrade. With the path of an ampd binary, `ampd check` also reads the
-shipped ampd.toml. Run by tests/dist.rs; needs python3-yaml.
+shipped ampd.toml. Run by tests/it/dist.rs; needs python3-yaml.
 
 usage: python3 dist/check.py [AMPD_BINARY]
 """

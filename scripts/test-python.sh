@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python packages the tests need that Debian does not ship: flup (the FastCGI server under
 # tests/fixtures/flup_app.py), from PyPI, in a virtual environment under target/ (bookworm's
-# pip refuses system-wide installs, PEP 668). tests/support/flup.rs looks for it there, or at
+# pip refuses system-wide installs, PEP 668). tests/it/support/flup.rs looks for it there, or at
 # $AMPD_TEST_PYTHON. Needs Debian's python3-venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 //! ampd: a web server for Linux built on Flash's AMPED architecture.
 //!
 //! See `docs/architecture.md` for the request path drawn top to bottom. Layers, left to right
-//! (a module may only import the ones to its left; `tests/imports.rs` checks it):
+//! (a module may only import the ones to its left; `tests/it/imports.rs` checks it):
 //! `ampd_http`, `ampd_sys` → `config` → `log` → `programs` → `response` → `content` → `upstream` → `site` → `conn` → `ops` → `engine`
 //! → `main`.
 #![forbid(unsafe_code)]

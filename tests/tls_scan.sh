@@ -15,7 +15,7 @@
 # nothing and take minutes on a loaded machine. Its WARN lines are printed, not failed on: its
 # TLS 1.3 ticket-resumption check races s_client's exit against the post-handshake
 # NewSessionTicket and loses now and then against any server under load (OpenSSL's s_server
-# too); tests/tls.rs checks resumption itself.
+# too); tests/it/tls.rs checks resumption itself.
 #
 # Which engine serves does not change what rustls negotiates, so one is scanned (ARCH, default
 # reactor). Every wait is bounded: testssl by SCAN_TIMEOUT (default 240 s; a run takes about a

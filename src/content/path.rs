@@ -402,7 +402,7 @@ fn check_clean(input: &str, clean: &CleanPath, opts: &PathOptions) {
     );
 }
 
-/// The fuzz entry point (fuzz/fuzz_targets/path.rs and tests/path_corpus.rs): runs
+/// The fuzz entry point (fuzz/fuzz_targets/path.rs and tests/it/path_corpus.rs): runs
 /// [`normalize`] under every option combination and checks the invariants of each result.
 /// Panics only when an invariant is broken.
 pub fn fuzz_path(data: &[u8]) {
@@ -466,7 +466,7 @@ mod tests {
     }
 
     /// Traversal attempts and what the strict options make of them. Each one is also a file in
-    /// fuzz/corpus/path/ (replayed by tests/path_corpus.rs).
+    /// fuzz/corpus/path/ (replayed by tests/it/path_corpus.rs).
     const TRAVERSALS: &[(&str, Result<&str, PathError>)] = &[
         ("/../etc/passwd", Err(PathError::EscapesRoot)),
         ("/..", Err(PathError::EscapesRoot)),

@@ -2,7 +2,7 @@
 """Drives ampd with Python's http.client; exits non-zero (via assert) on any mismatch.
 
 Usage: http_client_checks.py HOST PORT
-Expects the document root made by tests/real_clients.rs: index.html, data.bin (bytes 0..255
+Expects the document root made by tests/it/real_clients.rs: index.html, data.bin (bytes 0..255
 repeated to 4096 bytes), dir/index.html.
 """
 

@@ -1,0 +1,80 @@
+//! The whole-server tests: one test binary whose modules are the test files, so that the server
+//! library is linked once instead of once per file (each link of the ~100k-line server took
+//! about as long as compiling a test file). `support` is the shared harness; run one area with
+//! `cargo test --test it MODULE::` (e.g. `cargo test --test it keep_alive::`).
+
+#[macro_use]
+mod support;
+
+mod access_control;
+mod access_log;
+mod acme;
+mod admission;
+mod application_lifecycle;
+mod applications;
+mod autoindex;
+mod bench_scripts;
+mod caches;
+mod cgi;
+mod cli;
+mod concurrency;
+mod conditional;
+mod config_errors;
+mod config_gateway;
+mod config_http2;
+mod config_proxy;
+mod config_tls;
+mod default_limits;
+mod descriptor_budget;
+mod descriptors;
+mod dist;
+mod drain_after_response;
+mod early_answers;
+mod engines;
+mod examples;
+mod extension_routing;
+mod fastcgi;
+mod fastcgi_faults;
+mod gateway_clients;
+mod h2spec;
+mod harness_selftest;
+mod http2;
+mod http2_floods;
+mod imports;
+mod keep_alive;
+mod large_files;
+mod listen_conflict;
+mod memory_limit;
+mod methods_and_status;
+mod metrics;
+mod path_corpus;
+mod path_spellings;
+mod precompressed;
+mod program_signals;
+mod proxy;
+mod proxy_bulk;
+mod proxy_deferred;
+mod proxy_errors;
+mod proxy_failover;
+mod proxy_headers;
+mod proxy_log;
+mod proxy_protocol;
+mod proxy_support_selftest;
+mod proxy_websocket;
+mod range;
+mod real_clients;
+mod refusals;
+mod residency_test;
+mod revalidate;
+mod signals;
+mod sites;
+mod slow_disk;
+mod smuggling;
+mod static_files;
+mod syscalls_per_request;
+mod timeouts;
+mod tls;
+mod tls_faults;
+mod traversal;
+mod upgrade;
+mod upstream_engines;
