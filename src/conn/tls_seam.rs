@@ -2,7 +2,7 @@
 //! plaintext goes to `Conn`, records are sealed from `Output`.
 //!
 //! Owns: those two impls. They are here, not in `tls`, so that `tls` depends on nothing of
-//! `conn` (the layering `tests/imports.rs` checks): the session is a byte interface, and the
+//! `conn` (the layering `tests/it/imports.rs` checks): the session is a byte interface, and the
 //! connection side drives it.
 
 use std::io::IoSlice;

@@ -168,6 +168,14 @@ for_each_arch!(fn programs_start_with_default_signals_and_applications_stop_on_s
             .filter(|&pid| pid != server.pid())
     });
     successor.0 = Some(new_pid);
+    // Read once it is ready: while it starts its threads, its main thread blocks every signal
+    // for a moment (so the threads begin with all blocked), which is its own doing, not what
+    // it was started with.
+    assert!(
+        server.wait_for_stderr(&format!("upgrade: process {new_pid} is ready"), WITHIN),
+        "{}",
+        server.stderr()
+    );
     // (An `mp` master blocks SIGCHLD itself, for the wait in its loop.)
     let (blocked, ignored) = signals_of(new_pid);
     let own = if arch == "mp" { SIGCHLD } else { 0 };

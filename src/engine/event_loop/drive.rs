@@ -254,7 +254,7 @@ impl EventLoop {
         // socket, so that a close here (a timeout) while the job is out cannot hand its number
         // to another connection. Made only for a job: for every response it would cost an
         // `fcntl` and a `close` beside the three calls a resident file needs
-        // (tests/syscalls_per_request.rs).
+        // (tests/it/syscalls_per_request.rs).
         let send_to = match send_by {
             SendBy::Helper => slot.client.fd.try_clone().ok(),
             SendBy::Loop => None,
