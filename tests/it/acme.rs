@@ -409,15 +409,20 @@ struct AcmeServer {
 fn acme_server(arch: &str, challenge: &str, renew_before: &str) -> AcmeServer {
     let work = TempRoot::new();
     work.file("index.html", "hello over acme\n");
-    let http_port = pebble::free_port();
-    let tls_port = pebble::free_port();
-    let pebble = Pebble::start(&work.outside_dir().join("pebble"), http_port, tls_port);
-    let head = support::config_head(arch).replace(
-        "listen = \"127.0.0.1:0\"",
-        &format!("listen = [\"127.0.0.1:{http_port}\", \"127.0.0.1:{tls_port} tls\"]"),
-    );
-    let body = format!(
-        r#"{head}
+    // The ports are chosen before ampd binds them (pebble must know them first), so another
+    // test's socket may take one in between: then choose again.
+    let mut attempts = 0;
+    let (pebble, server, tls_port) = loop {
+        attempts += 1;
+        let http_port = pebble::free_port();
+        let tls_port = pebble::free_port();
+        let pebble = Pebble::start(&work.outside_dir().join("pebble"), http_port, tls_port);
+        let head = support::config_head(arch).replace(
+            "listen = \"127.0.0.1:0\"",
+            &format!("listen = [\"127.0.0.1:{http_port}\", \"127.0.0.1:{tls_port} tls\"]"),
+        );
+        let body = format!(
+            r#"{head}
 [tls.acme]
 directory = "{directory}"
 ca_root = "{ca_root}"
@@ -432,12 +437,27 @@ server_names = ["a.test", "www.a.test"]
 root = "www"
 certificate = "acme"
 "#,
-        directory = pebble.directory,
-        ca_root = pebble.ca_root.display(),
-        state = work.outside_dir().join("state").display(),
-    );
-    let path = work.outside_file("ampd.toml", body);
-    let server = support::Server::start(support::Options::config_file(&path));
+            directory = pebble.directory,
+            ca_root = pebble.ca_root.display(),
+            state = work.outside_dir().join("state").display(),
+        );
+        let path = work.outside_file("ampd.toml", body);
+        let started = std::panic::catch_unwind(|| {
+            support::Server::start(support::Options::config_file(&path))
+        });
+        match started {
+            Ok(server) => break (pebble, server, tls_port),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map_or("", String::as_str)
+                    .to_owned();
+                if attempts == 5 || !message.contains("Address already in use") {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    };
     let root = pebble.issuing_root();
     AcmeServer {
         _work: work,
