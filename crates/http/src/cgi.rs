@@ -61,10 +61,7 @@ impl CgiHead {
     /// The value of the first field named `name` (ASCII case-insensitive).
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|header| header.name.eq_ignore_ascii_case(name))
-            .map(|header| &*header.value)
+        crate::message::first_named(&self.headers, name)
     }
 }
 

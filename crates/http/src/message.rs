@@ -110,6 +110,26 @@ pub struct Header {
     pub value: Box<[u8]>,
 }
 
+/// The value of the first of `headers` named `name` (ASCII case-insensitive): what a request's
+/// and a response's `header` both answer.
+#[inline]
+#[must_use]
+pub fn first_named<'a>(headers: &'a [Header], name: &str) -> Option<&'a [u8]> {
+    headers
+        .iter()
+        .find(|header| header.name.eq_ignore_ascii_case(name))
+        .map(|header| &*header.value)
+}
+
+/// The values of every one of `headers` named `name`, in order.
+#[inline]
+pub fn all_named<'a>(headers: &'a [Header], name: &'a str) -> impl Iterator<Item = &'a [u8]> {
+    headers
+        .iter()
+        .filter(move |header| header.name.eq_ignore_ascii_case(name))
+        .map(|header| &*header.value)
+}
+
 /// How the request body is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BodyFraming {
@@ -143,19 +163,13 @@ impl RequestHead {
     #[inline]
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|header| header.name.eq_ignore_ascii_case(name))
-            .map(|header| &*header.value)
+        first_named(&self.headers, name)
     }
 
     /// The values of every field named `name`, in the order sent.
     #[inline]
     pub fn headers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> {
-        self.headers
-            .iter()
-            .filter(move |header| header.name.eq_ignore_ascii_case(name))
-            .map(|header| &*header.value)
+        all_named(&self.headers, name)
     }
 
     /// The authority the request is for: an absolute-form target's authority wins over `Host`

@@ -38,10 +38,8 @@ impl Response {
     /// The first field named `name` (ASCII case-insensitive), if its value is UTF-8.
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|header| header.name.eq_ignore_ascii_case(name))
-            .and_then(|header| std::str::from_utf8(&header.value).ok())
+        ampd_http::message::first_named(&self.headers, name)
+            .and_then(|value| std::str::from_utf8(value).ok())
     }
 }
 

@@ -62,19 +62,13 @@ impl ResponseHead {
     #[inline]
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|header| header.name.eq_ignore_ascii_case(name))
-            .map(|header| &*header.value)
+        crate::message::first_named(&self.headers, name)
     }
 
     /// The values of every field named `name`, in the order received.
     #[inline]
     pub fn headers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> {
-        self.headers
-            .iter()
-            .filter(move |header| header.name.eq_ignore_ascii_case(name))
-            .map(|header| &*header.value)
+        crate::message::all_named(&self.headers, name)
     }
 
     /// Whether any `Connection` field lists `token` (ASCII case-insensitive), e.g. `close`
