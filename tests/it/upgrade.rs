@@ -28,14 +28,14 @@ fn config(root: &TempRoot, arch: &str) -> PathBuf {
 /// the file as a package upgrade does.
 fn copy_binary(dir: &Path) -> PathBuf {
     let target = dir.join("ampd");
-    std::fs::copy(support::server::binary(), &target).unwrap();
+    support::install_file(support::server::binary().as_ref(), &target, 0o755);
     target
 }
 
 /// Replace `path` by a fresh copy (a new inode: the running process's file is now deleted).
 fn replace_binary(path: &Path) {
     let fresh = path.with_extension("new");
-    std::fs::copy(support::server::binary(), &fresh).unwrap();
+    support::install_file(support::server::binary().as_ref(), &fresh, 0o755);
     std::fs::rename(&fresh, path).unwrap();
 }
 

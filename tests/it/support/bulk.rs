@@ -120,7 +120,7 @@ pub fn read_head(stream: &mut impl Read) -> io::Result<StreamedHead> {
                 early: buffer,
             });
         }
-        let n = stream.read(&mut chunk)?;
+        let n = super::read_some(stream, &mut chunk)?;
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

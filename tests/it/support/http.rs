@@ -251,7 +251,7 @@ impl Conn {
         }
         self.stream.set_read_timeout(Some(within)).unwrap();
         let mut chunk = [0u8; 4096];
-        match self.stream.read(&mut chunk) {
+        match super::read_some(&mut self.stream, &mut chunk) {
             Ok(0) => true,
             Ok(n) => {
                 self.buffer.extend_from_slice(&chunk[..n]);

@@ -23,6 +23,40 @@ pub mod tls;
 pub mod upstream;
 pub mod websocket;
 
+/// `read`, again when a signal interrupted it: a socket with a read timeout is not restarted
+/// after a signal handler (signal(7)), so `EINTR` reaches the caller as an error.
+pub fn read_some(source: &mut impl std::io::Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match source.read(buffer) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Copies `from` to `to` with `mode` through install(1), so that the copy is never open for
+/// writing in this process: a child another test forks at that moment would inherit the
+/// descriptor until it execs, and executing the copy meanwhile fails with `ETXTBSY` ("Text file
+/// busy").
+pub fn install_file(from: &std::path::Path, to: &std::path::Path, mode: u32) {
+    let status = std::process::Command::new("install")
+        .arg("-m")
+        .arg(format!("{mode:o}"))
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("run install(1)");
+    assert!(status.success(), "install {from:?} {to:?}: {status}");
+}
+
+/// Writes an executable script: the text goes to a sibling `.source` file, and the script itself
+/// is made by `install_file` (see there why).
+pub fn write_executable(path: &std::path::Path, text: &str) {
+    let source = path.with_extension("source");
+    std::fs::write(&source, text).expect("write script source");
+    install_file(&source, path, 0o755);
+}
+
 #[allow(unused_imports)]
 pub use http::{get, request, send_raw, Conn, Response};
 #[allow(unused_imports)]

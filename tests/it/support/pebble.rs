@@ -72,8 +72,20 @@ fn https_identity() -> (String, String, String) {
 }
 
 impl Pebble {
-    /// Start the DNS and pebble; files go under `work`.
+    /// Start the DNS and pebble; files go under `work`. Their ports are chosen free, but another
+    /// test may bind one before they do: then they start again on other ports.
     pub fn start(work: &Path, http_port: u16, tls_port: u16) -> Pebble {
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            match Pebble::launch(work, http_port, tls_port) {
+                Ok(pebble) => return pebble,
+                Err(failure) => failures.push(failure),
+            }
+        }
+        panic!("pebble did not start:\n{}", failures.join("\n---\n"));
+    }
+
+    fn launch(work: &Path, http_port: u16, tls_port: u16) -> Result<Pebble, String> {
         std::fs::create_dir_all(work).unwrap();
         let (ca, chain, key) = https_identity();
         let ca_root = work.join("pebble-ca.pem");
@@ -134,17 +146,20 @@ impl Pebble {
             management,
             log,
         };
-        assert!(
-            wait_listening(dns_management, Duration::from_secs(20)),
-            "pebble-challtestsrv did not start"
-        );
-        assert!(
-            wait_listening(listen, Duration::from_secs(20))
-                && wait_listening(management, Duration::from_secs(20)),
-            "pebble did not start: {}",
-            pebble.log_text()
-        );
-        pebble
+        if !wait_listening(dns_management, Duration::from_secs(20)) {
+            return Err(format!(
+                "pebble-challtestsrv did not listen on {dns_management}"
+            ));
+        }
+        if !(wait_listening(listen, Duration::from_secs(20))
+            && wait_listening(management, Duration::from_secs(20)))
+        {
+            return Err(format!(
+                "pebble did not listen on {listen} and {management}: {}",
+                pebble.log_text()
+            ));
+        }
+        Ok(pebble)
     }
 
     pub fn log_text(&self) -> String {

@@ -3,7 +3,6 @@
 //! tests/fixtures/php.
 //! Owns: the copies under the test root. Must not touch: the fixtures themselves.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::root::TempRoot;
@@ -20,10 +19,7 @@ fn install(kind: &str, dir: &Path, mode: u32) -> PathBuf {
     let entries = std::fs::read_dir(fixtures(kind)).expect("read tests/fixtures");
     for entry in entries.flatten() {
         let target = dir.join(entry.file_name());
-        std::fs::copy(entry.path(), &target)
-            .unwrap_or_else(|error| panic!("copy {:?}: {error}", entry.path()));
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))
-            .expect("chmod script");
+        super::install_file(&entry.path(), &target, mode);
     }
     dir.to_path_buf()
 }

@@ -300,7 +300,7 @@ fn drain_into(mut source: impl Read + Send + 'static, sink: Arc<Mutex<String>>) 
     thread::spawn(move || {
         let mut chunk = [0u8; 4096];
         loop {
-            match source.read(&mut chunk) {
+            match super::read_some(&mut source, &mut chunk) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => sink
                     .lock()

@@ -3,7 +3,7 @@
 //! needed here), masked client frames, and unmasked server frames read back.
 //! Owns: one TCP connection. Must not touch: the server process.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
 
 use super::http::{find, IO_TIMEOUT};
@@ -64,7 +64,7 @@ pub fn connect(addr: SocketAddr, path: &str) -> Handshake {
         if let Some(end) = find(&buffer, b"\r\n\r\n") {
             break end;
         }
-        let n = stream.read(&mut chunk).expect("read handshake answer");
+        let n = super::read_some(&mut stream, &mut chunk).expect("read handshake answer");
         assert!(
             n > 0,
             "closed during the handshake: {:?}",
@@ -194,7 +194,7 @@ impl WsClient {
     fn fill(&mut self, len: usize) -> io::Result<()> {
         let mut chunk = [0u8; 16 << 10];
         while self.buffer.len() < len {
-            let n = self.stream.read(&mut chunk)?;
+            let n = super::read_some(&mut self.stream, &mut chunk)?;
             if n == 0 {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
