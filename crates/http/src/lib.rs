@@ -38,6 +38,7 @@ pub mod conditional;
 pub mod date;
 pub mod error;
 pub mod fastcgi;
+mod field_coding;
 mod framing;
 pub mod fuzz;
 pub mod h2;

@@ -9,9 +9,10 @@
 //! names one large entry thousands of times (the HPACK bomb) costs a few integer reads per
 //! reference and no copying, and the table stays in step with the client's.
 
-use super::string::{self, Text};
 use super::table::{DynamicTable, ENTRY_OVERHEAD};
-use super::{integer, static_table, Decoded, HpackError};
+use super::{static_table, Decoded, HpackError};
+use crate::field_coding::integer;
+use crate::field_coding::string::{self, Text};
 
 /// The table size both ends start from (RFC 7541 §4.2, RFC 9113 §6.5.2).
 const INITIAL_TABLE_SIZE: usize = 4_096;
@@ -193,7 +194,7 @@ impl Decoder {
         self.scratch.clear();
         let index = integer::decode(block, at, prefix_bits)?;
         let name = if index == 0 {
-            Name::Text(string::decode(block, at, &mut self.scratch)?)
+            Name::Text(string::decode(block, at, 7, &mut self.scratch)?)
         } else {
             let position = usize::try_from(index).map_err(|_| HpackError::BadIndex(index))?;
             if let Some((name, _)) = static_table::get(position) {
@@ -207,7 +208,7 @@ impl Decoder {
                 Name::Text(Text::Scratch(0..self.scratch.len()))
             }
         };
-        let value = string::decode(block, at, &mut self.scratch)?;
+        let value = string::decode(block, at, 7, &mut self.scratch)?;
 
         let Decoder { table, scratch, .. } = self;
         let name = match &name {

@@ -10,7 +10,7 @@
 
 use super::static_table::{self, Match};
 use super::table::{DynamicTable, ENTRY_OVERHEAD};
-use super::{integer, string};
+use crate::field_coding::{integer, string};
 
 /// The largest dynamic table this encoder keeps, whatever larger size the client allows. The
 /// fields that repeat across a connection's responses (`date`, `server`, `content-type`,
@@ -126,9 +126,9 @@ impl Encoder {
             Literal::NeverIndexed => integer::encode(name_index, 4, 0x10, out),
         }
         if name_index == 0 {
-            string::encode(name, out);
+            string::encode(name, 7, 0, out);
         }
-        string::encode(value, out);
+        string::encode(value, 7, 0, out);
         if literal == Literal::Indexed {
             self.table.insert(name, value);
             self.generation += 1;

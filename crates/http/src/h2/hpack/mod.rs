@@ -10,16 +10,12 @@
 //! step with the client's and the connection survives (RFC 9113 §10.5.1).
 //!
 //! Files: `decoder.rs`, `encoder.rs` (one direction each), `table.rs` (the dynamic table),
-//! `static_table.rs` (Appendix A), `integer.rs` and `string.rs` (§5.1, §5.2), `huffman.rs`
-//! with `huffman_table.rs` (Appendix B).
+//! `static_table.rs` (Appendix A); integers, string literals and the Huffman code (§5.1, §5.2,
+//! Appendix B) are `crate::field_coding`'s, shared with QPACK.
 
 mod decoder;
 mod encoder;
-mod huffman;
-mod huffman_table;
-mod integer;
 mod static_table;
-mod string;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -43,6 +39,17 @@ pub enum HpackError {
     /// A dynamic table size update above the limit we advertised, or after the first field
     /// of the block (§4.2, §6.3).
     BadTableSizeUpdate,
+}
+
+impl From<crate::field_coding::CodingError> for HpackError {
+    fn from(error: crate::field_coding::CodingError) -> HpackError {
+        use crate::field_coding::CodingError;
+        match error {
+            CodingError::Truncated => HpackError::Truncated,
+            CodingError::IntegerOverflow => HpackError::IntegerOverflow,
+            CodingError::BadHuffman => HpackError::BadHuffman,
+        }
+    }
 }
 
 /// What decoding a block found.

@@ -400,7 +400,7 @@ fn bomb(repeats: usize) -> Vec<u8> {
     let mut block = hex("40 05"); // literal with indexing, new name of 5
     block.extend_from_slice(b"x-big");
     let value = vec![b'v'; 4000];
-    super::integer::encode(value.len(), 7, 0, &mut block);
+    crate::field_coding::integer::encode(value.len(), 7, 0, &mut block);
     block.extend_from_slice(&value);
     block.extend(std::iter::repeat_n(0xbe, repeats)); // index 62
     block
@@ -679,8 +679,8 @@ proptest! {
 /// A literal with incremental indexing and a new name (§6.2.1).
 fn indexed_literal(name: &[u8], value: &[u8]) -> Vec<u8> {
     let mut block = vec![0x40];
-    super::string::encode(name, &mut block);
-    super::string::encode(value, &mut block);
+    crate::field_coding::string::encode(name, 7, 0, &mut block);
+    crate::field_coding::string::encode(value, 7, 0, &mut block);
     block
 }
 
@@ -710,7 +710,7 @@ fn until_our_settings_are_acknowledged_the_client_may_use_the_initial_table() {
     let mut too_large = Decoder::new(256);
     too_large.settings_acknowledged();
     let mut grow = Vec::new();
-    super::integer::encode(4_096, 5, 0x20, &mut grow);
+    crate::field_coding::integer::encode(4_096, 5, 0x20, &mut grow);
     assert_eq!(
         decode(&mut too_large, &grow),
         Err(HpackError::BadTableSizeUpdate)
@@ -724,7 +724,7 @@ fn a_client_that_shrinks_the_table_after_the_acknowledgement_goes_on() {
     decode(&mut decoder, &indexed_literal(b"x-large", &value)).unwrap();
     decoder.settings_acknowledged();
     let mut block = Vec::new();
-    super::integer::encode(256, 5, 0x20, &mut block);
+    crate::field_coding::integer::encode(256, 5, 0x20, &mut block);
     block.extend(indexed_literal(b"x-small", b"v"));
     let (list, _) = decode(&mut decoder, &block).unwrap();
     assert_eq!(list, fields(&[("x-small", "v")]));
@@ -738,7 +738,7 @@ fn a_client_that_shrinks_the_table_after_the_acknowledgement_goes_on() {
 fn a_larger_table_than_the_initial_one_is_allowed_once_advertised() {
     let mut decoder = Decoder::new(8_192);
     let mut block = Vec::new();
-    super::integer::encode(8_192, 5, 0x20, &mut block);
+    crate::field_coding::integer::encode(8_192, 5, 0x20, &mut block);
     block.extend(indexed_literal(b"x-a", b"1"));
     assert!(decode(&mut decoder, &block).is_ok());
     decoder.settings_acknowledged();

@@ -6,7 +6,7 @@
 //! that the code is the canonical one the RFC says it is (so a mistyped row cannot pass).
 
 /// `(code, bits)` per symbol, indexed by the symbol.
-pub(super) const CODES: [(u32, u8); 257] = [
+pub(crate) const CODES: [(u32, u8); 257] = [
     (0x1ff8, 13),     //   0
     (0x7fffd8, 23),   //   1
     (0xfffffe2, 28),  //   2

@@ -3,12 +3,12 @@
 //! Owns the prefix-and-continuation coding. Must not know what an integer stands for (an
 //! index, a length, a table size).
 
-use super::HpackError;
+use super::CodingError;
 
 /// The largest integer accepted. RFC 7541 puts no bound on integers; every integer HPACK
 /// carries is an index, a string length or a table size, all far below 2^32, so anything
 /// larger is an attack on the decoder or garbage.
-pub(super) const MAX_INTEGER: u64 = u32::MAX as u64;
+pub(crate) const MAX_INTEGER: u64 = u32::MAX as u64;
 
 /// Reads an integer whose first `prefix_bits` bits are the low bits of `block[*at]` (the high
 /// bits are the representation's flags), moving `*at` past it.
@@ -17,9 +17,9 @@ pub(super) const MAX_INTEGER: u64 = u32::MAX as u64;
 /// `Truncated` when the block ends inside it, `IntegerOverflow` past `MAX_INTEGER` (or a run of
 /// continuation octets that could only be padding zeros: more than five).
 #[inline]
-pub(super) fn decode(block: &[u8], at: &mut usize, prefix_bits: u8) -> Result<u64, HpackError> {
+pub(crate) fn decode(block: &[u8], at: &mut usize, prefix_bits: u8) -> Result<u64, CodingError> {
     let max_prefix = u8::MAX >> (8 - prefix_bits);
-    let first = *block.get(*at).ok_or(HpackError::Truncated)? & max_prefix;
+    let first = *block.get(*at).ok_or(CodingError::Truncated)? & max_prefix;
     *at += 1;
     if first < max_prefix {
         return Ok(u64::from(first));
@@ -27,15 +27,15 @@ pub(super) fn decode(block: &[u8], at: &mut usize, prefix_bits: u8) -> Result<u6
     let mut value = u64::from(max_prefix);
     let mut shift = 0u32;
     loop {
-        let byte = *block.get(*at).ok_or(HpackError::Truncated)?;
+        let byte = *block.get(*at).ok_or(CodingError::Truncated)?;
         *at += 1;
         if shift > 28 {
-            return Err(HpackError::IntegerOverflow);
+            return Err(CodingError::IntegerOverflow);
         }
         // shift ≤ 28: the addend is below 2^35 and `value` below 2^32, no u64 overflow.
         value += u64::from(byte & 0x7f) << shift;
         if value > MAX_INTEGER {
-            return Err(HpackError::IntegerOverflow);
+            return Err(CodingError::IntegerOverflow);
         }
         if byte & 0x80 == 0 {
             return Ok(value);
@@ -46,7 +46,7 @@ pub(super) fn decode(block: &[u8], at: &mut usize, prefix_bits: u8) -> Result<u6
 
 /// Appends `value` with an N-bit prefix; `flags` are the first octet's bits above the prefix.
 #[inline]
-pub(super) fn encode(value: usize, prefix_bits: u8, flags: u8, out: &mut Vec<u8>) {
+pub(crate) fn encode(value: usize, prefix_bits: u8, flags: u8, out: &mut Vec<u8>) {
     let max_prefix = (1usize << prefix_bits) - 1;
     if value < max_prefix {
         out.push(flags | value as u8);
@@ -66,7 +66,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn decoded(block: &[u8], prefix_bits: u8) -> Result<(u64, usize), HpackError> {
+    fn decoded(block: &[u8], prefix_bits: u8) -> Result<(u64, usize), CodingError> {
         let mut at = 0;
         decode(block, &mut at, prefix_bits).map(|value| (value, at))
     }
@@ -100,9 +100,9 @@ mod tests {
 
     #[test]
     fn a_block_ending_inside_an_integer_is_truncated() {
-        assert_eq!(decoded(&[], 7), Err(HpackError::Truncated));
-        assert_eq!(decoded(&[0x7f], 7), Err(HpackError::Truncated));
-        assert_eq!(decoded(&[0x7f, 0x80, 0x80], 7), Err(HpackError::Truncated));
+        assert_eq!(decoded(&[], 7), Err(CodingError::Truncated));
+        assert_eq!(decoded(&[0x7f], 7), Err(CodingError::Truncated));
+        assert_eq!(decoded(&[0x7f, 0x80, 0x80], 7), Err(CodingError::Truncated));
     }
 
     #[test]
@@ -113,15 +113,15 @@ mod tests {
         assert_eq!(decoded(&out, 7), Ok((MAX_INTEGER, out.len())));
         out.clear();
         encode(u32::MAX as usize + 1, 7, 0, &mut out);
-        assert_eq!(decoded(&out, 7), Err(HpackError::IntegerOverflow));
+        assert_eq!(decoded(&out, 7), Err(CodingError::IntegerOverflow));
         // Ten continuation octets, all saying "more": refused without reading to the end.
         let mut long = vec![0x7f];
         long.extend([0xff; 10]);
-        assert_eq!(decoded(&long, 7), Err(HpackError::IntegerOverflow));
+        assert_eq!(decoded(&long, 7), Err(CodingError::IntegerOverflow));
         // Zero padding past five continuation octets.
         assert_eq!(
             decoded(&[0x7f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00], 7),
-            Err(HpackError::IntegerOverflow)
+            Err(CodingError::IntegerOverflow)
         );
     }
 

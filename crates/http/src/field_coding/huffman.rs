@@ -10,7 +10,7 @@
 //! right when the window's first bits fall below that length's last code.
 
 use super::huffman_table::CODES;
-use super::HpackError;
+use super::CodingError;
 
 /// The end-of-string symbol: never valid inside a string (§5.2).
 const EOS: u16 = 256;
@@ -96,7 +96,7 @@ const FAST: [u16; 1 << FAST_BITS] = {
 
 /// The encoded length of `bytes` in octets, padding included.
 #[must_use]
-pub(super) fn encoded_len(bytes: &[u8]) -> usize {
+pub(crate) fn encoded_len(bytes: &[u8]) -> usize {
     let bits: usize = bytes
         .iter()
         .map(|&b| usize::from(CODES[usize::from(b)].1))
@@ -106,7 +106,7 @@ pub(super) fn encoded_len(bytes: &[u8]) -> usize {
 
 /// Appends the Huffman code of `bytes` to `out`, padded to an octet with the most significant
 /// bits of EOS (all ones, §5.2).
-pub(super) fn encode(bytes: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode(bytes: &[u8], out: &mut Vec<u8>) {
     let mut pending: u64 = 0;
     let mut pending_bits: u32 = 0;
     for &b in bytes {
@@ -131,7 +131,7 @@ pub(super) fn encode(bytes: &[u8], out: &mut Vec<u8>) {
 /// # Errors
 /// `BadHuffman` when the string holds EOS, or ends in more than 7 bits that are not a
 /// symbol, or in bits that are not the start of EOS (§5.2).
-pub(super) fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
+pub(crate) fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), CodingError> {
     // The shortest code has 5 bits.
     out.reserve(input.len() * 8 / 5);
     // `window` holds `bits` unread bits in its low end.
@@ -161,11 +161,11 @@ pub(super) fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> 
             return if bits <= 7 && window == all_ones {
                 Ok(())
             } else {
-                Err(HpackError::BadHuffman)
+                Err(CodingError::BadHuffman)
             };
         }
         if symbol == EOS {
-            return Err(HpackError::BadHuffman);
+            return Err(CodingError::BadHuffman);
         }
         out.push(symbol as u8);
         bits -= length;
@@ -203,7 +203,7 @@ fn lookup(ahead: u32) -> (u16, u32) {
 mod tests {
     use super::*;
 
-    fn decoded(input: &[u8]) -> Result<Vec<u8>, HpackError> {
+    fn decoded(input: &[u8]) -> Result<Vec<u8>, CodingError> {
         let mut out = Vec::new();
         decode(input, &mut out).map(|()| out)
     }
@@ -283,13 +283,13 @@ mod tests {
     #[test]
     fn eos_inside_a_string_is_refused() {
         // EOS (30 ones) then two padding ones: 32 bits of ones.
-        assert_eq!(decoded(&[0xff; 4]), Err(HpackError::BadHuffman));
+        assert_eq!(decoded(&[0xff; 4]), Err(CodingError::BadHuffman));
         // 'a' (00011) then EOS then padding.
         let mut bits: u64 = 0b00011;
         bits = bits << 30 | 0x3fff_ffff;
         bits = bits << 5 | 0b11111; // 40 bits
         let bytes = &bits.to_be_bytes()[3..];
-        assert_eq!(decoded(bytes), Err(HpackError::BadHuffman));
+        assert_eq!(decoded(bytes), Err(CodingError::BadHuffman));
     }
 
     #[test]
@@ -297,15 +297,15 @@ mod tests {
         // '0' is 00000: a byte 0x07 is '0' + 3 ones; then a whole byte of ones is 8 bits of
         // padding.
         assert_eq!(decoded(&[0x07]).unwrap(), b"0");
-        assert_eq!(decoded(&[0x07, 0xff]), Err(HpackError::BadHuffman));
-        assert_eq!(decoded(&[0xff]), Err(HpackError::BadHuffman));
+        assert_eq!(decoded(&[0x07, 0xff]), Err(CodingError::BadHuffman));
+        assert_eq!(decoded(&[0xff]), Err(CodingError::BadHuffman));
     }
 
     #[test]
     fn padding_that_is_not_ones_is_refused() {
         // '0' (00000) then 000: the padding is not EOS's prefix; it decodes no symbol either.
-        assert_eq!(decoded(&[0x00]), Err(HpackError::BadHuffman));
+        assert_eq!(decoded(&[0x00]), Err(CodingError::BadHuffman));
         // '0' then 110.
-        assert_eq!(decoded(&[0x06]), Err(HpackError::BadHuffman));
+        assert_eq!(decoded(&[0x06]), Err(CodingError::BadHuffman));
     }
 }
