@@ -27,6 +27,8 @@
 //!   ([`upstream::ResponseParser`]), its body framing, and the request head written for it.
 //! * [`h2`]: HTTP/2 (RFC 9113) and HPACK (RFC 7541): frames, header compression, one
 //!   connection's streams and flow control, and the fields ↔ HTTP/1 head mapping.
+//! * [`h3`]: HTTP/3 (RFC 9114) and QPACK (RFC 9204) over the streams of a QUIC connection
+//!   the server runs: frames, settings, field sections, typed errors.
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
 #![forbid(unsafe_code)]
 
@@ -42,6 +44,7 @@ mod field_coding;
 mod framing;
 pub mod fuzz;
 pub mod h2;
+pub mod h3;
 pub mod head;
 pub mod message;
 pub mod multipart;

@@ -1,0 +1,19 @@
+//! HTTP/3 (RFC 9114) and QPACK (RFC 9204), sans I/O: the bytes of QUIC streams in, frames,
+//! field sections and typed errors out. QUIC itself (packets, loss recovery, TLS) is not
+//! here: the server runs it and hands this module each stream's bytes.
+//!
+//! Owns: QUIC's integers (`varint`), the error codes (`error`), SETTINGS (`settings`), the
+//! frame layer and which frames each stream may carry (`frame`).
+//! Must not touch: sockets, clocks, configuration files, what a request is answered with.
+
+pub mod error;
+pub mod frame;
+pub mod settings;
+pub mod varint;
+
+pub use error::{Error, ErrorCode, Scope};
+pub use frame::{Frame, FrameReader, StreamKind};
+pub use settings::Settings;
+
+/// The ALPN protocol id of HTTP/3 (RFC 9114 §3.1).
+pub const ALPN_H3: &[u8] = b"h3";
