@@ -98,7 +98,9 @@ fn http01_server(settings: AcmeSettings) -> Answering {
     Answering::start(move |mut stream| {
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+        while !head.ends_with(b"\r\n\r\n")
+            && support::read_some(&mut stream, &mut byte).unwrap_or(0) == 1
+        {
             head.push(byte[0]);
         }
         let head = String::from_utf8_lossy(&head);

@@ -71,7 +71,7 @@ fn cut_off(stream: &mut TcpStream, within: Duration) -> bool {
     stream.set_read_timeout(Some(within)).unwrap();
     let mut buffer = [0u8; 4096];
     loop {
-        match stream.read(&mut buffer) {
+        match support::read_some(&mut *stream, &mut buffer) {
             Ok(0) => return true,
             Ok(_) => {}
             Err(error)
@@ -154,7 +154,7 @@ for_each_arch!(fn slow_readers_are_cut_off(arch) {
         if started.elapsed() > Duration::from_secs(12) {
             break false;
         }
-        match slow.read(&mut chunk) {
+        match support::read_some(&mut slow, &mut chunk) {
             Ok(0) | Err(_) => break true,
             Ok(count) => received += count,
         }

@@ -274,7 +274,7 @@ fn read_until(stream: &mut impl Read, buffer: &mut Vec<u8>, needle: &[u8], withi
             "no {needle:?} within {within:?} in {:?}",
             String::from_utf8_lossy(buffer)
         );
-        let n = stream.read(&mut chunk).expect("read the streamed response");
+        let n = support::read_some(&mut *stream, &mut chunk).expect("read the streamed response");
         assert!(
             n > 0,
             "closed before {needle:?}: {:?}",

@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::thread;
@@ -40,7 +40,7 @@ for_each_arch!(fn slow_readers_are_cut_off_by_default(arch) {
         if slow.take_error().ok().flatten().is_some() {
             break true;
         }
-        match slow.read(&mut chunk) {
+        match support::read_some(&mut slow, &mut chunk) {
             Ok(0) => break true,
             Ok(_) => {}
             Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}

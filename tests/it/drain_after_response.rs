@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
@@ -32,7 +32,7 @@ for_each_arch!(fn a_response_finished_while_draining_closes_its_connection(arch)
     // Read about 1.3 MB/s, so the response is still in flight for a few seconds after the stop.
     let body = loop {
         assert!(started.elapsed() < Duration::from_secs(20), "download too slow");
-        let read = stream.read(&mut chunk).expect("read the response");
+        let read = support::read_some(&mut stream, &mut chunk).expect("read the response");
         assert!(read > 0, "closed after {} bytes", received.len());
         received.extend_from_slice(&chunk[..read]);
         if signalled.is_none() && started.elapsed() >= Duration::from_millis(500) {
@@ -52,7 +52,7 @@ for_each_arch!(fn a_response_finished_while_draining_closes_its_connection(arch)
     assert!(body == big, "body differs ({} of {} bytes)", body.len(), big.len());
     // Then EOF at once: a FIN after the last byte, not a reset at the end of the grace period.
     stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    match stream.read(&mut chunk) {
+    match support::read_some(&mut stream, &mut chunk) {
         Ok(0) => {}
         Ok(count) => panic!("{count} bytes after the response"),
         Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {

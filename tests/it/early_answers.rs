@@ -6,7 +6,6 @@
 
 use crate::support;
 
-use std::io::Read;
 use std::time::{Duration, Instant};
 use support::*;
 
@@ -35,7 +34,7 @@ fn first_head(conn: &Conn) -> String {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
+        match support::read_some(&mut stream, &mut byte) {
             Ok(1) => head.push(byte[0]),
             other => panic!(
                 "no whole head ({other:?}) after {:?}",

@@ -150,7 +150,6 @@ for_each_arch!(fn body_over_max_is_413(arch) {
 
 /// Reads raw bytes until the first blank line: one interim or final response head.
 fn read_raw_head(conn: &Conn) -> String {
-    use std::io::Read;
     let mut stream = conn.stream();
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
@@ -159,7 +158,7 @@ fn read_raw_head(conn: &Conn) -> String {
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         assert_eq!(
-            stream.read(&mut byte).expect("read a head"),
+            support::read_some(&mut stream, &mut byte).expect("read a head"),
             1,
             "closed mid-head"
         );

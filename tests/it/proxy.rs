@@ -7,7 +7,7 @@
 
 use crate::support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 use support::bulk::{self, read_head};
@@ -66,7 +66,7 @@ fn read_small_body(stream: &mut TcpStream) -> String {
     let mut body = head.early;
     let mut chunk = [0u8; 4096];
     while body.len() < len {
-        let n = stream.read(&mut chunk).expect("body");
+        let n = support::read_some(&mut *stream, &mut chunk).expect("body");
         assert!(n > 0, "body cut short");
         body.extend_from_slice(&chunk[..n]);
     }
@@ -173,7 +173,7 @@ for_each_arch!(fn expect_continue_is_answered_before_the_body(arch) {
     let mut seen = Vec::new();
     let mut chunk = [0u8; 256];
     while support::http::find(&seen, b"\r\n\r\n").is_none() {
-        let n = stream.read(&mut chunk).expect("100 Continue before the body");
+        let n = support::read_some(&mut stream, &mut chunk).expect("100 Continue before the body");
         assert!(n > 0, "closed instead of 100 Continue");
         seen.extend_from_slice(&chunk[..n]);
     }
@@ -184,7 +184,7 @@ for_each_arch!(fn expect_continue_is_answered_before_the_body(arch) {
         if let Some(end) = support::http::find(&conn_bytes, b"\r\n\r\n") {
             break String::from_utf8_lossy(&conn_bytes[..end]).into_owned();
         }
-        let n = stream.read(&mut chunk).expect("the final response");
+        let n = support::read_some(&mut stream, &mut chunk).expect("the final response");
         assert!(n > 0);
         conn_bytes.extend_from_slice(&chunk[..n]);
     };

@@ -138,7 +138,7 @@ fn slow_download(addr: SocketAddr, path: &str, begun: &AtomicUsize) -> std::io::
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut reader = stream;
     loop {
-        let read = reader.read(&mut chunk)?;
+        let read = support::read_some(&mut reader, &mut chunk)?;
         if read == 0 || Instant::now() > deadline {
             return Ok(all);
         }

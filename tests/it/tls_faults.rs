@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -99,7 +99,7 @@ fn read_until_closed(stream: &mut TcpStream, since: Instant, within: Duration) -
             "not closed within {within:?}; read {bytes:?}"
         );
         stream.set_read_timeout(Some(left)).unwrap();
-        match stream.read(&mut chunk) {
+        match support::read_some(&mut *stream, &mut chunk) {
             Ok(0) => break,
             Ok(n) => bytes.extend_from_slice(&chunk[..n]),
             Err(error) if error.kind() == ErrorKind::ConnectionReset => break,

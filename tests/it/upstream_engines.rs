@@ -61,7 +61,7 @@ fn serve_connection(mut stream: impl Read + Write, number: usize, seen: &Seen) {
             if let Some(end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
                 break end + 4;
             }
-            match stream.read(&mut chunk) {
+            match support::read_some(&mut stream, &mut chunk) {
                 Ok(0) | Err(_) => {
                     seen.closed.fetch_add(1, Ordering::SeqCst);
                     return;
@@ -270,7 +270,7 @@ for_each_arch!(fn a_client_that_leaves_mid_response_takes_its_upstream_socket_al
     let mut got = 0;
     client.set_read_timeout(Duration::from_secs(10));
     while got < some.len() {
-        let count = client.stream().read(&mut some[got..]).expect("the response begins");
+        let count = support::read_some(&mut client.stream(), &mut some[got..]).expect("the response begins");
         assert!(count > 0, "closed before the body");
         got += count;
     }
