@@ -1,7 +1,7 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
 //! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`, `fuzz/corpus/hpack_decode` and
-//! `fuzz/corpus/h2_connection` through the same function the libFuzzer target calls, so fuzz
+//! `fuzz/corpus/h2_connection`, `fuzz/corpus/h3_frames` and `fuzz/corpus/qpack_decode` through the same function the libFuzzer target calls, so fuzz
 //! coverage is part of stable `cargo test`.
 
 use std::fs;
@@ -78,4 +78,14 @@ fn hpack_decode_corpus_replays_cleanly() {
 #[test]
 fn h2_connection_corpus_replays_cleanly() {
     replay("h2_connection", 20, ampd_http::fuzz::h2_connection);
+}
+
+#[test]
+fn h3_frames_corpus_replays_cleanly() {
+    replay("h3_frames", 7, ampd_http::fuzz::h3_frames);
+}
+
+#[test]
+fn qpack_decode_corpus_replays_cleanly() {
+    replay("qpack_decode", 7, ampd_http::fuzz::qpack_decode);
 }

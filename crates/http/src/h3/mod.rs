@@ -3,11 +3,12 @@
 //! here: the server runs it and hands this module each stream's bytes.
 //!
 //! Owns: QUIC's integers (`varint`), the error codes (`error`), SETTINGS (`settings`), the
-//! frame layer and which frames each stream may carry (`frame`).
+//! frame layer and which frames each stream may carry (`frame`), field compression (`qpack`).
 //! Must not touch: sockets, clocks, configuration files, what a request is answered with.
 
 pub mod error;
 pub mod frame;
+pub mod qpack;
 pub mod settings;
 pub mod varint;
 
