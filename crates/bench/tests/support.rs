@@ -130,7 +130,6 @@ pub fn ampd_bench(arguments: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// A fresh temporary directory for one test.
 /// `ampd-bench` exited 0; its standard error otherwise.
 pub fn assert_succeeded(output: &Output) {
     assert!(
@@ -140,11 +139,41 @@ pub fn assert_succeeded(output: &Output) {
     );
 }
 
-pub fn temp_dir(name: &str) -> std::path::PathBuf {
+/// A fresh temporary directory for one test, removed when the test is done with it.
+pub fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("ampd-bench-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
+}
+
+/// A directory under the system's temporary directory, removed on drop.
+pub struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A Common Log Format line for a GET of `path` answered `status` with `bytes`.
