@@ -36,7 +36,7 @@ use ampd_http::request::{
     BodyFraming, HeadParser, Limits as ParseLimits, Parse, RequestHead, Version,
 };
 
-use crate::config::{Config, Handler, ProxyProtocol};
+use crate::config::{Config, ProxyProtocol};
 use crate::content::caches::Caches;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::job::{Job, JobDone};
@@ -848,10 +848,7 @@ impl Conn {
             )),
         };
         if let Some(located) = located {
-            let streams_body = matches!(
-                located.route.settings.handler,
-                Handler::Proxy | Handler::FastCgi | Handler::Cgi
-            );
+            let streams_body = located.route.settings.handler.passes_to_program();
             // A request redirected to its location's path with a '/' is answered, not
             // forwarded: its body is read and discarded below, as for any other answer.
             if streams_body && !located.add_slash && !self.refused {

@@ -35,12 +35,14 @@ pub(in crate::conn) struct Script {
     program: Option<Program>,
     /// Set by the launcher when no script could be started.
     failure: Arc<OnceLock<LaunchFailure>>,
+    /// The location's limits.
+    settings: CgiSettings,
 }
 
 impl Script {
     /// The location's split of the path (`Route::script_split`): a script it names, or a
     /// directory the launcher searches segment by segment (Apache's `ScriptAlias`).
-    pub(super) fn new(routed: &Routed) -> Script {
+    pub(super) fn new(routed: &Routed, settings: CgiSettings) -> Script {
         let route = &routed.route;
         let clean = routed.clean.as_str();
         let (name, program) = match route.script_split(clean) {
@@ -72,6 +74,7 @@ impl Script {
             name,
             program,
             failure: Arc::new(OnceLock::new()),
+            settings,
         }
     }
 
@@ -105,7 +108,7 @@ impl Conn {
         let Some(slot) = context.launcher.reserve() else {
             return self.too_many_scripts(proxy, context);
         };
-        let settings = proxy.route.settings.cgi.clone().unwrap_or_default();
+        let settings = script.settings.clone();
         // The launcher adds the script's own variables (`SCRIPT_NAME`, ...) where it finds it.
         let env = self.gateway_variables(&proxy, &script.clean, None, context);
         let document_root = proxy.route.settings.static_files.root.clone();

@@ -33,6 +33,7 @@ use ampd_http::request::{Method, Version};
 use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponseParser};
 
 use super::{Methods, Routed};
+use crate::config::{CgiSettings, FastCgiSettings, ProxySettings};
 use crate::conn::upstream::{Connect, Failure, Link, LinkId, Release, Timeouts};
 use crate::conn::{
     Conn, Context, Ending, Exchange, Job, Need, Outcome, Pending, RedirectBase, State,
@@ -86,6 +87,7 @@ pub(in crate::conn) struct Proxy {
 enum Backend {
     /// An HTTP server of a pool.
     Http {
+        settings: Box<ProxySettings>,
         pool: Arc<Pool>,
         /// The path and query requested upstream.
         target: String,
@@ -157,17 +159,19 @@ pub(super) fn methods(method: &Method) -> Methods {
 
 impl Conn {
     /// The proxy handler.
-    pub(super) fn serve_proxy(&mut self, routed: Routed, context: &mut Context<'_>) -> Option<Job> {
-        let Some(settings) = routed.route.settings.proxy.clone() else {
-            // The loader gives every proxy location its settings.
-            return self.answer(&routed.exchange, Some(&routed.route), 500, &[], context);
-        };
-        let target = proxy_target(&routed.route, &routed.clean, &routed.redirect);
+    pub(super) fn serve_proxy(
+        &mut self,
+        routed: Routed,
+        settings: ProxySettings,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let target = proxy_target(&routed.route, &settings, &routed.clean, &routed.redirect);
+        let websocket = settings.websocket && wants_websocket(&routed.exchange);
         let backend = Backend::Http {
             pool: context.upstreams.pool(settings.pool).clone(),
+            settings: Box::new(settings),
             target,
         };
-        let websocket = settings.websocket && wants_websocket(&routed.exchange);
         self.start_exchange(routed.exchange, routed.route, backend, websocket);
         None
     }
@@ -181,9 +185,10 @@ impl Conn {
     pub(super) fn serve_fastcgi(
         &mut self,
         routed: Routed,
+        settings: &FastCgiSettings,
         context: &mut Context<'_>,
     ) -> Option<Job> {
-        let Some(application) = fastcgi::Application::new(&routed, context) else {
+        let Some(application) = fastcgi::Application::new(&routed, settings, context) else {
             return self.answer(&routed.exchange, Some(&routed.route), 404, &[], context);
         };
         let Some(root) = routed.route.script_root.clone() else {
@@ -276,8 +281,8 @@ impl Conn {
     }
 
     /// The CGI handler.
-    pub(super) fn serve_cgi(&mut self, routed: Routed) -> Option<Job> {
-        let script = cgi::Script::new(&routed);
+    pub(super) fn serve_cgi(&mut self, routed: Routed, settings: CgiSettings) -> Option<Job> {
+        let script = cgi::Script::new(&routed, settings);
         self.start_exchange(
             routed.exchange,
             routed.route,
@@ -394,10 +399,12 @@ impl Conn {
                 };
                 let out = link.queue();
                 let parser = match &proxy.backend {
-                    Backend::Http { pool, target } => {
-                        let (Some(pick), Some(settings)) =
-                            (&proxy.pick, &proxy.route.settings.proxy)
-                        else {
+                    Backend::Http {
+                        settings,
+                        pool,
+                        target,
+                    } => {
+                        let Some(pick) = &proxy.pick else {
                             unreachable!("a server was chosen for a proxy location")
                         };
                         head::forward(
@@ -870,18 +877,7 @@ impl Proxy {
     /// Whether the upstream may hand the response back to the static path, and below which
     /// directory `X-Sendfile` may name files.
     fn handback(&self) -> (bool, Option<&std::path::PathBuf>) {
-        let settings = &self.route.settings;
-        match &self.backend {
-            Backend::Http { .. } => settings.proxy.as_ref().map_or((false, None), |proxy| {
-                (proxy.x_accel_redirect, proxy.x_sendfile_root.as_ref())
-            }),
-            Backend::FastCgi(_) => settings.fastcgi.as_ref().map_or((false, None), |fastcgi| {
-                (fastcgi.x_accel_redirect, fastcgi.x_sendfile_root.as_ref())
-            }),
-            Backend::Cgi(_) => settings.cgi.as_ref().map_or((false, None), |cgi| {
-                (cgi.x_accel_redirect, cgi.x_sendfile_root.as_ref())
-            }),
-        }
+        self.route.settings.handler.handback()
     }
 }
 
@@ -918,13 +914,13 @@ mod tests;
 /// The path and query a proxy location requests upstream: with a path in `proxy_pass`, it
 /// replaces the location's prefix (the rest re-encoded from the normalised path); without one,
 /// the target as the client sent it, or as a rewrite made it (nginx `proxy_pass` semantics).
-fn proxy_target(route: &Route, clean: &CleanPath, redirect: &RedirectBase) -> String {
-    let prefix = route
-        .settings
-        .proxy
-        .as_ref()
-        .and_then(|proxy| proxy.path.as_deref());
-    let mut target = match prefix {
+fn proxy_target(
+    route: &Route,
+    settings: &ProxySettings,
+    clean: &CleanPath,
+    redirect: &RedirectBase,
+) -> String {
+    let mut target = match settings.path.as_deref() {
         Some(prefix) => {
             let rest = route.rest(clean.as_str());
             let mut target = prefix.to_owned();
