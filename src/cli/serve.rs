@@ -344,7 +344,7 @@ mod tests {
                 (
                     location.path.as_str(),
                     location.exact,
-                    location.settings.handler,
+                    location.settings.handler.clone(),
                 )
             })
             .collect();

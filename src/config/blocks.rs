@@ -16,7 +16,7 @@ use super::merge::{self, Partial, Unfinished};
 use super::raw::{RawAuth, RawBlock};
 use super::targets::FASTCGI_PASS_FORMS;
 use super::text::{is_token_byte, plain, position};
-use super::{AddressRange, BasicAuth, Handler, HostName, Location, Redirect, Site};
+use super::{AddressRange, BasicAuth, HandlerKind, HostName, Location, Redirect, Site};
 
 impl Loader<'_> {
     pub(super) fn sites(&self, raw: &[RawBlock]) -> Loaded<Vec<Site>> {
@@ -93,9 +93,9 @@ impl Loader<'_> {
                     settings,
                 });
             }
-            let handlers: Vec<Handler> = locations
+            let handlers: Vec<HandlerKind> = locations
                 .iter()
-                .map(|location| location.settings.handler)
+                .map(|location| location.settings.handler.kind())
                 .collect();
             self.keys_without_their_handler(block, "site", &handlers)?;
             sites.push(Site {
@@ -168,7 +168,7 @@ impl Loader<'_> {
         }
         let settings = merge::finish(partial, site)
             .map_err(|unfinished| self.unfinished(block, &unfinished))?;
-        self.keys_without_their_handler(block, "site.location", &[settings.handler])?;
+        self.keys_without_their_handler(block, "site.location", &[settings.handler.kind()])?;
         Ok(Location {
             path,
             exact: block.exact.as_ref().is_some_and(|exact| *exact.get_ref()),
@@ -371,12 +371,12 @@ impl Loader<'_> {
         }
         if let Some(handler) = &block.handler {
             partial.handler = Some(match handler.get_ref().as_str() {
-                "static" => Handler::Static,
-                "status" => Handler::Status,
-                "health" => Handler::Health,
-                "proxy" => Handler::Proxy,
-                "fastcgi" => Handler::FastCgi,
-                "cgi" => Handler::Cgi,
+                "static" => HandlerKind::Static,
+                "status" => HandlerKind::Status,
+                "health" => HandlerKind::Health,
+                "proxy" => HandlerKind::Proxy,
+                "fastcgi" => HandlerKind::FastCgi,
+                "cgi" => HandlerKind::Cgi,
                 other => {
                     return Err(self.hinted(
                         handler.span(),

@@ -20,7 +20,7 @@ use super::raw::RawBlock;
 use super::targets::{parse_fastcgi_pass, FastCgiTarget, FASTCGI_PASS_FORMS};
 use super::text::is_token_byte;
 use super::upstream::UpstreamProtocol;
-use super::Handler;
+use super::HandlerKind;
 
 impl Loader<'_> {
     /// A table of names and text values (`params`, an application's `env`): every name passes
@@ -124,7 +124,7 @@ impl Loader<'_> {
         partial: &Partial,
     ) -> Loaded<()> {
         if let (Some(handler), Some(name)) = (partial.handler, &block.handler) {
-            if handler != Handler::FastCgi {
+            if handler != HandlerKind::FastCgi {
                 return Err(self.hinted(
                     value.span(),
                     key,
@@ -249,12 +249,12 @@ impl Loader<'_> {
         &self,
         block: &RawBlock,
         table: &str,
-        handlers: &[Handler],
+        handlers: &[HandlerKind],
     ) -> Loaded<()> {
         self.proxy_key_without_proxy(block, table, handlers)?;
         let gateway = handlers
             .iter()
-            .any(|handler| matches!(handler, Handler::FastCgi | Handler::Cgi));
+            .any(|handler| matches!(handler, HandlerKind::FastCgi | HandlerKind::Cgi));
         let checks: [(Option<Range<usize>>, &str, bool, &str); 5] = [
             (
                 block.script.as_ref().map(Spanned::span),
@@ -271,19 +271,19 @@ impl Loader<'_> {
             (
                 block.cgi_timeout.as_ref().map(Spanned::span),
                 "cgi_timeout",
-                handlers.contains(&Handler::Cgi),
+                handlers.contains(&HandlerKind::Cgi),
                 "only for a CGI location (handler = \"cgi\")",
             ),
             (
                 block.fastcgi_check_script.as_ref().map(Spanned::span),
                 "fastcgi_check_script",
-                handlers.contains(&Handler::FastCgi),
+                handlers.contains(&HandlerKind::FastCgi),
                 "only for a FastCGI location (fastcgi_pass)",
             ),
             (
                 block.fallback.as_ref().map(Spanned::span),
                 "fallback",
-                handlers.contains(&Handler::Static),
+                handlers.contains(&HandlerKind::Static),
                 "only for a static location: it names what a request finds no file for",
             ),
         ];
@@ -309,7 +309,7 @@ mod tests {
     use super::super::gateway::{CgiSettings, FastCgiSettings};
     use super::super::load::load_str;
     use super::super::upstream::{UpstreamAddress, UpstreamProtocol};
-    use super::super::{Config, ConfigError, Handler, LocationSettings};
+    use super::super::{Config, ConfigError, Handler, HandlerKind, LocationSettings};
 
     fn load(text: &str) -> Result<Config, ConfigError> {
         load_str(text, Path::new("/etc/ampd/ampd.toml"))
@@ -376,8 +376,8 @@ mod tests {
         );
         let pool_of = |path: &str, extension: Option<&str>| {
             let settings = location(&config, path, extension);
-            assert_eq!(settings.handler, Handler::FastCgi, "{path}");
-            settings.fastcgi.as_ref().unwrap().pool
+            assert_eq!(settings.handler.kind(), HandlerKind::FastCgi, "{path}");
+            settings.handler.fastcgi().unwrap().pool
         };
         assert_eq!(pool_of("/", Some(".php")), 2);
         assert_eq!(pool_of("/tcp/", None), 3);
@@ -386,23 +386,23 @@ mod tests {
         assert_eq!(pool_of("/flup/", None), 1);
         assert_eq!(
             location(&config, "/http/", None)
-                .proxy
-                .as_ref()
+                .handler
+                .proxy()
                 .unwrap()
                 .pool,
             4
         );
         let php = location(&config, "/", Some(".php"));
         assert_eq!(
-            php.fastcgi,
-            Some(FastCgiSettings {
+            php.handler.fastcgi(),
+            Some(&FastCgiSettings {
                 pool: 2,
                 x_accel_redirect: true,
                 x_sendfile_root: None,
                 check_script: None,
             })
         );
-        assert!(php.cgi.is_none() && php.proxy.is_none());
+        assert!(php.handler.cgi().is_none() && php.handler.proxy().is_none());
         assert_eq!(
             location(&config, "/shop/", None).script.script.as_deref(),
             Some("/shop/index.php")
@@ -440,36 +440,36 @@ mod tests {
         ))
         .unwrap();
         let php = location(&config, "/", Some(".php"));
-        assert_eq!(php.handler, Handler::FastCgi);
+        assert_eq!(php.handler.kind(), HandlerKind::FastCgi);
         assert_eq!(php.script.extension.as_deref(), Some(".php"));
         assert_eq!(
             php.script.params,
             [("APP_ENV".to_owned(), "prod".to_owned())]
         );
-        let fastcgi = php.fastcgi.as_ref().unwrap();
+        let fastcgi = php.handler.fastcgi().unwrap();
         assert!(!fastcgi.x_accel_redirect);
         assert_eq!(fastcgi.x_sendfile_root, Some(PathBuf::from("/tmp")));
         let own = location(&config, "/own/", None);
         assert_eq!(own.script.params, [("OTHER".to_owned(), "1".to_owned())]);
-        assert!(own.fastcgi.as_ref().unwrap().x_accel_redirect);
+        assert!(own.handler.fastcgi().unwrap().x_accel_redirect);
         assert_eq!(own.script.extension, None, "extension is never inherited");
         let cgi = location(&config, "/cgi-bin/", None);
-        assert_eq!(cgi.handler, Handler::Cgi);
+        assert_eq!(cgi.handler.kind(), HandlerKind::Cgi);
         assert_eq!(
-            cgi.cgi,
-            Some(CgiSettings {
+            cgi.handler.cgi(),
+            Some(&CgiSettings {
                 timeout: Duration::from_secs(5),
                 x_accel_redirect: false,
                 x_sendfile_root: Some(PathBuf::from("/tmp")),
             })
         );
-        assert!(cgi.fastcgi.is_none());
+        assert!(cgi.handler.fastcgi().is_none());
         assert_eq!(cgi.static_files.root, PathBuf::from("/tmp"));
         let fast = location(&config, "/cgi-fast/", None);
-        assert_eq!(fast.cgi.as_ref().unwrap().timeout, Duration::from_secs(1));
+        assert_eq!(fast.handler.cgi().unwrap().timeout, Duration::from_secs(1));
         let app = location(&config, "/app/", None);
         assert_eq!(app.fallback.as_deref(), Some("/index.php"));
-        assert!(app.fastcgi.is_none());
+        assert!(app.handler.fastcgi().is_none());
     }
 
     #[test]
@@ -479,8 +479,8 @@ mod tests {
         ))
         .unwrap();
         let cgi = location(&config, "/scripts/", Some(".cgi"));
-        assert_eq!(cgi.cgi, Some(CgiSettings::default()));
-        assert_eq!(cgi.cgi.as_ref().unwrap().timeout, Duration::from_secs(60));
+        assert_eq!(cgi.handler.cgi(), Some(&CgiSettings::default()));
+        assert_eq!(cgi.handler.cgi().unwrap().timeout, Duration::from_secs(60));
         assert!(cgi.script.params.is_empty());
         assert_eq!(cgi.fallback, None);
     }
@@ -677,8 +677,8 @@ mod tests {
         .unwrap();
         let check = |path: &str| {
             location(&config, path, Some(".php"))
-                .fastcgi
-                .as_ref()
+                .handler
+                .fastcgi()
                 .unwrap()
                 .check_script
         };
@@ -691,7 +691,7 @@ mod tests {
         .unwrap();
         let php = location(&config, "/", Some(".php"));
         assert_eq!(
-            php.fastcgi.as_ref().unwrap().check_script,
+            php.handler.fastcgi().unwrap().check_script,
             Some(false),
             "no root"
         );

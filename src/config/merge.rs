@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::gateway::{CgiSettings, FastCgiSettings, ScriptSettings};
 use super::pools::ProxyPass;
 use super::upstream::{ProxyHost, ProxySettings};
-use super::{AddressRange, BasicAuth, Handler, LocationSettings, Redirect};
+use super::{AddressRange, BasicAuth, Handler, HandlerKind, LocationSettings, Redirect};
 
 /// The settings one `[[site]]` or `[[site.location]]` block sets; `None` is "not set here".
 #[derive(Clone, Debug, Default)]
@@ -36,7 +36,7 @@ pub(super) struct Partial {
     pub allow: Option<Vec<AddressRange>>,
     pub deny: Option<Vec<AddressRange>>,
     pub basic_auth: Option<BasicAuth>,
-    pub handler: Option<Handler>,
+    pub handler: Option<HandlerKind>,
     pub rate_limit: Option<bool>,
     pub max_body: Option<u64>,
     pub internal: Option<bool>,
@@ -60,10 +60,10 @@ pub(super) struct Partial {
 
 impl Partial {
     /// The handler this block sets: its own `handler`, else `proxy` if it sets `proxy_pass`.
-    fn own_handler(&self) -> Option<Handler> {
+    fn own_handler(&self) -> Option<HandlerKind> {
         self.handler
-            .or_else(|| self.proxy_pass.as_ref().map(|_| Handler::Proxy))
-            .or_else(|| self.fastcgi_pass.map(|_| Handler::FastCgi))
+            .or_else(|| self.proxy_pass.as_ref().map(|_| HandlerKind::Proxy))
+            .or_else(|| self.fastcgi_pass.map(|_| HandlerKind::FastCgi))
     }
 }
 
@@ -85,40 +85,37 @@ pub(super) fn finish(
     mut location: Partial,
     site: &Partial,
 ) -> Result<LocationSettings, Unfinished> {
-    let handler = location
+    let kind = location
         .own_handler()
         .or_else(|| site.own_handler())
-        .unwrap_or(Handler::Static);
+        .unwrap_or(HandlerKind::Static);
     let x_accel_redirect = location.x_accel_redirect.or(site.x_accel_redirect);
     let x_sendfile_root = location
         .x_sendfile_root
         .clone()
         .or_else(|| site.x_sendfile_root.clone());
-    let proxy = match handler {
-        Handler::Proxy => Some(proxy(&mut location, site)?),
-        _ => None,
-    };
     // Without a root there are no files to find a script among (SCRIPT_FILENAME names none).
     let has_root = location.root.is_some() || site.root.is_some();
-    let fastcgi = match handler {
-        Handler::FastCgi => Some(FastCgiSettings {
+    let handler = match kind {
+        HandlerKind::Static => Handler::Static,
+        HandlerKind::Status => Handler::Status,
+        HandlerKind::Health => Handler::Health,
+        HandlerKind::Proxy => Handler::Proxy(proxy(&mut location, site)?),
+        HandlerKind::FastCgi => Handler::FastCgi(FastCgiSettings {
             pool: location
                 .fastcgi_pass
                 .or(site.fastcgi_pass)
                 .ok_or(Unfinished::MissingFastCgiPass)?,
             x_accel_redirect: x_accel_redirect.unwrap_or(true),
-            x_sendfile_root: x_sendfile_root.clone(),
+            x_sendfile_root,
             check_script: location
                 .fastcgi_check_script
                 .or(site.fastcgi_check_script)
                 .or((!has_root).then_some(false)),
         }),
-        _ => None,
-    };
-    let cgi = match handler {
-        Handler::Cgi => {
+        HandlerKind::Cgi => {
             let defaults = CgiSettings::default();
-            Some(CgiSettings {
+            Handler::Cgi(CgiSettings {
                 timeout: location
                     .cgi_timeout
                     .or(site.cgi_timeout)
@@ -127,7 +124,6 @@ pub(super) fn finish(
                 x_sendfile_root,
             })
         }
-        _ => None,
     };
     let script = ScriptSettings {
         extension: location.extension.take(),
@@ -143,11 +139,11 @@ pub(super) fn finish(
     let rewrite = location.rewrite.or_else(|| site.rewrite.clone());
     let root = location.root.or_else(|| site.root.clone());
     // Only a static location that is neither redirected nor rewritten reads files.
-    let needs_root = handler == Handler::Static && redirect.is_none() && rewrite.is_none();
+    let needs_root = kind == HandlerKind::Static && redirect.is_none() && rewrite.is_none();
     let (root, alias) = match root {
         Some(root) => root,
         None if needs_root => return Err(Unfinished::MissingRoot),
-        None if handler == Handler::Cgi => return Err(Unfinished::CgiWithoutRoot),
+        None if kind == HandlerKind::Cgi => return Err(Unfinished::CgiWithoutRoot),
         None => (PathBuf::from("/nonexistent"), false),
     };
     let mut settings = LocationSettings::new(root);
@@ -196,9 +192,6 @@ pub(super) fn finish(
     settings.rate_limit = location.rate_limit.or(site.rate_limit).unwrap_or(true);
     settings.max_body = location.max_body.or(site.max_body);
     settings.internal = location.internal.or(site.internal).unwrap_or(false);
-    settings.proxy = proxy;
-    settings.fastcgi = fastcgi;
-    settings.cgi = cgi;
     settings.script = script;
     settings.fallback = fallback;
     Ok(settings)
@@ -282,7 +275,7 @@ mod tests {
         assert_eq!(settings.expires, Some(Duration::from_secs(60)));
         assert!(finish(Partial::default(), &Partial::default()).is_err());
         let status = Partial {
-            handler: Some(Handler::Status),
+            handler: Some(HandlerKind::Status),
             ..Partial::default()
         };
         assert!(finish(status, &Partial::default()).is_ok());
@@ -306,8 +299,9 @@ mod tests {
         };
         // Inherited whole: no root needed.
         let settings = finish(Partial::default(), &site).unwrap();
-        assert_eq!(settings.handler, Handler::Proxy);
-        let proxy = settings.proxy.unwrap();
+        let Handler::Proxy(proxy) = settings.handler else {
+            panic!("{:?}", settings.handler)
+        };
         assert_eq!((proxy.pool, proxy.path.as_deref()), (0, Some("/v1/")));
         assert!(proxy.websocket);
         assert!(proxy.x_accel_redirect, "the default");
@@ -322,32 +316,29 @@ mod tests {
             ..Partial::default()
         };
         let settings = finish(location, &site).unwrap();
-        let proxy = settings.proxy.unwrap();
+        let Handler::Proxy(proxy) = settings.handler else {
+            panic!("{:?}", settings.handler)
+        };
         assert_eq!((proxy.pool, proxy.path), (1, None));
         assert!(!proxy.websocket);
         assert_eq!(proxy.host, ProxyHost::Upstream);
         assert!(settings.internal);
         // A handler set here wins over the site's proxy_pass.
         let status = Partial {
-            handler: Some(Handler::Status),
+            handler: Some(HandlerKind::Status),
             ..Partial::default()
         };
         let settings = finish(status, &site).unwrap();
         assert_eq!(settings.handler, Handler::Status);
-        assert!(settings.proxy.is_none());
         // `handler = "proxy"` here takes the site's proxy_pass; with none anywhere it cannot.
         let proxy_handler = Partial {
-            handler: Some(Handler::Proxy),
+            handler: Some(HandlerKind::Proxy),
             ..Partial::default()
         };
-        assert_eq!(
-            finish(proxy_handler.clone(), &site)
-                .unwrap()
-                .proxy
-                .unwrap()
-                .pool,
-            0
-        );
+        assert!(matches!(
+            finish(proxy_handler.clone(), &site).unwrap().handler,
+            Handler::Proxy(ProxySettings { pool: 0, .. })
+        ));
         assert_eq!(
             finish(proxy_handler, &Partial::default()).err(),
             Some(Unfinished::MissingProxyPass)

@@ -420,20 +420,120 @@ pub struct BasicAuth {
     pub users: Vec<(String, String)>,
 }
 
-/// What answers a location's requests.
+/// Which handler a `handler = "..."` key (or a `proxy_pass`, a `fastcgi_pass`) names, before
+/// the location's settings are known: what the loader checks keys against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandlerKind {
+    Static,
+    Status,
+    Health,
+    Proxy,
+    FastCgi,
+    Cgi,
+}
+
+/// What answers a location's requests, with the settings only that handler has: built by the
+/// loader (`merge.rs`), so a proxy location always has its upstream and nothing else does.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Handler {
+    /// Files below the location's root (`LocationSettings::static_files`, which CGI and
+    /// FastCGI locations use too, to find their scripts).
     Static,
     /// Prometheus text: the scoreboard and counters.
     Status,
     /// `200` while serving, `503` while draining (for load balancers).
     Health,
-    /// Another server answers (`LocationSettings::proxy`).
-    Proxy,
-    /// A FastCGI application answers (`LocationSettings::fastcgi`).
-    FastCgi,
-    /// A CGI script answers, started for the request (`LocationSettings::cgi`).
-    Cgi,
+    /// Another server answers.
+    Proxy(ProxySettings),
+    /// A FastCGI application answers.
+    FastCgi(FastCgiSettings),
+    /// A CGI script answers, started for the request.
+    Cgi(CgiSettings),
+}
+
+impl Handler {
+    #[must_use]
+    pub fn kind(&self) -> HandlerKind {
+        match self {
+            Handler::Static => HandlerKind::Static,
+            Handler::Status => HandlerKind::Status,
+            Handler::Health => HandlerKind::Health,
+            Handler::Proxy(_) => HandlerKind::Proxy,
+            Handler::FastCgi(_) => HandlerKind::FastCgi,
+            Handler::Cgi(_) => HandlerKind::Cgi,
+        }
+    }
+
+    /// A handler of `kind` with the loader's defaults, to the first pool (for tests that route
+    /// without loading a file).
+    #[cfg(test)]
+    pub(crate) fn with_defaults(kind: HandlerKind) -> Handler {
+        match kind {
+            HandlerKind::Static => Handler::Static,
+            HandlerKind::Status => Handler::Status,
+            HandlerKind::Health => Handler::Health,
+            HandlerKind::Proxy => Handler::Proxy(ProxySettings::new(0)),
+            HandlerKind::FastCgi => Handler::FastCgi(FastCgiSettings {
+                pool: 0,
+                x_accel_redirect: true,
+                x_sendfile_root: None,
+                check_script: None,
+            }),
+            HandlerKind::Cgi => Handler::Cgi(CgiSettings::default()),
+        }
+    }
+
+    /// A proxy location's settings.
+    #[must_use]
+    pub fn proxy(&self) -> Option<&ProxySettings> {
+        match self {
+            Handler::Proxy(proxy) => Some(proxy),
+            _ => None,
+        }
+    }
+
+    /// A FastCGI location's settings.
+    #[must_use]
+    pub fn fastcgi(&self) -> Option<&FastCgiSettings> {
+        match self {
+            Handler::FastCgi(fastcgi) => Some(fastcgi),
+            _ => None,
+        }
+    }
+
+    /// A CGI location's settings.
+    #[must_use]
+    pub fn cgi(&self) -> Option<&CgiSettings> {
+        match self {
+            Handler::Cgi(cgi) => Some(cgi),
+            _ => None,
+        }
+    }
+
+    /// Another program answers (proxy, FastCGI, CGI): the request body streams to it and the
+    /// connection holds a second descriptor while it does.
+    #[must_use]
+    pub fn passes_to_program(&self) -> bool {
+        matches!(
+            self,
+            Handler::Proxy(_) | Handler::FastCgi(_) | Handler::Cgi(_)
+        )
+    }
+
+    /// Whether the program's response may hand the request back to ampd (`X-Accel-Redirect`),
+    /// and below which directory `X-Sendfile` may name files; `(false, None)` for handlers
+    /// ampd answers itself.
+    #[must_use]
+    pub fn handback(&self) -> (bool, Option<&PathBuf>) {
+        match self {
+            Handler::Proxy(proxy) => (proxy.x_accel_redirect, proxy.x_sendfile_root.as_ref()),
+            Handler::FastCgi(fastcgi) => {
+                (fastcgi.x_accel_redirect, fastcgi.x_sendfile_root.as_ref())
+            }
+            Handler::Cgi(cgi) => (cgi.x_accel_redirect, cgi.x_sendfile_root.as_ref()),
+            Handler::Static | Handler::Status | Handler::Health => (false, None),
+        }
+    }
 }
 
 /// A redirect answered without touching the disk.
@@ -467,12 +567,6 @@ pub struct LocationSettings {
     pub handler: Handler,
     /// Whether `admission.requests_per_second` applies here.
     pub rate_limit: bool,
-    /// The upstream a `Handler::Proxy` location forwards to.
-    pub proxy: Option<ProxySettings>,
-    /// The application a `Handler::FastCgi` location passes requests to.
-    pub fastcgi: Option<FastCgiSettings>,
-    /// What a `Handler::Cgi` location's scripts may do.
-    pub cgi: Option<CgiSettings>,
     /// How CGI and FastCGI locations name the script and its meta-variables.
     pub script: ScriptSettings,
     /// `fallback = "/index.php"`: a request this (static) location finds no file or directory
@@ -569,9 +663,6 @@ impl LocationSettings {
             access: Access::default(),
             handler: Handler::Static,
             rate_limit: true,
-            proxy: None,
-            fastcgi: None,
-            cgi: None,
             script: ScriptSettings::default(),
             fallback: None,
             internal: false,
@@ -590,12 +681,7 @@ impl Config {
             .sites
             .iter()
             .flat_map(|site| &site.locations)
-            .any(|location| {
-                matches!(
-                    location.settings.handler,
-                    Handler::Proxy | Handler::FastCgi | Handler::Cgi
-                )
-            });
+            .any(|location| location.settings.handler.passes_to_program());
         if relays {
             2
         } else {

@@ -18,7 +18,7 @@ use super::merge::Partial;
 use super::raw::RawBlock;
 use super::targets::FASTCGI_PASS_FORMS;
 use super::upstream::ProxyHost;
-use super::Handler;
+use super::HandlerKind;
 
 /// What `handler = "proxy"` without a target is told.
 const PROXY_PASS_HINT: &str =
@@ -40,7 +40,7 @@ impl Loader<'_> {
         partial.internal = block.internal.as_ref().map(|value| *value.get_ref());
         if let Some(value) = &block.proxy_pass {
             if let (Some(handler), Some(name)) = (partial.handler, &block.handler) {
-                if handler != Handler::Proxy {
+                if handler != HandlerKind::Proxy {
                     return Err(self.hinted(
                         value.span(),
                         &key("proxy_pass"),
@@ -124,10 +124,10 @@ impl Loader<'_> {
             return Ok(());
         };
         let (name, hint, has_target): (_, _, fn(&Partial) -> bool) = match partial.handler {
-            Some(Handler::Proxy) => ("proxy", PROXY_PASS_HINT.to_owned(), |partial| {
+            Some(HandlerKind::Proxy) => ("proxy", PROXY_PASS_HINT.to_owned(), |partial| {
                 partial.proxy_pass.is_some()
             }),
-            Some(Handler::FastCgi) => (
+            Some(HandlerKind::FastCgi) => (
                 "fastcgi",
                 format!("fastcgi_pass = {FASTCGI_PASS_FORMS}"),
                 |partial| partial.fastcgi_pass.is_some(),
@@ -152,9 +152,9 @@ impl Loader<'_> {
         &self,
         block: &RawBlock,
         table: &str,
-        handlers: &[Handler],
+        handlers: &[HandlerKind],
     ) -> Loaded<()> {
-        if !handlers.contains(&Handler::Proxy) {
+        if !handlers.contains(&HandlerKind::Proxy) {
             if let Some((span, name)) = proxy_only_key(block) {
                 return Err(self.hinted(
                     span,
@@ -164,9 +164,12 @@ impl Loader<'_> {
                 ));
             }
         }
-        let relays = handlers
-            .iter()
-            .any(|handler| matches!(handler, Handler::Proxy | Handler::FastCgi | Handler::Cgi));
+        let relays = handlers.iter().any(|handler| {
+            matches!(
+                handler,
+                HandlerKind::Proxy | HandlerKind::FastCgi | HandlerKind::Cgi
+            )
+        });
         if !relays {
             if let Some((span, name)) = response_key(block) {
                 return Err(self.hinted(

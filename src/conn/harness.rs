@@ -346,8 +346,7 @@ impl Harness {
                 .upstreams
                 .push(UpstreamPool::new("app".to_owned(), servers));
             let location = config.serve_location();
-            location.handler = Handler::Proxy;
-            location.proxy = Some(ProxySettings::new(0));
+            location.handler = Handler::Proxy(ProxySettings::new(0));
             configure(config);
         })
     }
@@ -359,9 +358,7 @@ impl Harness {
             config.upstreams[0].protocol = UpstreamProtocol::FastCgi;
             config.upstreams[0].keepalive = 0;
             let location = config.serve_location();
-            location.handler = Handler::FastCgi;
-            location.proxy = None;
-            location.fastcgi = Some(FastCgiSettings {
+            location.handler = Handler::FastCgi(FastCgiSettings {
                 pool: 0,
                 x_accel_redirect: true,
                 x_sendfile_root: None,
@@ -524,4 +521,20 @@ fn parse_responses(mut bytes: &[u8], heads_only: &[bool]) -> Vec<Response> {
         });
     }
     responses
+}
+
+/// The `/` location's proxy settings (a `Harness::proxying` configuration's), to change.
+pub fn proxy_settings(config: &mut Config) -> &mut ProxySettings {
+    match &mut config.serve_location().handler {
+        Handler::Proxy(settings) => settings,
+        other => panic!("not a proxy location: {other:?}"),
+    }
+}
+
+/// The `/` location's FastCGI settings (a `Harness::fastcgi` configuration's), to change.
+pub fn fastcgi_settings(config: &mut Config) -> &mut FastCgiSettings {
+    match &mut config.serve_location().handler {
+        Handler::FastCgi(settings) => settings,
+        other => panic!("not a FastCGI location: {other:?}"),
+    }
 }

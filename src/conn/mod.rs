@@ -9,6 +9,7 @@
 //! Must not touch: sockets, threads, the disk (a `Job` goes back to the engine), `ops` (the
 //! engine passes what lifecycle and admission decided: `draining`, a refused connection).
 
+mod buffers;
 mod h2;
 #[cfg(test)]
 mod h2_tests;
@@ -17,8 +18,11 @@ mod handler;
 mod harness;
 mod https;
 pub mod output;
+mod peer;
+mod preface;
 pub mod proxy_header;
 mod reply;
+mod request;
 mod route;
 #[cfg(test)]
 mod tests;
@@ -26,23 +30,22 @@ mod tls_seam;
 #[cfg(test)]
 mod tls_tests;
 pub mod upstream;
+mod waiting;
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use ampd_http::chunked::ChunkedDecoder;
-use ampd_http::request::{
-    BodyFraming, HeadParser, Limits as ParseLimits, Parse, RequestHead, Version,
-};
+use ampd_http::request::{HeadParser, Limits as ParseLimits, Parse, RequestHead};
 
-use crate::config::{Config, Handler, ProxyProtocol};
+use crate::config::{Config, ProxyProtocol};
 use crate::content::caches::Caches;
-use crate::content::file::{Resolution, Resolved};
-use crate::content::job::{Job, JobDone};
+use crate::content::file::Resolved;
+use crate::content::job::Job;
 use crate::content::path::CleanPath;
 use crate::content::resolve::DocRoot;
-use crate::content::serve::{DiskAccess, Sink};
+use crate::content::serve::DiskAccess;
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
 use crate::log::stats::{LoopStats, Stats};
@@ -52,7 +55,9 @@ use crate::site::rate::RateLimiter;
 use crate::site::{Route, Sites};
 use crate::tls::TlsInfo;
 use crate::upstream::Upstreams;
+pub use buffers::Spare;
 use output::Output;
+use preface::Preface;
 pub use upstream::{Connect, LinkId, Opened, ProgramStart, Release};
 
 /// Stop parsing pipelined requests while this much output is queued, so a client that sends
@@ -253,21 +258,6 @@ enum State {
     Http2(Box<h2::Session>),
 }
 
-/// Input and output buffers an event loop lends to each connection it drives, for the turn.
-///
-/// Thousands of idle keep-alive connections then cost their bookkeeping and nothing more (nginx
-/// frees the header buffers of idle connections for the same reason), and a request answered
-/// within one turn allocates no buffer: the same two are lent turn after turn. Only a connection
-/// that must keep bytes across turns (a partial request, output the socket did not take) keeps
-/// buffers of its own until they empty.
-#[derive(Debug, Default)]
-pub struct Spare {
-    input: Vec<u8>,
-    output: Output,
-    /// An upstream link's buffers (`upstream::Buffers`).
-    link: upstream::Buffers,
-}
-
 #[derive(Debug)]
 pub struct Conn {
     state: State,
@@ -366,136 +356,6 @@ impl Conn {
             refused: true,
             ..Conn::new(config, peer)
         }
-    }
-
-    /// The client's port, which the engine knows from `accept`.
-    pub fn set_peer_port(&mut self, port: u16) {
-        self.peer_port = port;
-    }
-
-    /// The listener that accepted the connection (its address as bound) and whether it is a
-    /// TLS one; the engine says at accept.
-    pub fn set_listener(&mut self, local: std::net::SocketAddr, secure: bool) {
-        self.local = local;
-        self.secure = secure;
-    }
-
-    /// The handshake is done: what it settled, for the log, `HTTPS`/`SSL_*` and HSTS; an
-    /// agreed `h2` makes this an HTTP/2 connection.
-    pub fn set_tls(&mut self, info: TlsInfo) {
-        if info.alpn.as_deref() == Some(ampd_http::h2::ALPN_H2) {
-            self.state = State::Http2Agreed;
-        }
-        self.tls = Some(Arc::new(info));
-    }
-
-    /// The listener takes HTTP/2 with prior knowledge beside HTTP/1.1 (RFC 9113 §3.3): a
-    /// connection that opens with the preface speaks HTTP/2.
-    pub fn accept_prior_knowledge(&mut self) {
-        self.prior_knowledge = true;
-    }
-
-    /// Whether the connection speaks HTTP/2: a timeout, even an idle one, is then answered
-    /// (GOAWAY, `timed_out`) before the close, where an idle HTTP/1 connection just closes.
-    #[must_use]
-    pub fn speaks_http2(&self) -> bool {
-        matches!(self.state, State::Http2Agreed | State::Http2(_))
-    }
-
-    /// The listener's address, as bound.
-    #[must_use]
-    pub fn local_address(&self) -> std::net::SocketAddr {
-        self.local
-    }
-
-    /// Whether the connection came in on a TLS listener.
-    #[must_use]
-    pub fn is_secure(&self) -> bool {
-        self.secure
-    }
-
-    /// What the handshake settled (`None` on a plain listener).
-    #[must_use]
-    pub fn tls(&self) -> Option<&TlsInfo> {
-        self.tls.as_deref()
-    }
-
-    /// The client's address and port (the PROXY protocol's source, when one is used).
-    #[must_use]
-    pub fn peer_address(&self) -> std::net::SocketAddr {
-        std::net::SocketAddr::new(self.peer, self.peer_port)
-    }
-
-    /// The client: the connection's peer, or once a PROXY protocol header has been read, the
-    /// client address it carried (what the log, access rules and rate limits use).
-    #[must_use]
-    pub fn peer(&self) -> IpAddr {
-        self.peer
-    }
-
-    /// Bytes read from the socket (the engine reads into one buffer per loop and hands them
-    /// over).
-    pub fn receive(&mut self, bytes: &[u8]) {
-        if self.consumed == self.input.len() {
-            self.input.clear();
-            self.consumed = 0;
-        } else if self.consumed > 0 && self.consumed >= self.input.len() / 2 {
-            self.input.drain(..self.consumed);
-            self.consumed = 0;
-        }
-        self.input.extend_from_slice(bytes);
-    }
-
-    /// Use the loop's spare buffers for this turn where ours hold nothing (see `Spare`).
-    pub fn borrow_buffers(&mut self, spare: &mut Spare) {
-        if self.consumed == self.input.len() && self.input.capacity() == 0 {
-            std::mem::swap(&mut self.input, &mut spare.input);
-            self.input.clear();
-            self.consumed = 0;
-        }
-        if self.output.is_empty() && !self.output.holds_memory() {
-            std::mem::swap(&mut self.output, &mut spare.output);
-        }
-        if self.link_buffers.is_empty() {
-            std::mem::swap(&mut self.link_buffers, &mut spare.link);
-        }
-    }
-
-    /// End of a turn: buffers that hold nothing go back to the loop (or are freed if the loop
-    /// already has its spare), so a connection between requests owns no buffer memory.
-    pub fn return_buffers(&mut self, spare: &mut Spare) {
-        if self.consumed == self.input.len() {
-            self.input.clear();
-            self.consumed = 0;
-            if spare.input.capacity() == 0 {
-                std::mem::swap(&mut self.input, &mut spare.input);
-            } else {
-                self.input = Vec::new();
-            }
-        }
-        if self.output.is_empty() {
-            if spare.output.holds_memory() {
-                self.output.shed();
-            } else {
-                std::mem::swap(&mut self.output, &mut spare.output);
-            }
-        }
-        if spare.link.is_empty() {
-            std::mem::swap(&mut self.link_buffers, &mut spare.link);
-        }
-        self.link_buffers = upstream::Buffers::default();
-    }
-
-    /// Free buffers that hold nothing, for engines that keep idle connections without a loop
-    /// to lend buffers (the blocking engines' waiting room, the proactor): an idle keep-alive
-    /// connection then costs little more than its bookkeeping.
-    pub fn shed_buffers(&mut self) {
-        if self.consumed == self.input.len() {
-            self.input = Vec::new();
-            self.consumed = 0;
-        }
-        self.output.shed();
-        self.link_buffers = upstream::Buffers::default();
     }
 
     /// The client closed its sending side.
@@ -626,41 +486,9 @@ impl Conn {
                         return need;
                     }
                 }
-                State::DiscardingBody { left, .. } => {
-                    match discard(left, &self.input[self.consumed..]) {
-                        Discard::Consumed { used, done } => {
-                            self.consumed += used;
-                            if done {
-                                let State::DiscardingBody { exchange, .. } =
-                                    std::mem::replace(&mut self.state, State::ReadingHead)
-                                else {
-                                    unreachable!("matched above")
-                                };
-                                if let Some(job) = self.route(*exchange, context) {
-                                    return Need::Job(job);
-                                }
-                            } else if self.peer_finished {
-                                self.state = State::Closing(Ending::Close);
-                            } else {
-                                return Need::Read;
-                            }
-                        }
-                        Discard::Refused(status) => {
-                            let State::DiscardingBody { exchange, .. } =
-                                std::mem::replace(&mut self.state, State::Closing(Ending::Linger))
-                            else {
-                                unreachable!("matched above")
-                            };
-                            self.reply_to(
-                                Some(&exchange),
-                                status,
-                                Persistence::Close,
-                                &[],
-                                context,
-                            );
-                            // The rest of the refused body is never read.
-                            self.state = State::Closing(Ending::Linger);
-                        }
+                State::DiscardingBody { .. } => {
+                    if let Some(need) = self.discard_body(context) {
+                        return need;
                     }
                 }
                 State::ReadingHead => {
@@ -706,282 +534,6 @@ impl Conn {
             }
         }
     }
-
-    /// A job this connection asked for finished. Returns the next job when serving needs one
-    /// more (a path resolved to a small file whose data must now be loaded).
-    pub fn job_done(&mut self, done: JobDone, context: &mut Context<'_>) -> Option<Job> {
-        if let State::Http2(session) = &mut self.state {
-            return session.job_done(done, context);
-        }
-        let pending = match std::mem::replace(&mut self.state, State::ReadingHead) {
-            State::Waiting(pending) => pending,
-            State::Authenticating(request) => {
-                let JobDone::Verified(matched) = done else {
-                    self.state = State::Authenticating(request);
-                    return None;
-                };
-                return self.authenticated(*request, matched, context);
-            }
-            other => {
-                self.state = other;
-                return None;
-            }
-        };
-        let outcome = match done {
-            JobDone::Resolved(resolved) => {
-                if matches!(resolved.resolution, Resolution::Exhausted) {
-                    // Out of descriptors: close cached files and translate once more before
-                    // answering 503.
-                    context.caches.relieve("open");
-                    if let (false, Some(root)) = (pending.retried, pending.root().cloned()) {
-                        let job = Job::Resolve {
-                            root,
-                            path: pending.path.clone(),
-                            watcher: context.caches.watcher.clone(),
-                            previous: None,
-                        };
-                        let pending = Pending {
-                            retried: true,
-                            ..*pending
-                        };
-                        return self.settle(Outcome::NeedJob(job, Box::new(pending)));
-                    }
-                }
-                let resolved = Arc::new(resolved);
-                if let Some(root) = pending.root() {
-                    context
-                        .caches
-                        .remember(root.id, pending.path.as_str(), &resolved);
-                }
-                if pending.script.is_some() {
-                    self.script_checked(*pending, &resolved.resolution, context)
-                } else {
-                    let disk = context.disk;
-                    self.respond(*pending, resolved, context, disk)
-                }
-            }
-            JobDone::Loaded { file, data } => {
-                let resolved = pending.resolved.clone()?;
-                if let Ok(data) = data {
-                    context.caches.remember_data(file.key, data, resolved.watch);
-                }
-                // The data was just read, so its pages are resident: serving inline now cannot
-                // block for long, and cannot ask for the same load again.
-                self.respond(*pending, resolved, context, DiskAccess::Inline)
-            }
-            // Page-ins are the engine's business (they serve output already queued); a
-            // verification belongs to `Authenticating`; batches are an HTTP/2 session's.
-            JobDone::PagedIn { .. } | JobDone::Verified(_) | JobDone::Batch(_) => {
-                self.state = State::Waiting(pending);
-                return None;
-            }
-        };
-        self.settle(outcome)
-    }
-
-    fn settle(&mut self, outcome: Outcome) -> Option<Job> {
-        match outcome {
-            Outcome::Responded(Persistence::Close) => {
-                self.state = State::Closing(self.ending());
-                None
-            }
-            Outcome::Responded(_) => {
-                self.state = State::ReadingHead;
-                None
-            }
-            Outcome::NeedJob(job, pending) => {
-                self.state = State::Waiting(pending);
-                Some(job)
-            }
-            Outcome::Routed(job) => job,
-        }
-    }
-
-    /// A parsed request: persistence, body framing, then routing once the body is read.
-    fn on_request(&mut self, head: RequestHead, context: &mut Context<'_>) -> Option<Job> {
-        self.served += 1;
-        let limits = &context.config.limits;
-        let persistence = if !head.keep_alive
-            || self.served >= limits.max_requests_per_connection
-            || context.draining
-            || self.refused
-        {
-            Persistence::Close
-        } else if head.version == Version::Http10 {
-            Persistence::KeepAlive
-        } else {
-            Persistence::Implicit
-        };
-        // A request with a body is located first: its location may forward the body (a proxy)
-        // and sets how large it may be.
-        let has_body = !matches!(head.body, BodyFraming::None | BodyFraming::Length(0));
-        let located = if has_body {
-            self.locate(&head, context).ok()
-        } else {
-            None
-        };
-        let max_body = located
-            .as_ref()
-            .and_then(|located| located.route.settings.max_body)
-            .unwrap_or(limits.max_body);
-        let body = match head.body {
-            BodyFraming::None | BodyFraming::Length(0) => None,
-            BodyFraming::Length(length) if length > max_body => {
-                let exchange = Exchange {
-                    head,
-                    persistence: Persistence::Close,
-                    started: context.clock.now(),
-                    user: None,
-                    body: None,
-                    internal: false,
-                    handoffs: 0,
-                    requested: None,
-                };
-                self.answer(&exchange, None, 413, &[], context);
-                // The client may be sending the body we refused.
-                self.state = State::Closing(Ending::Linger);
-                return None;
-            }
-            BodyFraming::Length(length) => Some(BodyLeft::Length(length)),
-            BodyFraming::Chunked => Some(BodyLeft::Chunked(
-                ChunkedDecoder::new().with_max_body(max_body),
-            )),
-        };
-        if let Some(located) = located {
-            let streams_body = matches!(
-                located.route.settings.handler,
-                Handler::Proxy | Handler::FastCgi | Handler::Cgi
-            );
-            // A request redirected to its location's path with a '/' is answered, not
-            // forwarded: its body is read and discarded below, as for any other answer.
-            if streams_body && !located.add_slash && !self.refused {
-                // The body goes to the upstream as it arrives (`proxy/`), after the location's
-                // phases let the request through.
-                let exchange = Exchange {
-                    head,
-                    persistence,
-                    started: context.clock.now(),
-                    user: None,
-                    body,
-                    internal: false,
-                    handoffs: 0,
-                    requested: None,
-                };
-                if let Some(answered) = self.redirect_to_https(&exchange, &located, context) {
-                    return answered;
-                }
-                if let Some(answered) = self.refuse_without_client_certificate(&exchange, context) {
-                    return answered;
-                }
-                return self.phases(exchange, located, context);
-            }
-        }
-        // A client waiting for `100 Continue` sends the body only after it (RFC 9110 §10.1.1).
-        // When the head alone decides the answer (a refused connection or method), that final
-        // status goes out instead, and the connection closes, lingering: the client may send
-        // the body anyway. Otherwise invite it, then read and discard the body as for any other
-        // request, so the connection stays usable (nginx does the same when it discards a body).
-        if body.is_some() && head.expect_continue {
-            if self.refuses_from_head(&head.method) {
-                let exchange = Exchange {
-                    head,
-                    persistence: Persistence::Close,
-                    started: context.clock.now(),
-                    user: None,
-                    body: None,
-                    internal: false,
-                    handoffs: 0,
-                    requested: None,
-                };
-                let job = self.route(exchange, context);
-                debug_assert!(job.is_none(), "a refusal needs no job");
-                self.state = State::Closing(Ending::Linger);
-                return None;
-            }
-            self.output
-                .bytes()
-                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
-        }
-        let exchange = Exchange {
-            head,
-            persistence,
-            started: context.clock.now(),
-            user: None,
-            body: None,
-            internal: false,
-            handoffs: 0,
-            requested: None,
-        };
-        match body {
-            Some(left) => {
-                self.state = State::DiscardingBody {
-                    left,
-                    exchange: Box::new(exchange),
-                };
-                None
-            }
-            None => self.route(exchange, context),
-        }
-    }
-}
-
-/// What the input of an `h2c` listener's connection opens with.
-enum Preface {
-    /// The whole HTTP/2 client preface.
-    Complete,
-    /// The beginning of it, or of a first line not yet ended: more input decides.
-    Partial,
-    /// An HTTP/1 request (or what the HTTP/1 parser is to refuse).
-    Absent,
-    /// HTTP/2 that breaks the preface: it began with the preface's request line and then
-    /// diverged, or its first line cannot be HTTP/1's. The session answers GOAWAY
-    /// PROTOCOL_ERROR and closes (RFC 9113 §3.4): an HTTP/1 answer would be read by an
-    /// HTTP/2 client as frames.
-    Broken,
-}
-
-/// The preface's request line: no HTTP/1 request begins with it (RFC 9113 §3.4 chose it so).
-const PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0";
-
-impl Conn {
-    /// `max_line`: past this many bytes without a line end, the HTTP/1 parser answers (`414`).
-    fn preface(&self, max_line: usize) -> Preface {
-        let input = &self.input[self.consumed..];
-        let preface = ampd_http::h2::PREFACE;
-        if input.starts_with(preface) {
-            return Preface::Complete;
-        }
-        if preface.starts_with(input) {
-            return Preface::Partial;
-        }
-        if input.starts_with(PREFACE_LINE) {
-            return Preface::Broken;
-        }
-        // Empty lines before the request line are skipped, as the HTTP/1 parser does (RFC
-        // 9112 §2.2).
-        let start = input
-            .iter()
-            .position(|&byte| byte != b'\r' && byte != b'\n')
-            .unwrap_or(input.len());
-        match memchr::memchr(b'\n', &input[start..]) {
-            Some(end) if ends_with_http1_version(&input[start..start + end]) => Preface::Absent,
-            Some(_) => Preface::Broken,
-            None if input.len() <= max_line => Preface::Partial,
-            None => Preface::Absent,
-        }
-    }
-}
-
-/// Whether a request line (its CR, if any, still on) ends with ` HTTP/x.y`: HTTP/1's form
-/// (RFC 9112 §2.3), whatever the version (`HTTP/3.0` is HTTP/1's parser's `505`).
-fn ends_with_http1_version(line: &[u8]) -> bool {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    match line.len().checked_sub(9).map(|at| &line[at..]) {
-        Some([b' ', b'H', b'T', b'T', b'P', b'/', major, b'.', minor]) => {
-            major.is_ascii_digit() && minor.is_ascii_digit()
-        }
-        _ => false,
-    }
 }
 
 enum Outcome {
@@ -999,37 +551,4 @@ struct RedirectBase {
     query: Option<String>,
     /// A rewrite changed the path the request is routed by.
     rewritten: bool,
-}
-
-enum Discard {
-    Consumed {
-        used: usize,
-        done: bool,
-    },
-    /// The body cannot be accepted: `413` past the limit, `400` when its framing is broken.
-    Refused(u16),
-}
-
-/// Throw away body bytes from `input`; a chunked body past its limit ends the connection.
-fn discard(left: &mut BodyLeft, input: &[u8]) -> Discard {
-    match left {
-        BodyLeft::Length(remaining) => {
-            let used = usize::try_from(*remaining)
-                .unwrap_or(usize::MAX)
-                .min(input.len());
-            *remaining -= used as u64;
-            Discard::Consumed {
-                used,
-                done: *remaining == 0,
-            }
-        }
-        BodyLeft::Chunked(decoder) => match decoder.feed(input, &mut |_| {}) {
-            Ok(progress) => Discard::Consumed {
-                used: progress.consumed,
-                done: progress.done,
-            },
-            // `413` past the limit, `400` for broken framing.
-            Err(error) => Discard::Refused(error.status()),
-        },
-    }
 }

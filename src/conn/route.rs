@@ -41,7 +41,7 @@ impl Conn {
     pub(super) fn refuses_from_head(&self, method: &Method) -> bool {
         self.refused
             || !matches!(
-                handler::methods(Handler::Static, method),
+                handler::methods(&Handler::Static, method),
                 Methods::Take | Methods::Options(_)
             )
     }
@@ -193,7 +193,7 @@ impl Conn {
         // located is judged by the static rule).
         let handler = located
             .as_ref()
-            .map_or(Handler::Static, |located| located.route.settings.handler);
+            .map_or(&Handler::Static, |located| &located.route.settings.handler);
         match handler::methods(handler, &exchange.head.method) {
             Methods::Take => {}
             Methods::Options(allow) => {

@@ -284,8 +284,8 @@ impl Sites {
                     // The directory an upstream or a program may name in `X-Sendfile` is
                     // served as a root of its own, with the same confinement as any document
                     // root.
-                    Handler::Proxy | Handler::FastCgi | Handler::Cgi => {
-                        match x_sendfile_root(&location.settings) {
+                    Handler::Proxy(_) | Handler::FastCgi(_) | Handler::Cgi(_) => {
+                        match location.settings.handler.handback().1 {
                             Some(directory) => {
                                 let options = StaticOptions {
                                     root: directory.clone(),
@@ -300,7 +300,7 @@ impl Sites {
                                 };
                                 Some(Arc::new(DocRoot::open(options).map_err(|error| {
                                     BuildError::Root {
-                                        root: directory,
+                                        root: directory.clone(),
                                         error,
                                     }
                                 })?))
@@ -496,7 +496,7 @@ impl Sites {
 /// files: a unix socket or a loopback address (a server elsewhere may have other files at the
 /// same paths).
 fn checks_scripts(config: &Config, settings: &LocationSettings) -> bool {
-    let Some(fastcgi) = &settings.fastcgi else {
+    let Handler::FastCgi(fastcgi) = &settings.handler else {
         return false;
     };
     settings.script.extension.is_some()
@@ -560,16 +560,6 @@ fn claimed_indexes(
         .collect()
 }
 
-/// The `x_sendfile_root` of a location relaying a response (proxy, FastCGI, CGI).
-fn x_sendfile_root(settings: &LocationSettings) -> Option<std::path::PathBuf> {
-    match settings.handler {
-        Handler::Proxy => settings.proxy.as_ref()?.x_sendfile_root.clone(),
-        Handler::FastCgi => settings.fastcgi.as_ref()?.x_sendfile_root.clone(),
-        Handler::Cgi => settings.cgi.as_ref()?.x_sendfile_root.clone(),
-        Handler::Static | Handler::Status | Handler::Health => None,
-    }
-}
-
 /// A site's client-certificate policy, as the request path needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CertificatePolicy {
@@ -604,7 +594,7 @@ pub fn strip_port(host: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Location, Site};
+    use crate::config::{HandlerKind, Location, Site};
 
     fn location(path: &str, exact: bool, root: &std::path::Path) -> Location {
         Location {
@@ -668,11 +658,11 @@ mod tests {
     fn extension(
         path: &str,
         extension: &str,
-        handler: Handler,
+        handler: HandlerKind,
         root: &std::path::Path,
     ) -> Location {
         let mut location = location(path, false, root);
-        location.settings.handler = handler;
+        location.settings.handler = Handler::with_defaults(handler);
         location.settings.script.extension = Some(extension.to_owned());
         location
     }
@@ -681,15 +671,15 @@ mod tests {
     fn extension_locations_come_after_exact_ones_and_before_prefixes_in_file_order() {
         let dir = std::env::temp_dir();
         let mut config = Config::new(dir.clone());
-        let mut php = extension("/", ".php", Handler::FastCgi, &dir);
+        let mut php = extension("/", ".php", HandlerKind::FastCgi, &dir);
         php.settings.static_files.index = vec!["index.php".into(), "index.html".into()];
         config.sites[0].locations = vec![
             location("/", false, &dir),
             location("/static/", false, &dir),
             location("/static/exact.php", true, &dir),
-            extension("/cgi/", ".php", Handler::Cgi, &dir),
+            extension("/cgi/", ".php", HandlerKind::Cgi, &dir),
             php,
-            extension("/", ".cgi", Handler::Cgi, &dir),
+            extension("/", ".cgi", HandlerKind::Cgi, &dir),
         ];
         let sites = Sites::build(&config).unwrap();
         let route = |path: &str| {
@@ -779,21 +769,20 @@ mod tests {
     fn a_program_s_x_sendfile_root_is_opened_as_a_root() {
         let dir = std::env::temp_dir();
         let mut config = Config::new(dir.clone());
-        let mut php = extension("/", ".php", Handler::FastCgi, &dir);
-        php.settings.fastcgi = Some(crate::config::FastCgiSettings {
+        let mut php = extension("/", ".php", HandlerKind::FastCgi, &dir);
+        php.settings.handler = Handler::FastCgi(crate::config::FastCgiSettings {
             pool: 0,
             x_accel_redirect: true,
             x_sendfile_root: Some(dir.clone()),
             check_script: None,
         });
         let mut cgi = location("/cgi-bin/", false, &dir);
-        cgi.settings.handler = Handler::Cgi;
-        cgi.settings.cgi = Some(crate::config::CgiSettings::default());
+        cgi.settings.handler = Handler::Cgi(crate::config::CgiSettings::default());
         config.sites[0].locations.extend([php, cgi]);
         let sites = Sites::build(&config).unwrap();
         assert!(sites.route(None, "/a.php").root.is_some());
         let cgi = sites.route(None, "/cgi-bin/x");
-        assert_eq!(cgi.settings.handler, Handler::Cgi);
+        assert_eq!(cgi.settings.handler.kind(), HandlerKind::Cgi);
         assert!(cgi.root.is_none(), "no x_sendfile_root");
     }
 }

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use super::Route;
-use crate::config::Handler;
+use crate::config::HandlerKind;
 
 /// How a gateway location's request path divides. Every slice is part of the request path or
 /// of the location's settings.
@@ -48,8 +48,8 @@ impl Route {
     ///   alias (`url_base` the prefix without its trailing slash, `rest` what follows).
     #[must_use]
     pub fn script_split<'a>(&'a self, path: &'a str) -> Option<ScriptSplit<'a>> {
-        let handler = self.settings.handler;
-        if !matches!(handler, Handler::FastCgi | Handler::Cgi) {
+        let handler = self.settings.handler.kind();
+        if !matches!(handler, HandlerKind::FastCgi | HandlerKind::Cgi) {
             return None;
         }
         let script = &self.settings.script;
@@ -65,11 +65,11 @@ impl Route {
             });
         }
         Some(match handler {
-            Handler::Cgi if self.settings.alias => ScriptSplit::Search {
+            HandlerKind::Cgi if self.settings.alias => ScriptSplit::Search {
                 url_base: prefix,
                 rest,
             },
-            Handler::Cgi => ScriptSplit::Search {
+            HandlerKind::Cgi => ScriptSplit::Search {
                 url_base: "",
                 rest: path,
             },
@@ -170,9 +170,13 @@ mod tests {
     use crate::config::LocationSettings;
     use crate::site::access::Access;
 
-    fn route(path: &str, handler: Handler, change: impl FnOnce(&mut LocationSettings)) -> Route {
+    fn route(
+        path: &str,
+        handler: HandlerKind,
+        change: impl FnOnce(&mut LocationSettings),
+    ) -> Route {
         let mut settings = LocationSettings::new("/srv/www".into());
-        settings.handler = handler;
+        settings.handler = crate::config::Handler::with_defaults(handler);
         change(&mut settings);
         Route {
             path: path.to_owned(),
@@ -197,7 +201,7 @@ mod tests {
 
     #[test]
     fn an_extension_ends_the_script_name_at_its_first_segment() {
-        let php = route("/", Handler::FastCgi, |settings| {
+        let php = route("/", HandlerKind::FastCgi, |settings| {
             settings.script.extension = Some(".php".into());
             settings.static_files.index = vec!["index.php".into()];
         });
@@ -225,7 +229,7 @@ mod tests {
             Path::new("/srv/www/blog/index.php")
         );
         // Below its path only.
-        let below = route("/app/", Handler::Cgi, |settings| {
+        let below = route("/app/", HandlerKind::Cgi, |settings| {
             settings.script.extension = Some(".cgi".into());
         });
         assert_eq!(below.script_split("/other/a.cgi"), None);
@@ -241,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_script_location_runs_its_script_with_the_rest_as_path_info() {
-        let shop = route("/shop/", Handler::FastCgi, |settings| {
+        let shop = route("/shop/", HandlerKind::FastCgi, |settings| {
             settings.script.script = Some("/shop/index.php".into());
         });
         assert_eq!(
@@ -256,7 +260,7 @@ mod tests {
             shop.script_filename("/shop/index.php", ""),
             Path::new("/srv/www/shop/index.php")
         );
-        let aliased = route("/shop/", Handler::FastCgi, |settings| {
+        let aliased = route("/shop/", HandlerKind::FastCgi, |settings| {
             settings.alias = true;
             settings.static_files.root = "/srv/shop".into();
         });
@@ -273,20 +277,20 @@ mod tests {
 
     #[test]
     fn a_fastcgi_application_is_mounted_at_its_prefix() {
-        let flup = route("/flup/", Handler::FastCgi, |_| {});
+        let flup = route("/flup/", HandlerKind::FastCgi, |_| {});
         assert_eq!(
             flup.script_split("/flup/a/b"),
             Some(known("/flup", "", "/a/b"))
         );
         assert_eq!(flup.script_split("/flup/"), Some(known("/flup", "", "/")));
-        let root = route("/", Handler::FastCgi, |_| {});
+        let root = route("/", HandlerKind::FastCgi, |_| {});
         assert_eq!(root.script_split("/a"), Some(known("", "", "/a")));
         // A prefix without a slash ends at the end of its segment.
-        let bare = route("/app", Handler::FastCgi, |_| {});
+        let bare = route("/app", HandlerKind::FastCgi, |_| {});
         assert_eq!(bare.script_split("/app/x"), Some(known("/app", "", "/x")));
         assert_eq!(bare.script_split("/apps/x"), Some(known("/apps", "", "/x")));
         assert_eq!(bare.script_split("/app"), Some(known("/app", "", "")));
-        let exact = route("/run", Handler::FastCgi, |_| {});
+        let exact = route("/run", HandlerKind::FastCgi, |_| {});
         assert_eq!(exact.script_split("/run"), Some(known("/run", "", "")));
         assert_eq!(
             exact.script_split("/é/x"),
@@ -297,7 +301,7 @@ mod tests {
 
     #[test]
     fn a_cgi_directory_is_searched_below_its_root_or_alias() {
-        let cgi_bin = route("/cgi-bin/", Handler::Cgi, |_| {});
+        let cgi_bin = route("/cgi-bin/", HandlerKind::Cgi, |_| {});
         assert_eq!(
             cgi_bin.script_split("/cgi-bin/env.py/x"),
             Some(ScriptSplit::Search {
@@ -306,7 +310,7 @@ mod tests {
             })
         );
         assert_eq!(cgi_bin.script_directory(), Path::new("/srv/www"));
-        let aliased = route("/cgi-bin/", Handler::Cgi, |settings| {
+        let aliased = route("/cgi-bin/", HandlerKind::Cgi, |settings| {
             settings.alias = true;
             settings.static_files.root = "/usr/lib/cgi-bin".into();
         });
@@ -319,9 +323,12 @@ mod tests {
         );
         assert_eq!(aliased.script_directory(), Path::new("/usr/lib/cgi-bin"));
         assert_eq!(
-            route("/", Handler::Static, |_| {}).script_split("/a.php"),
+            route("/", HandlerKind::Static, |_| {}).script_split("/a.php"),
             None
         );
-        assert_eq!(route("/", Handler::Proxy, |_| {}).script_split("/a"), None);
+        assert_eq!(
+            route("/", HandlerKind::Proxy, |_| {}).script_split("/a"),
+            None
+        );
     }
 }

@@ -8,7 +8,9 @@ use crate::support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ampd::config::{self, Handler, LocationSettings, UpstreamAddress, UpstreamProtocol};
+use ampd::config::{
+    self, Handler, HandlerKind, LocationSettings, UpstreamAddress, UpstreamProtocol,
+};
 use support::*;
 
 /// The design's example configuration, its root and sockets in `root`.
@@ -117,16 +119,16 @@ fn a_gateway_configuration_loads_into_the_typed_settings() {
     assert_eq!(config.upstreams[0].active.as_ref().unwrap().path, "");
 
     let cgi_bin = location(&config, "/cgi-bin/", None);
-    assert_eq!(cgi_bin.handler, Handler::Cgi);
+    assert_eq!(cgi_bin.handler.kind(), HandlerKind::Cgi);
     assert_eq!(
-        cgi_bin.cgi.as_ref().unwrap().timeout,
+        cgi_bin.handler.cgi().unwrap().timeout,
         Duration::from_secs(30)
     );
     assert_eq!(cgi_bin.max_body, Some(20 << 20));
     let cgi = location(&config, "/", Some(".cgi"));
-    assert_eq!(cgi.cgi.as_ref().unwrap().timeout, Duration::from_secs(60));
+    assert_eq!(cgi.handler.cgi().unwrap().timeout, Duration::from_secs(60));
     let php = location(&config, "/", Some(".php"));
-    assert_eq!(php.fastcgi.as_ref().unwrap().pool, 2);
+    assert_eq!(php.handler.fastcgi().unwrap().pool, 2);
     assert_eq!(
         config.upstreams[2].servers[0].address,
         UpstreamAddress::Unix("/run/php/php8.2-fpm.sock".into())
@@ -136,19 +138,19 @@ fn a_gateway_configuration_loads_into_the_typed_settings() {
         [("APP_ENV".to_owned(), "prod".to_owned())]
     );
     let app = location(&config, "/app/", None);
-    assert_eq!(app.handler, Handler::Static);
+    assert_eq!(app.handler.kind(), HandlerKind::Static);
     assert_eq!(app.fallback.as_deref(), Some("/index.php"));
     assert_eq!(
         location(&config, "/flup/", None)
-            .fastcgi
-            .as_ref()
+            .handler
+            .fastcgi()
             .unwrap()
             .pool,
         1
     );
     let shop = location(&config, "/shop/", None);
     assert_eq!(shop.script.script.as_deref(), Some("/shop/index.php"));
-    assert!(!shop.fastcgi.as_ref().unwrap().x_accel_redirect);
+    assert!(!shop.handler.fastcgi().unwrap().x_accel_redirect);
     // The site's "/" is its own static location beside the extension ones.
     assert_eq!(location(&config, "/", None).handler, Handler::Static);
 }

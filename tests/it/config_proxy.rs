@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ampd::config::{
-    self, ActiveHealth, Balance, Handler, LocationSettings, ProxyHost, UpstreamAddress,
+    self, ActiveHealth, Balance, HandlerKind, LocationSettings, ProxyHost, UpstreamAddress,
     UpstreamServer,
 };
 use support::*;
@@ -175,8 +175,8 @@ fn a_proxy_configuration_loads_into_the_typed_settings() {
     assert_eq!(implicit.connect_timeout, Duration::from_secs(5));
 
     let api = location(&config, "/api/");
-    assert_eq!(api.handler, Handler::Proxy);
-    let proxy = api.proxy.as_ref().unwrap();
+    assert_eq!(api.handler.kind(), HandlerKind::Proxy);
+    let proxy = api.handler.proxy().unwrap();
     assert_eq!(proxy.pool, 0);
     assert_eq!(proxy.path.as_deref(), Some("/v1/"));
     assert_eq!(proxy.host, ProxyHost::Upstream);
@@ -193,7 +193,7 @@ fn a_proxy_configuration_loads_into_the_typed_settings() {
     assert_eq!(api.max_body, Some(100 << 20));
 
     let cached = location(&config, "/cache/");
-    let proxy = cached.proxy.as_ref().unwrap();
+    let proxy = cached.handler.proxy().unwrap();
     assert_eq!(proxy.pool, 1, "pool names are compared without case");
     assert_eq!(proxy.path, None);
     assert_eq!(
@@ -207,15 +207,15 @@ fn a_proxy_configuration_loads_into_the_typed_settings() {
 
     // The site's proxy_pass and this location's name the same address: one pool.
     let other = location(&config, "/other/");
-    assert_eq!(other.proxy.as_ref().unwrap().pool, 2);
-    assert_eq!(other.proxy.as_ref().unwrap().path.as_deref(), Some("/"));
+    assert_eq!(other.handler.proxy().unwrap().pool, 2);
+    assert_eq!(other.handler.proxy().unwrap().path.as_deref(), Some("/"));
     let site_root = location(&config, "/");
-    assert_eq!(site_root.handler, Handler::Proxy);
-    assert_eq!(site_root.proxy.as_ref().unwrap().pool, 2);
-    assert_eq!(site_root.proxy.as_ref().unwrap().path, None);
+    assert_eq!(site_root.handler.kind(), HandlerKind::Proxy);
+    assert_eq!(site_root.handler.proxy().unwrap().pool, 2);
+    assert_eq!(site_root.handler.proxy().unwrap().path, None);
 
     let sock = location(&config, "/sock/");
-    let proxy = sock.proxy.as_ref().unwrap();
+    let proxy = sock.handler.proxy().unwrap();
     assert_eq!(proxy.pool, 3);
     assert_eq!(proxy.host, ProxyHost::Client);
     assert_eq!(
@@ -229,13 +229,13 @@ fn a_proxy_configuration_loads_into_the_typed_settings() {
 
     // A location's own handler wins over the proxy_pass its site sets.
     let protected = location(&config, "/protected/");
-    assert_eq!(protected.handler, Handler::Static);
+    assert_eq!(protected.handler.kind(), HandlerKind::Static);
     assert!(protected.internal);
-    assert!(protected.proxy.is_none());
+    assert!(protected.handler.proxy().is_none());
     assert!(!api.internal);
     let status = location(&config, "/status");
-    assert_eq!(status.handler, Handler::Status);
-    assert!(status.proxy.is_none());
+    assert_eq!(status.handler.kind(), HandlerKind::Status);
+    assert!(status.handler.proxy().is_none());
 }
 
 #[test]

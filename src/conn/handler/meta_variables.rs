@@ -252,14 +252,14 @@ fn strip_port(host: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Handler, LocationSettings, ScriptSettings};
+    use crate::config::{Handler, HandlerKind, LocationSettings, ScriptSettings};
     use crate::site::access::Access;
     use crate::tls::{ClientCertificate, TlsInfo};
     use ampd_http::request::{BodyFraming, Header, Method, Version};
 
-    fn route(path: &str, handler: Handler, script: ScriptSettings) -> Route {
+    fn route(path: &str, handler: HandlerKind, script: ScriptSettings) -> Route {
         let mut settings = LocationSettings::new(PathBuf::from("/srv/www"));
-        settings.handler = handler;
+        settings.handler = Handler::with_defaults(handler);
         settings.script = script;
         Route {
             path: path.to_owned(),
@@ -305,7 +305,7 @@ mod tests {
             extension: Some(".php".to_owned()),
             ..ScriptSettings::default()
         };
-        let route = route("/", Handler::FastCgi, php);
+        let route = route("/", HandlerKind::FastCgi, php);
         let script = script_path(&route, "/shop/index.php/a/b.php").unwrap();
         assert_eq!(script.script_name, "/shop/index.php");
         assert_eq!(script.path_info, "/a/b.php");
@@ -323,13 +323,16 @@ mod tests {
             script: Some("/shop/index.php".to_owned()),
             ..ScriptSettings::default()
         };
-        let script =
-            script_path(&route("/shop/", Handler::FastCgi, front), "/shop/cart/1").unwrap();
+        let script = script_path(
+            &route("/shop/", HandlerKind::FastCgi, front),
+            "/shop/cart/1",
+        )
+        .unwrap();
         assert_eq!(
             (script.script_name.as_str(), script.path_info.as_str()),
             ("/shop/index.php", "/cart/1")
         );
-        let mounted = route("/flup/", Handler::FastCgi, ScriptSettings::default());
+        let mounted = route("/flup/", HandlerKind::FastCgi, ScriptSettings::default());
         let script = script_path(&mounted, "/flup/a/b").unwrap();
         assert_eq!(
             (script.script_name.as_str(), script.path_info.as_str()),
@@ -337,7 +340,7 @@ mod tests {
         );
         assert!(
             script_path(
-                &route("/cgi-bin/", Handler::Cgi, ScriptSettings::default()),
+                &route("/cgi-bin/", HandlerKind::Cgi, ScriptSettings::default()),
                 "/cgi-bin/x"
             )
             .is_none(),
@@ -349,7 +352,7 @@ mod tests {
     fn the_variables_follow_rfc_3875_and_leave_out_httpoxy() {
         let route = route(
             "/",
-            Handler::FastCgi,
+            HandlerKind::FastCgi,
             ScriptSettings {
                 extension: Some(".php".to_owned()),
                 params: vec![("APP_ENV".to_owned(), "test".to_owned())],
@@ -424,7 +427,7 @@ mod tests {
     /// it, so the program is told it in both `SERVER_NAME` and `HTTP_HOST` (as nginx does).
     #[test]
     fn an_absolute_form_authority_is_the_http_host() {
-        let route = route("/", Handler::Cgi, ScriptSettings::default());
+        let route = route("/", HandlerKind::Cgi, ScriptSettings::default());
         let head = head(
             "http://b.test:8080/x?q",
             &[("Host", "a.test"), ("host", "c.test")],
@@ -450,7 +453,7 @@ mod tests {
 
     #[test]
     fn without_a_host_the_server_name_is_the_listening_address() {
-        let route = route("/", Handler::FastCgi, ScriptSettings::default());
+        let route = route("/", HandlerKind::FastCgi, ScriptSettings::default());
         let mut head = head("/", &[]);
         head.version = Version::Http10;
         let variables = meta_variables(
@@ -477,7 +480,7 @@ mod tests {
 
     #[test]
     fn over_tls_the_handshake_and_the_client_certificate_are_named_as_mod_ssl_names_them() {
-        let route = route("/", Handler::FastCgi, ScriptSettings::default());
+        let route = route("/", HandlerKind::FastCgi, ScriptSettings::default());
         let head = head("/", &[("Host", "a.test")]);
         let client = ClientCertificate {
             subject: "CN=alice,O=Example".to_owned(),

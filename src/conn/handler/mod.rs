@@ -55,7 +55,7 @@ pub(super) enum Methods {
 pub(super) const READ_ONLY: &[u8] = b"GET, HEAD, OPTIONS";
 
 /// The method rule of `handler`.
-pub(super) fn methods(handler: Handler, method: &Method) -> Methods {
+pub(super) fn methods(handler: &Handler, method: &Method) -> Methods {
     match handler {
         Handler::Static | Handler::Status | Handler::Health => match method {
             Method::Get | Method::Head => Methods::Take,
@@ -63,20 +63,29 @@ pub(super) fn methods(handler: Handler, method: &Method) -> Methods {
             Method::Other(_) => Methods::NotImplemented,
             _ => Methods::NotAllowed(READ_ONLY),
         },
-        Handler::Proxy | Handler::FastCgi | Handler::Cgi => proxy::methods(method),
+        Handler::Proxy(_) | Handler::FastCgi(_) | Handler::Cgi(_) => proxy::methods(method),
     }
 }
 
 impl Conn {
     /// Hand a routed request to its location's handler.
     pub(super) fn handle(&mut self, routed: Routed, context: &mut Context<'_>) -> Option<Job> {
-        match routed.route.settings.handler {
+        match &routed.route.settings.handler {
             Handler::Static => self.serve_static(routed, context),
             Handler::Status => self.serve_status(&routed, context),
             Handler::Health => self.serve_health(&routed, context),
-            Handler::Proxy => self.serve_proxy(routed, context),
-            Handler::FastCgi => self.serve_fastcgi(routed, context),
-            Handler::Cgi => self.serve_cgi(routed),
+            Handler::Proxy(settings) => {
+                let settings = settings.clone();
+                self.serve_proxy(routed, settings, context)
+            }
+            Handler::FastCgi(settings) => {
+                let settings = settings.clone();
+                self.serve_fastcgi(routed, &settings, context)
+            }
+            Handler::Cgi(settings) => {
+                let settings = settings.clone();
+                self.serve_cgi(routed, settings)
+            }
         }
     }
 }

@@ -19,7 +19,7 @@ impl Conn {
         let runs_scripts = context.config.sites.iter().any(|site| {
             site.locations
                 .iter()
-                .any(|location| location.settings.handler == Handler::Cgi)
+                .any(|location| matches!(location.settings.handler, Handler::Cgi(_)))
         });
         if runs_scripts {
             context.launcher.render_metrics(&mut text);

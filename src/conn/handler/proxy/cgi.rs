@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::{Backend, Proxy, Stage, Step};
+use super::{Proxy, Stage, Step};
 use crate::config::{CgiSettings, Level};
 use crate::conn::handler::meta_variables;
 use crate::conn::handler::Routed;
@@ -35,12 +35,14 @@ pub(in crate::conn) struct Script {
     program: Option<Program>,
     /// Set by the launcher when no script could be started.
     failure: Arc<OnceLock<LaunchFailure>>,
+    /// The location's limits.
+    settings: CgiSettings,
 }
 
 impl Script {
     /// The location's split of the path (`Route::script_split`): a script it names, or a
     /// directory the launcher searches segment by segment (Apache's `ScriptAlias`).
-    pub(super) fn new(routed: &Routed) -> Script {
+    pub(super) fn new(routed: &Routed, settings: CgiSettings) -> Script {
         let route = &routed.route;
         let clean = routed.clean.as_str();
         let (name, program) = match route.script_split(clean) {
@@ -72,6 +74,17 @@ impl Script {
             name,
             program,
             failure: Arc::new(OnceLock::new()),
+            settings,
+        }
+    }
+
+    /// What starting the script needs, the program taken (a script starts once).
+    pub(super) fn start(&mut self) -> Start {
+        Start {
+            program: self.program.take(),
+            clean: self.clean.clone(),
+            failure: self.failure.clone(),
+            settings: self.settings.clone(),
         }
     }
 
@@ -91,29 +104,37 @@ impl Script {
     }
 }
 
+/// What starting a request's script needs (`Script::start`).
+pub(super) struct Start {
+    /// `None`: the path names no script.
+    program: Option<Program>,
+    clean: String,
+    failure: Arc<OnceLock<LaunchFailure>>,
+    settings: CgiSettings,
+}
+
 impl Conn {
     /// Ask the engine for the script's socket pair, its start queued to the launcher; over
     /// the cap on scripts running at once, `503` with `Retry-After`.
     pub(super) fn start_script(
         &mut self,
         mut proxy: Box<Proxy>,
+        start: Start,
         context: &mut Context<'_>,
     ) -> Step {
-        let Backend::Cgi(script) = &proxy.backend else {
-            unreachable!("start_script is called for a CGI exchange")
-        };
+        let Start {
+            program,
+            clean,
+            failure,
+            settings,
+        } = start;
         let Some(slot) = context.launcher.reserve() else {
             return self.too_many_scripts(proxy, context);
         };
-        let settings = proxy.route.settings.cgi.clone().unwrap_or_default();
         // The launcher adds the script's own variables (`SCRIPT_NAME`, ...) where it finds it.
-        let env = self.gateway_variables(&proxy, &script.clean, None, context);
+        let env = self.gateway_variables(&proxy, &clean, None, context);
         let document_root = proxy.route.settings.static_files.root.clone();
-        let failure = script.failure.clone();
-        let Backend::Cgi(script) = &mut proxy.backend else {
-            unreachable!("start_script is called for a CGI exchange")
-        };
-        let Some(program) = script.program.take() else {
+        let Some(program) = program else {
             // An `extension` location asked for a path without a script.
             return self.refuse(proxy, 404, &[], context);
         };

@@ -15,7 +15,7 @@ use ampd_http::fastcgi::{self, EndRequest, Event, ProtocolStatus, RecordReader, 
 
 use super::relay::FASTCGI_REQUEST;
 use super::HIGH_WATER;
-use crate::config::Level;
+use crate::config::{FastCgiSettings, Level};
 use crate::conn::handler::meta_variables::{self, ScriptPath};
 use crate::conn::handler::Routed;
 use crate::conn::Context;
@@ -50,8 +50,11 @@ pub(in crate::conn) struct Application {
 impl Application {
     /// The request to a `handler = "fastcgi"` location; `None` when its path names no script
     /// (an `extension` location whose rule finds none: `404`).
-    pub(super) fn new(routed: &Routed, context: &Context<'_>) -> Option<Application> {
-        let settings = routed.route.settings.fastcgi.as_ref()?;
+    pub(super) fn new(
+        routed: &Routed,
+        settings: &FastCgiSettings,
+        context: &Context<'_>,
+    ) -> Option<Application> {
         let script = meta_variables::script_path(&routed.route, routed.clean.as_str())?;
         Some(Application {
             pool: context.upstreams.pool(settings.pool).clone(),

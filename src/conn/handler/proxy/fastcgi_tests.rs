@@ -351,9 +351,8 @@ fn a_missing_script_is_a_404_without_asking_the_application() {
     std::fs::write(dir.join("up/x.jpg"), "<?php echo 'ran';").unwrap();
     let root = dir.clone();
     let mut harness = Harness::fastcgi(move |config| {
-        let location = config.serve_location();
-        location.static_files.root = root;
-        location.fastcgi.as_mut().unwrap().check_script = Some(true);
+        config.serve_location().static_files.root = root;
+        crate::conn::harness::fastcgi_settings(config).check_script = Some(true);
     });
     for _ in 0..2 {
         // The second time from the path cache.

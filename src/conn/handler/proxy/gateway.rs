@@ -7,15 +7,25 @@
 //! Owns: those steps. Must not touch: sockets, FastCGI records (`fastcgi.rs`), processes
 //! (`crate::programs`).
 
-use ampd_http::cgi::{CgiKind, CgiParse};
+use ampd_http::cgi::{CgiError, CgiKind, CgiParse};
 use ampd_http::upstream::response_body;
 
-use super::{response_stream, Backend, HeadParser, Proxy, Stage, Step};
+use super::{Backend, Proxy, Step};
 use crate::conn::handler::meta_variables::{self, ScriptPath};
 use crate::conn::upstream::{Failure, Release};
 use crate::conn::{Conn, Context, Need};
 use crate::response::Persistence;
 use crate::upstream::Report;
+
+/// How the program's output stands when its head is not complete.
+pub(super) struct Ended {
+    /// The response stream ended (a script's output, FastCGI's standard output).
+    pub output: bool,
+    /// The upstream socket closed.
+    pub link: bool,
+    /// Nothing of the response has arrived.
+    pub empty: bool,
+}
 
 impl Conn {
     /// The meta-variables of the exchange's request for a script at `script` (`None`: found by
@@ -52,31 +62,19 @@ impl Conn {
         application.demultiplex(&mut link.input)
     }
 
-    /// Wait for, then act on, the CGI fields at the head of the program's output.
+    /// Act on the CGI fields at the head of the program's output, or wait for the rest:
+    /// `parsed` is what the parser made of it (`exchange_data`; a complete head is already
+    /// taken off the output).
     pub(super) fn read_gateway_head(
         &mut self,
         mut proxy: Box<Proxy>,
+        parsed: Result<CgiParse, CgiError>,
+        ended: Ended,
         context: &mut Context<'_>,
     ) -> Step {
-        let Some(link) = self.link.as_mut() else {
-            return Step::Wait(proxy, Need::Wait);
-        };
-        let link_finished = link.finished;
-        let Proxy { backend, stage, .. } = &mut *proxy;
-        let Stage::Head(HeadParser::Cgi(parser)) = stage else {
-            unreachable!("called in Stage::Head with a CGI parser")
-        };
-        if let Backend::FastCgi(application) = backend {
-            if let Some(status) = application.refusal() {
-                let why = format!("refused the request ({status})");
-                return self.proxy_error(proxy, 503, &why, context);
-            }
-        }
-        let (output, ended) = response_stream(link, backend);
-        let parsed = parser.parse(output);
         match parsed {
-            Ok(CgiParse::Partial) if ended || link_finished => {
-                let empty = output.is_empty();
+            Ok(CgiParse::Partial) if ended.output || ended.link => {
+                let (empty, ended) = (ended.empty, ended.output);
                 if let Backend::Cgi(script) = &proxy.backend {
                     if let Some(status) = script.launch_failed() {
                         self.drop_link(Release::Close);
@@ -112,8 +110,7 @@ impl Conn {
                 }
                 Step::Wait(proxy, Need::Read)
             }
-            Ok(CgiParse::Complete { head, len }) => {
-                output.drain(..len);
+            Ok(CgiParse::Complete { head, .. }) => {
                 if let CgiKind::LocalRedirect(target) = &head.kind {
                     let target = target.clone();
                     return self.local_redirect(proxy, target, context);

@@ -28,11 +28,13 @@ mod tunnel;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ampd_http::cgi::CgiParser;
+use ampd_http::cgi::{CgiParse, CgiParser};
 use ampd_http::request::{Method, Version};
 use ampd_http::upstream::{response_body, ResponseBody, ResponseParse, ResponseParser};
 
 use super::{Methods, Routed};
+use crate::config::{CgiSettings, FastCgiSettings, ProxySettings};
+use crate::conn::output::Output;
 use crate::conn::upstream::{Connect, Failure, Link, LinkId, Release, Timeouts};
 use crate::conn::{
     Conn, Context, Ending, Exchange, Job, Need, Outcome, Pending, RedirectBase, State,
@@ -86,6 +88,7 @@ pub(in crate::conn) struct Proxy {
 enum Backend {
     /// An HTTP server of a pool.
     Http {
+        settings: Box<ProxySettings>,
         pool: Arc<Pool>,
         /// The path and query requested upstream.
         target: String,
@@ -130,6 +133,15 @@ enum Stage {
     },
 }
 
+/// A response relayed whole: what the access log and the upstream connection's reuse need.
+struct Complete {
+    status: u16,
+    head_bytes: u64,
+    body_bytes: u64,
+    /// An HTTP upstream's head allowed another request and its body was delimited.
+    http_delimited: bool,
+}
+
 /// What a step of the exchange leaves the connection to do.
 pub(in crate::conn) enum Step {
     /// Go on with the exchange (its stage changed).
@@ -157,17 +169,19 @@ pub(super) fn methods(method: &Method) -> Methods {
 
 impl Conn {
     /// The proxy handler.
-    pub(super) fn serve_proxy(&mut self, routed: Routed, context: &mut Context<'_>) -> Option<Job> {
-        let Some(settings) = routed.route.settings.proxy.clone() else {
-            // The loader gives every proxy location its settings.
-            return self.answer(&routed.exchange, Some(&routed.route), 500, &[], context);
-        };
-        let target = proxy_target(&routed.route, &routed.clean, &routed.redirect);
+    pub(super) fn serve_proxy(
+        &mut self,
+        routed: Routed,
+        settings: ProxySettings,
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let target = proxy_target(&routed.route, &settings, &routed.clean, &routed.redirect);
+        let websocket = settings.websocket && wants_websocket(&routed.exchange);
         let backend = Backend::Http {
             pool: context.upstreams.pool(settings.pool).clone(),
+            settings: Box::new(settings),
             target,
         };
-        let websocket = settings.websocket && wants_websocket(&routed.exchange);
         self.start_exchange(routed.exchange, routed.route, backend, websocket);
         None
     }
@@ -181,9 +195,10 @@ impl Conn {
     pub(super) fn serve_fastcgi(
         &mut self,
         routed: Routed,
+        settings: &FastCgiSettings,
         context: &mut Context<'_>,
     ) -> Option<Job> {
-        let Some(application) = fastcgi::Application::new(&routed, context) else {
+        let Some(application) = fastcgi::Application::new(&routed, settings, context) else {
             return self.answer(&routed.exchange, Some(&routed.route), 404, &[], context);
         };
         let Some(root) = routed.route.script_root.clone() else {
@@ -276,8 +291,8 @@ impl Conn {
     }
 
     /// The CGI handler.
-    pub(super) fn serve_cgi(&mut self, routed: Routed) -> Option<Job> {
-        let script = cgi::Script::new(&routed);
+    pub(super) fn serve_cgi(&mut self, routed: Routed, settings: CgiSettings) -> Option<Job> {
+        let script = cgi::Script::new(&routed, settings);
         self.start_exchange(
             routed.exchange,
             routed.route,
@@ -373,9 +388,19 @@ impl Conn {
     fn proxy_step(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
         match proxy.stage {
             Stage::Connect if proxy.request.spooling() => self.spool_body(proxy, context),
-            Stage::Connect => match proxy.backend {
-                Backend::Cgi(_) => self.start_script(proxy, context),
-                _ => self.choose_server(proxy, context),
+            Stage::Connect => match &mut proxy.backend {
+                Backend::Cgi(script) => {
+                    let start = script.start();
+                    self.start_script(proxy, start, context)
+                }
+                Backend::Http { pool, .. } => {
+                    let pool = pool.clone();
+                    self.choose_server(proxy, &pool, context)
+                }
+                Backend::FastCgi(application) => {
+                    let pool = application.pool().clone();
+                    self.choose_server(proxy, &pool, context)
+                }
             },
             Stage::Opening => {
                 let variables = match &proxy.backend {
@@ -394,10 +419,12 @@ impl Conn {
                 };
                 let out = link.queue();
                 let parser = match &proxy.backend {
-                    Backend::Http { pool, target } => {
-                        let (Some(pick), Some(settings)) =
-                            (&proxy.pick, &proxy.route.settings.proxy)
-                        else {
+                    Backend::Http {
+                        settings,
+                        pool,
+                        target,
+                    } => {
+                        let Some(pick) = &proxy.pick else {
                             unreachable!("a server was chosen for a proxy location")
                         };
                         head::forward(
@@ -434,28 +461,86 @@ impl Conn {
                 proxy.stage = Stage::Head(parser);
                 Step::Again(proxy)
             }
-            Stage::Head(_) => {
-                if let Err(refused) = self.forward_body(&mut proxy) {
-                    return self.body_refused(proxy, refused, context);
+            Stage::Head(_) | Stage::Body { .. } => self.exchange_data(proxy, context),
+            Stage::Tunnel { head_bytes, down } => self.tunnel(proxy, head_bytes, down, context),
+        }
+    }
+
+    /// Once the request is out: move the client's body on, take the upstream's records apart,
+    /// then read the response head or relay the body, as the stage holds a parser or a relay.
+    fn exchange_data(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
+        if let Err(refused) = self.forward_body(&mut proxy) {
+            return self.body_refused(proxy, refused, context);
+        }
+        if let Err(why) = self.demultiplex(&mut proxy) {
+            return if matches!(proxy.stage, Stage::Body { .. }) {
+                self.cut_short(proxy, &why, context)
+            } else {
+                self.invalid_response(proxy, &why, context)
+            };
+        }
+        let Some(link) = self.link.as_mut() else {
+            return Step::Wait(proxy, Need::Wait);
+        };
+        let link_finished = link.finished;
+        let Proxy { backend, stage, .. } = &mut *proxy;
+        match stage {
+            Stage::Head(HeadParser::Http(parser)) => {
+                let parsed = parser.parse(&link.input);
+                match &parsed {
+                    Ok(ResponseParse::Partial) if link_finished => {
+                        link.failure = Some(Failure::Closed);
+                        return Step::Again(proxy);
+                    }
+                    Ok(ResponseParse::Complete { len, .. }) => {
+                        link.input.drain(..*len);
+                        parser.reset();
+                    }
+                    _ => {}
                 }
-                if let Err(why) = self.demultiplex(&mut proxy) {
-                    return self.invalid_response(proxy, &why, context);
+                self.read_response_head(proxy, parsed, context)
+            }
+            Stage::Head(HeadParser::Cgi(parser)) => {
+                if let Backend::FastCgi(application) = backend {
+                    if let Some(status) = application.refusal() {
+                        let why = format!("refused the request ({status})");
+                        return self.proxy_error(proxy, 503, &why, context);
+                    }
                 }
-                match proxy.stage {
-                    Stage::Head(HeadParser::Cgi(_)) => self.read_gateway_head(proxy, context),
-                    _ => self.read_response_head(proxy, context),
+                let (output, ended) = response_stream(link, backend);
+                let parsed = parser.parse(output);
+                let empty = output.is_empty();
+                if let Ok(CgiParse::Complete { len, .. }) = &parsed {
+                    output.drain(..*len);
+                }
+                let ended = gateway::Ended {
+                    output: ended,
+                    link: link_finished,
+                    empty,
+                };
+                self.read_gateway_head(proxy, parsed, ended, context)
+            }
+            Stage::Body {
+                relay,
+                status,
+                keep_alive,
+                head_bytes,
+            } => {
+                let next = relay_body(&mut self.output, link, backend, relay);
+                let complete = Complete {
+                    status: *status,
+                    head_bytes: *head_bytes,
+                    body_bytes: relay.body_bytes,
+                    http_delimited: *keep_alive && relay.delimited(),
+                };
+                match next {
+                    BodyNext::Wait => Step::Wait(proxy, Need::Read),
+                    BodyNext::Complete => self.finish(proxy, &complete, context),
+                    BodyNext::CutShort(why) => self.cut_short(proxy, why, context),
                 }
             }
-            Stage::Body { .. } => {
-                if let Err(refused) = self.forward_body(&mut proxy) {
-                    return self.body_refused(proxy, refused, context);
-                }
-                if let Err(why) = self.demultiplex(&mut proxy) {
-                    return self.cut_short(proxy, &why, context);
-                }
-                self.relay_response(proxy, context)
-            }
-            Stage::Tunnel { .. } => self.tunnel(proxy, context),
+            // The other stages are `proxy_step`'s.
+            Stage::Connect | Stage::Opening | Stage::Tunnel { .. } => Step::Again(proxy),
         }
     }
 
@@ -474,10 +559,12 @@ impl Conn {
         Step::Wait(proxy, Need::Read)
     }
 
-    fn choose_server(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
-        let Some(pool) = proxy.pool().cloned() else {
-            unreachable!("a CGI script is started, not chosen")
-        };
+    fn choose_server(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        pool: &Arc<Pool>,
+        context: &mut Context<'_>,
+    ) -> Step {
         let key = BalanceKey {
             client: self.peer,
             uri: &proxy.exchange.head.target,
@@ -527,20 +614,16 @@ impl Conn {
         Ok(())
     }
 
-    /// Wait for, then act on, the upstream's response head.
-    fn read_response_head(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
-        let Some(link) = self.link.as_mut() else {
-            return Step::Wait(proxy, Need::Wait);
-        };
-        let Stage::Head(HeadParser::Http(parser)) = &mut proxy.stage else {
-            unreachable!("called in Stage::Head with an HTTP parser")
-        };
-        let parsed = parser.parse(&link.input);
+    /// Act on the upstream's response head, or wait for the rest: `parsed` is what the parser
+    /// made of the upstream's input (`exchange_data`, which takes a complete head off it and
+    /// handles a partial one from an upstream that closed).
+    fn read_response_head(
+        &mut self,
+        mut proxy: Box<Proxy>,
+        parsed: Result<ResponseParse, ampd_http::upstream::UpstreamError>,
+        context: &mut Context<'_>,
+    ) -> Step {
         match parsed {
-            Ok(ResponseParse::Partial) if link.finished => {
-                link.failure = Some(Failure::Closed);
-                Step::Again(proxy)
-            }
             Ok(ResponseParse::Partial) => {
                 if self.peer_finished && !proxy.request.done() {
                     return self.client_gone(proxy, context);
@@ -550,9 +633,7 @@ impl Conn {
                 }
                 Step::Wait(proxy, Need::Read)
             }
-            Ok(ResponseParse::Complete { head, len }) => {
-                link.input.drain(..len);
-                parser.reset();
+            Ok(ResponseParse::Complete { head, .. }) => {
                 match head.status {
                     101 if proxy.websocket && head.upgrades_to("websocket") => {
                         self.begin_tunnel(proxy, &head, context)
@@ -642,66 +723,16 @@ impl Conn {
         Step::Again(proxy)
     }
 
-    /// Relay the response body; finish the exchange when it is complete.
-    fn relay_response(&mut self, mut proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
-        let Some(link) = self.link.as_mut() else {
-            return Step::Wait(proxy, Need::Wait);
-        };
-        let Proxy { backend, stage, .. } = &mut *proxy;
-        let Stage::Body { relay, .. } = stage else {
-            unreachable!("called in Stage::Body")
-        };
-        let (input, ended) = response_stream(link, backend);
-        let room =
-            HIGH_WATER.saturating_sub(usize::try_from(self.output.pending()).unwrap_or(usize::MAX));
-        if room > 0 && !input.is_empty() {
-            match relay.relay(input, self.output.bytes(), room) {
-                Ok(used) => {
-                    input.drain(..used);
-                }
-                Err(relay::BrokenBody) => {
-                    return self.cut_short(proxy, "invalid chunked body", context);
-                }
-            }
-        }
-        if relay.complete() {
-            if let Backend::FastCgi(application) = backend {
-                // Output past the announced length is not passed on; the connection is
-                // reusable only after the application's `FCGI_END_REQUEST`.
-                application.discard_output();
-                if !application.ended() && !link.finished {
-                    return Step::Wait(proxy, Need::Read);
-                }
-            }
-            return self.finish(proxy, context);
-        }
-        if ended && input.is_empty() {
-            if relay.upstream_closed(self.output.bytes()) {
-                return self.finish(proxy, context);
-            }
-            return self.cut_short(proxy, "closed before the end of the body", context);
-        }
-        if link.finished && link.input.is_empty() {
-            // A FastCGI application that closed without ending its request.
-            return self.cut_short(proxy, "closed without FCGI_END_REQUEST", context);
-        }
-        Step::Wait(proxy, Need::Read)
-    }
-
     /// The response is complete: log it, pool or close the upstream connection, and go on
     /// with the client's connection as its persistence says.
-    fn finish(&mut self, proxy: Box<Proxy>, context: &mut Context<'_>) -> Step {
-        let Stage::Body {
-            relay,
-            status,
-            keep_alive,
-            head_bytes,
-        } = &proxy.stage
-        else {
-            unreachable!("finish is called in Stage::Body")
-        };
+    fn finish(
+        &mut self,
+        proxy: Box<Proxy>,
+        complete: &Complete,
+        context: &mut Context<'_>,
+    ) -> Step {
         let delimited = match &proxy.backend {
-            Backend::Http { .. } => *keep_alive && relay.delimited(),
+            Backend::Http { .. } => complete.http_delimited,
             Backend::FastCgi(application) => application.reusable(),
             Backend::Cgi(_) => false,
         };
@@ -714,9 +745,9 @@ impl Conn {
         self.drop_link(proxy.release(reusable));
         self.record_sizes(
             Some(&proxy.exchange),
-            *status,
-            *head_bytes,
-            relay.body_bytes,
+            complete.status,
+            complete.head_bytes,
+            complete.body_bytes,
             context,
         );
         let persistence = proxy.exchange.persistence;
@@ -870,19 +901,60 @@ impl Proxy {
     /// Whether the upstream may hand the response back to the static path, and below which
     /// directory `X-Sendfile` may name files.
     fn handback(&self) -> (bool, Option<&std::path::PathBuf>) {
-        let settings = &self.route.settings;
-        match &self.backend {
-            Backend::Http { .. } => settings.proxy.as_ref().map_or((false, None), |proxy| {
-                (proxy.x_accel_redirect, proxy.x_sendfile_root.as_ref())
-            }),
-            Backend::FastCgi(_) => settings.fastcgi.as_ref().map_or((false, None), |fastcgi| {
-                (fastcgi.x_accel_redirect, fastcgi.x_sendfile_root.as_ref())
-            }),
-            Backend::Cgi(_) => settings.cgi.as_ref().map_or((false, None), |cgi| {
-                (cgi.x_accel_redirect, cgi.x_sendfile_root.as_ref())
-            }),
+        self.route.settings.handler.handback()
+    }
+}
+
+/// What relaying a response body's bytes leaves the exchange to do.
+enum BodyNext {
+    /// Read more from the upstream.
+    Wait,
+    /// The body is complete: finish the exchange.
+    Complete,
+    /// The body cannot be completed (why, for the error log).
+    CutShort(&'static str),
+}
+
+/// Relay what the upstream sent of the response body to `output`, as far as `HIGH_WATER`
+/// allows.
+fn relay_body(
+    output: &mut Output,
+    link: &mut Link,
+    backend: &mut Backend,
+    relay: &mut ResponseRelay,
+) -> BodyNext {
+    let (input, ended) = response_stream(link, backend);
+    let room = HIGH_WATER.saturating_sub(usize::try_from(output.pending()).unwrap_or(usize::MAX));
+    if room > 0 && !input.is_empty() {
+        match relay.relay(input, output.bytes(), room) {
+            Ok(used) => {
+                input.drain(..used);
+            }
+            Err(relay::BrokenBody) => return BodyNext::CutShort("invalid chunked body"),
         }
     }
+    if relay.complete() {
+        if let Backend::FastCgi(application) = backend {
+            // Output past the announced length is not passed on; the connection is
+            // reusable only after the application's `FCGI_END_REQUEST`.
+            application.discard_output();
+            if !application.ended() && !link.finished {
+                return BodyNext::Wait;
+            }
+        }
+        return BodyNext::Complete;
+    }
+    if ended && input.is_empty() {
+        if relay.upstream_closed(output.bytes()) {
+            return BodyNext::Complete;
+        }
+        return BodyNext::CutShort("closed before the end of the body");
+    }
+    if link.finished && link.input.is_empty() {
+        // A FastCGI application that closed without ending its request.
+        return BodyNext::CutShort("closed without FCGI_END_REQUEST");
+    }
+    BodyNext::Wait
 }
 
 /// The bytes the response is read from, and whether they have ended: FastCGI's standard output
@@ -918,13 +990,13 @@ mod tests;
 /// The path and query a proxy location requests upstream: with a path in `proxy_pass`, it
 /// replaces the location's prefix (the rest re-encoded from the normalised path); without one,
 /// the target as the client sent it, or as a rewrite made it (nginx `proxy_pass` semantics).
-fn proxy_target(route: &Route, clean: &CleanPath, redirect: &RedirectBase) -> String {
-    let prefix = route
-        .settings
-        .proxy
-        .as_ref()
-        .and_then(|proxy| proxy.path.as_deref());
-    let mut target = match prefix {
+fn proxy_target(
+    route: &Route,
+    settings: &ProxySettings,
+    clean: &CleanPath,
+    redirect: &RedirectBase,
+) -> String {
+    let mut target = match settings.path.as_deref() {
         Some(prefix) => {
             let rest = route.rest(clean.as_str());
             let mut target = prefix.to_owned();

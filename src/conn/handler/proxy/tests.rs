@@ -304,7 +304,7 @@ fn an_untrusted_forwarded_for_chain_is_replaced_and_a_trusted_one_appended_to() 
     assert!(!sent.contains("10.9.9.9"), "{sent}");
 
     let mut harness = Harness::proxying(1, |config| {
-        let proxy = config.serve_location().proxy.as_mut().unwrap();
+        let proxy = crate::conn::harness::proxy_settings(config);
         proxy.forwarded_trust = vec![crate::config::AddressRange {
             network: std::net::IpAddr::from([127, 0, 0, 0]),
             prefix: 8,
@@ -400,7 +400,7 @@ fn underscored_names_and_untrusted_forwarding_claims_stay_behind() {
 
     // From a trusted proxy, its view of the client is passed on.
     let mut harness = Harness::proxying(1, |config| {
-        let proxy = config.serve_location().proxy.as_mut().unwrap();
+        let proxy = crate::conn::harness::proxy_settings(config);
         proxy.forwarded_trust = vec![crate::config::AddressRange {
             network: std::net::IpAddr::from([127, 0, 0, 0]),
             prefix: 8,
@@ -424,12 +424,7 @@ fn underscored_names_and_untrusted_forwarding_claims_stay_behind() {
 #[test]
 fn x_sendfile_and_x_accel_fields_never_reach_the_client() {
     let mut harness = Harness::proxying(1, |config| {
-        config
-            .serve_location()
-            .proxy
-            .as_mut()
-            .unwrap()
-            .x_accel_redirect = false;
+        crate::conn::harness::proxy_settings(config).x_accel_redirect = false;
     });
     let need = harness.feed(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
     harness.connect(&need);

@@ -33,9 +33,12 @@ impl Conn {
     }
 
     /// Move what each side sent to the other, as far as there is room.
+    /// `head_bytes`, `down`: the `101` head's size and the bytes passed down so far.
     pub(in crate::conn) fn tunnel(
         &mut self,
         mut proxy: Box<Proxy>,
+        head_bytes: u64,
+        mut down: u64,
         context: &mut Context<'_>,
     ) -> Step {
         let Some(link) = self.link.as_mut() else {
@@ -53,9 +56,8 @@ impl Conn {
         if take > 0 {
             self.output.bytes().extend_from_slice(&link.input[..take]);
             link.input.drain(..take);
-            if let Stage::Tunnel { down, .. } = &mut proxy.stage {
-                *down += take as u64;
-            }
+            down += take as u64;
+            proxy.stage = Stage::Tunnel { head_bytes, down };
         }
         let upstream_done = link.finished && link.input.is_empty();
         let client_done = self.peer_finished && self.consumed == self.input.len();
@@ -63,9 +65,6 @@ impl Conn {
             return Step::Wait(proxy, Need::Read);
         }
         self.drop_link(Release::Close);
-        let Stage::Tunnel { head_bytes, down } = proxy.stage else {
-            unreachable!("tunnel runs in Stage::Tunnel")
-        };
         self.record_sizes(Some(&proxy.exchange), 101, head_bytes, down, context);
         // A tunnelled connection never carries another HTTP request.
         self.state = State::Closing(Ending::Close);
