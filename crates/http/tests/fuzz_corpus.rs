@@ -1,8 +1,8 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
-//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`, `fuzz/corpus/hpack_decode` and
-//! `fuzz/corpus/h2_connection` through the same function the libFuzzer target calls, so fuzz
-//! coverage is part of stable `cargo test`.
+//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`,
+//! `fuzz/corpus/hpack_decode`, `fuzz/corpus/h2_connection` and `fuzz/corpus/accept` through the
+//! same function the libFuzzer target calls, so fuzz coverage is part of stable `cargo test`.
 
 use std::fs;
 use std::path::Path;
@@ -78,4 +78,9 @@ fn hpack_decode_corpus_replays_cleanly() {
 #[test]
 fn h2_connection_corpus_replays_cleanly() {
     replay("h2_connection", 20, ampd_http::fuzz::h2_connection);
+}
+
+#[test]
+fn accept_corpus_replays_cleanly() {
+    replay("accept", 12, ampd_http::fuzz::accept);
 }
