@@ -390,6 +390,7 @@ impl Loader<'_> {
         partial.rate_limit = block.rate_limit.as_ref().map(|value| *value.get_ref());
         self.proxy_keys(block, table, &mut partial)?;
         self.gateway_keys(block, table, &mut partial)?;
+        self.type_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 

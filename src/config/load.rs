@@ -341,6 +341,11 @@ impl Loader<'_> {
         config.http2 = self.http2(raw.http2, &config.listen)?;
         let sites = raw.site.unwrap_or_default();
         config.sites = self.sites(&sites)?;
+        self.type_table(
+            raw.types.as_ref(),
+            raw.types_file.as_ref(),
+            &mut config.sites,
+        )?;
         self.tls_fits_the_listeners(raw.listen.as_ref(), &sites, &config)?;
         config.upstreams = self.finish_pools()?;
         Ok(config)

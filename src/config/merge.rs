@@ -12,6 +12,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::content::mime::TypeOptions;
+
 use super::gateway::{CgiSettings, FastCgiSettings, ScriptSettings};
 use super::pools::ProxyPass;
 use super::upstream::{ProxyHost, ProxySettings};
@@ -56,6 +58,16 @@ pub(super) struct Partial {
     pub fallback: Option<String>,
     pub cgi_timeout: Option<Duration>,
     pub fastcgi_check_script: Option<bool>,
+    pub default_type: Option<String>,
+    /// `None` inside: `charset = "off"`.
+    pub charset: Option<Charset>,
+}
+
+/// A block's `charset`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Charset {
+    Named(String),
+    Off,
 }
 
 impl Partial {
@@ -194,6 +206,23 @@ pub(super) fn finish(
     settings.internal = location.internal.or(site.internal).unwrap_or(false);
     settings.script = script;
     settings.fallback = fallback;
+    let default_type = location.default_type.or_else(|| site.default_type.clone());
+    let charset = location.charset.or_else(|| site.charset.clone());
+    if default_type.is_some() || charset.is_some() {
+        // The table is the configuration's, set once every location is made
+        // (`Loader::type_table`).
+        let types = &settings.static_files.types;
+        let charset = match &charset {
+            Some(Charset::Named(name)) => Some(name.as_str()),
+            Some(Charset::Off) => None,
+            None => types.charset(),
+        };
+        settings.static_files.types = TypeOptions::new(
+            types.table().clone(),
+            default_type.as_deref().unwrap_or(types.default_type()),
+            charset,
+        );
+    }
     Ok(settings)
 }
 

@@ -24,6 +24,7 @@ mod targets;
 mod text;
 pub mod tls;
 mod tls_keys;
+mod types_keys;
 pub mod upstream;
 mod warnings;
 
@@ -195,6 +196,9 @@ pub struct StaticOptions {
     /// as `path + name`, so that it is served under the rules of the location its own path
     /// names, never under the directory's.
     pub routed_indexes: Vec<String>,
+    /// Extension → `Content-Type` (`[types]`, `types_file`, the built-in table), the
+    /// location's `default_type` and `charset`.
+    pub types: crate::content::mime::TypeOptions,
 }
 
 /// The three Flash caches (§5.2–5.4) and the residency test (§5.7), each of which can be
@@ -653,6 +657,7 @@ impl LocationSettings {
                 precompressed: true,
                 script_indexes: Vec::new(),
                 routed_indexes: Vec::new(),
+                types: crate::content::mime::TypeOptions::default(),
             },
             alias: false,
             headers: Vec::new(),

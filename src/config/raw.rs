@@ -142,6 +142,9 @@ pub(super) struct RawFile {
     pub(super) site: Option<Vec<RawBlock>>,
     pub(super) tls: Option<RawTls>,
     pub(super) http2: Option<RawHttp2>,
+    /// `[types]`: extension → `Content-Type` (`types_keys.rs`).
+    pub(super) types: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    pub(super) types_file: Field<String>,
 }
 
 /// `min_version`: `"1.2"` or `1.2` (TOML would otherwise refuse the number people write).
@@ -423,6 +426,8 @@ pub(super) struct RawBlock {
     pub(super) rate_limit: Field<bool>,
     pub(super) max_body: Field<Quantity>,
     pub(super) internal: Field<bool>,
+    pub(super) default_type: Field<String>,
+    pub(super) charset: Field<String>,
     // Both, for a proxy location.
     pub(super) proxy_pass: Field<String>,
     pub(super) proxy_host: Field<String>,

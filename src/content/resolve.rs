@@ -23,7 +23,6 @@ use ampd_sys::inotify::{self, Inotify};
 
 use super::autoindex::{self, DirEntry, Listing};
 use super::file::{FileKey, OpenFile, Representation, Resolution, Resolved, StaticFile};
-use super::mime;
 use super::path::{self, CleanPath};
 use crate::config::StaticOptions;
 
@@ -330,7 +329,7 @@ fn static_file(
             }
         }
     }
-    let content_type = mime::content_type(relative);
+    let content_type = options.types.content_type(relative);
     Resolution::File(Arc::new(StaticFile {
         identity,
         encoded,
@@ -542,6 +541,7 @@ mod tests {
                 precompressed,
                 script_indexes: Vec::new(),
                 routed_indexes: Vec::new(),
+                types: crate::content::mime::TypeOptions::default(),
             })
             .unwrap()
         }

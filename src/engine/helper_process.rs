@@ -29,7 +29,7 @@ use ampd_sys::{child, socket, unix};
 use crate::config::StaticOptions;
 use crate::content::file::{FileKey, OpenFile, Representation, Resolution, Resolved, StaticFile};
 use crate::content::job::{self, Job, JobDone};
-use crate::content::mime;
+use crate::content::mime::{self, TypeOptions, TypeTable};
 use crate::content::path::CleanPath;
 use crate::content::resolve::{self, Basis, DocRoot, Revalidated};
 
@@ -54,6 +54,9 @@ pub enum Failure {
 pub struct HelperProcess {
     child: Child,
     socket: OwnedFd,
+    /// The id of the type table this process was last sent (0: the empty one it starts with):
+    /// a configuration's table crosses once, then only its id.
+    sent_types: u64,
 }
 
 impl HelperProcess {
@@ -76,6 +79,7 @@ impl HelperProcess {
         Ok(HelperProcess {
             child,
             socket: ours,
+            sent_types: 0,
         })
     }
 
@@ -104,7 +108,7 @@ impl HelperProcess {
                 .map(JobDone::Batch);
         }
         let mut frame = Vec::with_capacity(256);
-        let fds = encode_job(job, &mut frame);
+        let fds = encode_job(job, &mut frame, &mut self.sent_types);
         send_frame(self.socket.as_fd(), &frame, &fds).map_err(Failure::Lost)?;
         let mut received = Vec::new();
         let reply = receive_frame(self.socket.as_fd(), &mut received)
@@ -219,6 +223,7 @@ pub fn serve_parent() -> io::Result<()> {
     }
     let stdin = io::stdin();
     let socket = stdin.as_fd();
+    let mut types = HelperTypes::default();
     loop {
         let mut fds = Vec::new();
         let Some(frame) = receive_frame(socket, &mut fds)? else {
@@ -230,6 +235,8 @@ pub fn serve_parent() -> io::Result<()> {
             // then reads or sends itself).
             let mut reply = Vec::with_capacity(16);
             if frame.payload.first() == Some(&JOB_RESOLVE) {
+                // A type table sent with it is kept all the same: the server counts it sent.
+                let _ = types.decode(&mut Reader(&frame.payload[1..]));
                 let exhausted = Resolved {
                     resolution: Resolution::Exhausted,
                     watch: None,
@@ -243,7 +250,7 @@ pub fn serve_parent() -> io::Result<()> {
             send_frame(socket, &reply, &[])?;
             continue;
         }
-        let job = decode_job(&frame.payload, fds)
+        let job = decode_job(&frame.payload, fds, &mut types)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed job"))?;
         let mut reply = Vec::with_capacity(256);
         match job {
@@ -472,7 +479,7 @@ impl Reader<'_> {
 }
 
 /// Encode `job`; returns the descriptors that go with it.
-fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
+fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>, sent_types: &mut u64) -> Vec<BorrowedFd<'a>> {
     let mut writer = Writer(out);
     match job {
         Job::Resolve {
@@ -482,8 +489,23 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
             previous,
         } => {
             writer.u8(JOB_RESOLVE);
-            writer.text(path.as_str());
             let options = &root.options;
+            // First, so that a helper that cannot take the job's files still reads it.
+            let table = options.types.table();
+            writer.u64(table.id());
+            let send_table = table.id() != *sent_types;
+            writer.bool(send_table);
+            if send_table {
+                writer.u32(u32::try_from(table.len()).unwrap_or(0));
+                for (extension, value) in table.entries() {
+                    writer.text(extension);
+                    writer.text(value);
+                }
+                *sent_types = table.id();
+            }
+            writer.text(options.types.default_type());
+            writer.optional_text(options.types.charset());
+            writer.text(path.as_str());
             writer.bytes(root.path.as_os_str().as_bytes());
             writer.u32(u32::try_from(options.index.len()).unwrap_or(0));
             for name in &options.index {
@@ -545,7 +567,7 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>) -> Vec<BorrowedFd<'a>> {
 
 enum ReceivedJob {
     Resolve {
-        root: DocRoot,
+        root: Box<DocRoot>,
         path: CleanPath,
         watcher: Option<Inotify>,
         basis: Option<Box<Basis>>,
@@ -558,11 +580,54 @@ enum ReceivedJob {
     },
 }
 
-fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
+/// A helper process's type table (the last one sent) and the options last made over it.
+#[derive(Default)]
+struct HelperTypes {
+    table: Option<Arc<TypeTable>>,
+    options: Option<TypeOptions>,
+}
+
+impl HelperTypes {
+    /// Reads a job's type section: the table's id, the table if it is new, the location's
+    /// default type and charset. `None` for a table id this process was never sent.
+    fn decode(&mut self, reader: &mut Reader<'_>) -> Option<TypeOptions> {
+        let id = reader.u64()?;
+        if reader.bool()? {
+            let count = reader.u32()?;
+            let mut entries = Vec::new();
+            for _ in 0..count {
+                entries.push((reader.text()?, reader.text()?));
+            }
+            self.table = Some(Arc::new(TypeTable::with_id(id, entries)));
+            self.options = None;
+        }
+        let default_type = reader.text()?;
+        let charset = reader.optional_text()?;
+        let table = match &self.table {
+            Some(table) if table.id() == id => table.clone(),
+            None if id == 0 => Arc::new(TypeTable::with_id(0, [])),
+            _ => return None,
+        };
+        if let Some(options) = &self.options {
+            if options.table().id() == id
+                && options.default_type() == default_type
+                && options.charset() == charset.as_deref()
+            {
+                return Some(options.clone());
+            }
+        }
+        let options = TypeOptions::new(table, &default_type, charset.as_deref());
+        self.options = Some(options.clone());
+        Some(options)
+    }
+}
+
+fn decode_job(frame: &[u8], fds: Vec<OwnedFd>, types: &mut HelperTypes) -> Option<ReceivedJob> {
     let mut reader = Reader(frame);
     let mut fds = fds.into_iter();
     match reader.u8()? {
         JOB_RESOLVE => {
+            let types = types.decode(&mut reader)?;
             let path = CleanPath::from_normalized(&reader.text()?)?;
             let root_path = PathBuf::from(OsStr::from_bytes(reader.bytes()?));
             let count = reader.u32()?;
@@ -594,6 +659,7 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
                     }
                     names
                 },
+                types,
             };
             let has_watcher = reader.bool()?;
             let basis = if reader.bool()? {
@@ -601,13 +667,13 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>) -> Option<ReceivedJob> {
             } else {
                 None
             };
-            let root = DocRoot {
+            let root = Box::new(DocRoot {
                 // Only the server's caches key by root id; the helper resolves and forgets.
                 id: 0,
                 dir: fds.next()?,
                 path: root_path,
                 options,
-            };
+            });
             let watcher = if has_watcher {
                 Some(Inotify::from(fds.next()?))
             } else {

@@ -857,6 +857,7 @@ mod tests {
             precompressed: false,
             script_indexes: Vec::new(),
             routed_indexes: Vec::new(),
+            types: crate::content::mime::TypeOptions::default(),
         })
         .unwrap();
         let job = Job::Resolve {

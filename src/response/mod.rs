@@ -8,6 +8,7 @@
 //! status page asked for by code that cannot write it itself).
 //! Must not touch: bodies of files, sockets, routing.
 
+pub mod compress;
 pub mod status_page;
 
 pub use status_page::StatusAnswer;

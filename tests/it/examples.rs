@@ -5,7 +5,8 @@
 //! is gone) and serves the rest itself; every shipped `examples/*.toml` (`php-fpm.toml` and
 //! `cgi.toml` too) passes `ampd check` as it is (`tls.toml` and `http2.toml` once the
 //! certificates their comments have the reader make exist); `examples/http2.toml` has a TLS
-//! listener offering `h2` and an `h2c` one, with the `[http2]` keys it shows.
+//! listener offering `h2` and an `h2c` one, with the `[http2]` keys it shows;
+//! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`.
 
 use crate::support;
 
@@ -53,7 +54,8 @@ fn every_shipped_example_passes_ampd_check() {
             "http2.toml",
             "php-fpm.toml",
             "proxy.toml",
-            "tls.toml"
+            "tls.toml",
+            "types.toml"
         ],
         "every example is checked: a new one belongs in this list"
     );
@@ -266,6 +268,28 @@ fn the_example_configuration_shows_a_listing_and_a_private_page() {
         page.body_text()
     );
     assert_eq!(get(addr, "/hello.txt").status, 200);
+}
+
+#[test]
+fn the_types_example_sends_its_types() {
+    let dir = TempRoot::new();
+    let mime_types = examples().join("mime.types").display().to_string();
+    let config = example_copy(
+        &dir,
+        "types.toml",
+        &[("\"mime.types\"".into(), format!("\"{mime_types}\""))],
+    );
+    let server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    for (path, expected) in [
+        ("/hello.txt", "text/plain; charset=utf-8"),
+        ("/style.css", "text/css; charset=utf-8"),
+        ("/docs/", "text/html; charset=iso-8859-1"),
+    ] {
+        let response = get(addr, path);
+        assert_eq!(response.status, 200, "{path}");
+        assert_eq!(response.header("content-type"), Some(expected), "{path}");
+    }
 }
 
 #[test]

@@ -47,6 +47,7 @@ mod listen_conflict;
 mod memory_limit;
 mod methods_and_status;
 mod metrics;
+mod mime_types;
 mod path_corpus;
 mod path_spellings;
 mod precompressed;

@@ -3,7 +3,8 @@
 //! The reverse proxy's checks are in `fuzz/upstream.rs`, FastCGI's and CGI's in `fuzz/fastcgi.rs`,
 //! the shared head reader's in `fuzz/head.rs`,
 //! HPACK's and the HTTP/2 request fields' in `fuzz/hpack.rs`, the HTTP/2 connection's in
-//! `fuzz/h2.rs`, HTTP/3's frames and QPACK's in `fuzz/h3.rs`.
+//! `fuzz/h2.rs`, HTTP/3's frames and QPACK's in `fuzz/h3.rs`, the negotiation fields' (`Accept*`)
+//! in `fuzz/accept.rs`.
 //!
 //! Owns the invariants checked on arbitrary input. Must not be used by the server; every
 //! check panics on violation because a panic is what the fuzzer reports.
@@ -15,6 +16,7 @@ use crate::proxy_protocol::{self, ProxyHeader, V1_MAX, V2_FIXED, V2_MAX_PAYLOAD}
 use crate::range::{parse_range, RangeOutcome};
 use crate::request::{BodyFraming, HeadParser, Limits, Parse, RequestHead};
 
+mod accept;
 mod fastcgi;
 mod h2;
 mod h3;
@@ -22,6 +24,7 @@ mod head;
 mod hpack;
 mod upstream;
 
+pub use accept::accept;
 pub use fastcgi::{cgi_head, fastcgi_name_value, fastcgi_response};
 pub use h2::h2_connection;
 pub use h3::{h3_frames, qpack_decode};

@@ -5,6 +5,8 @@
 //! function can be unit-tested, property-tested and fuzzed, and every engine of the server
 //! shares one protocol implementation.
 //!
+//! * [`accept`]: `Accept`, `Accept-Encoding` and `Accept-Language` with weights, and the
+//!   choice of a coding or a variant by them (RFC 9110 §12).
 //! * [`authority`]: `host [":" port]` of absolute-form targets and `Host`.
 //! * [`cgi`]: the response head of a CGI script or a FastCGI application (RFC 3875 §6).
 //! * [`message`]: the message vocabulary: [`Method`], [`Version`], [`Header`], [`RequestHead`].
@@ -32,6 +34,7 @@
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
 #![forbid(unsafe_code)]
 
+pub mod accept;
 pub mod authority;
 pub mod cgi;
 pub mod chunked;

@@ -1,8 +1,9 @@
 //! Replays every seed and every saved finding in `fuzz/corpus/request_head`,
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
-//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`, `fuzz/corpus/hpack_decode` and
-//! `fuzz/corpus/h2_connection`, `fuzz/corpus/h3_frames` and `fuzz/corpus/qpack_decode` through the same function the libFuzzer target calls, so fuzz
-//! coverage is part of stable `cargo test`.
+//! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`,
+//! `fuzz/corpus/hpack_decode`, `fuzz/corpus/h2_connection`, `fuzz/corpus/h3_frames`,
+//! `fuzz/corpus/qpack_decode` and `fuzz/corpus/accept` through the same function the libFuzzer
+//! target calls, so fuzz coverage is part of stable `cargo test`.
 
 use std::fs;
 use std::path::Path;
@@ -88,4 +89,9 @@ fn h3_frames_corpus_replays_cleanly() {
 #[test]
 fn qpack_decode_corpus_replays_cleanly() {
     replay("qpack_decode", 7, ampd_http::fuzz::qpack_decode);
+}
+
+#[test]
+fn accept_corpus_replays_cleanly() {
+    replay("accept", 12, ampd_http::fuzz::accept);
 }
