@@ -42,7 +42,7 @@ use crate::content::file::{Resolution, Resolved};
 use crate::content::job::{Job, JobDone};
 use crate::content::path::CleanPath;
 use crate::content::resolve::DocRoot;
-use crate::content::serve::{DiskAccess, Sink};
+use crate::content::sink::{DiskAccess, Sink};
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
 use crate::log::stats::{LoopStats, Stats};

@@ -24,7 +24,7 @@ use super::upstream::{self, IdlePool};
 use crate::conn::{Context, Ending};
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
 use crate::log::stats::LoopStats;
