@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use super::load::{Loaded, Loader};
 use super::merge::Partial;
-use super::pools::PoolUse;
+use super::pool_table::PoolUse;
 use super::raw::RawBlock;
 use super::targets::{parse_fastcgi_pass, FastCgiTarget, FASTCGI_PASS_FORMS};
 use super::text::is_token_byte;

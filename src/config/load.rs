@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::pools::PoolTable;
+use super::pool_table::PoolTable;
 use super::raw::{Quantity, RawAdmission, RawCaches, RawFile, RawLimits, RawListen, RawLog};
 use super::text::{
     key_at, parse_duration, parse_listen, parse_size, plain, position, size_hint,

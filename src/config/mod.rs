@@ -16,6 +16,7 @@ pub mod http2;
 mod http2_keys;
 pub mod load;
 mod merge;
+mod pool_table;
 mod pools;
 mod proxy_keys;
 mod proxy_protocol;

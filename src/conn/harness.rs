@@ -29,7 +29,7 @@ use crate::config::{
 use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::job::{self, Job, JobDone};
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::log::access::{AccessLog, LogFile, LogThread};
 use crate::log::clock::Clock;
 use crate::log::stats::{LoopStats, Stats};

@@ -45,7 +45,7 @@ use crate::content::file::Resolved;
 use crate::content::job::Job;
 use crate::content::path::CleanPath;
 use crate::content::resolve::DocRoot;
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
 use crate::log::stats::{LoopStats, Stats};

@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock};
 use memchr::memmem::Finder;
 
 use crate::content::file::OpenFile;
-use crate::content::serve::Sink;
+use crate::content::sink::Sink;
 
 /// The blank line that ends a head, its searcher built once: `memmem::find` builds one per
 /// call, which was 5 % of a cached response's instructions (callgrind).

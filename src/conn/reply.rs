@@ -13,7 +13,7 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 use super::output::Mark;
 use super::{Conn, Context, Ending, Exchange, Job, Outcome, State};
 use crate::config::Level;
-use crate::content::serve::{ResponseContext, Sink};
+use crate::content::sink::{ResponseContext, Sink};
 use crate::log::access::{Entry, TlsEntry};
 use crate::log::error::Throttle;
 use crate::response::{common_headers, status_page, HeadContext, Persistence};

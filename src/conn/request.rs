@@ -9,7 +9,7 @@ use ampd_http::chunked::ChunkedDecoder;
 use ampd_http::request::{BodyFraming, RequestHead, Version};
 
 use super::{BodyLeft, Conn, Context, Ending, Exchange, Job, Need, State};
-use crate::content::serve::Sink;
+use crate::content::sink::Sink;
 use crate::response::Persistence;
 
 impl Conn {

@@ -57,7 +57,7 @@ mod tests {
 
     use crate::conn::output::Output;
     use crate::content::file::{FileKey, OpenFile};
-    use crate::content::serve::Sink as _;
+    use crate::content::sink::Sink as _;
     use crate::tls::session::{gather, RECORD};
 
     #[test]

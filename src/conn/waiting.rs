@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::{Conn, Context, Outcome, Pending, State};
 use crate::content::file::Resolution;
 use crate::content::job::{Job, JobDone};
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::response::Persistence;
 
 impl Conn {

@@ -2,12 +2,14 @@
 //!
 //! Owns: prebuilt head prefixes — status line and every header that depends only on the file
 //! (type, length, validators, `Vary`), in shards. `Date` (rendered once a second by the engine)
-//! and the per-request `Connection` are appended by `serve` (AFPA's pre-built responses).
+//! and the per-request `Connection` are appended by `serve` (AFPA's pre-built responses); how
+//! those file-dependent fields are written (`serve`'s `304` and `206` heads write the same).
 //! Must not touch: the disk, the clock.
 
 use std::sync::Arc;
 
 use ampd_http::coding::Coding;
+use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 use super::file::{FileKey, Representation, StaticFile};
 use super::lru::Lru;
@@ -109,7 +111,7 @@ impl HeadCache {
 /// Every header of a `200` that depends on the file alone, in the order nginx sends them.
 fn render(file: &StaticFile, representation: &Representation) -> Vec<u8> {
     let mut head = Vec::with_capacity(256);
-    super::serve::write_representation_headers(
+    write_representation_headers(
         &mut head,
         200,
         file,
@@ -117,4 +119,40 @@ fn render(file: &StaticFile, representation: &Representation) -> Vec<u8> {
         representation.file.size(),
     );
     head
+}
+
+/// The validators and representation fields of a file's head: the same in a `200` from this
+/// cache and in the `304` and `206` heads `serve` writes itself.
+pub(super) fn validator_headers(
+    out: &mut Vec<u8>,
+    file: &StaticFile,
+    representation: &Representation,
+) {
+    write_header(out, "Last-Modified", &representation.last_modified_text);
+    write_header(out, "ETag", &representation.etag);
+    out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+    if file.varies() {
+        out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+    }
+    match representation.coding {
+        Coding::Identity => {}
+        Coding::Gzip => out.extend_from_slice(b"Content-Encoding: gzip\r\n"),
+        Coding::Brotli => out.extend_from_slice(b"Content-Encoding: br\r\n"),
+    }
+}
+
+/// The file-dependent part of a full `200` head, without `Date`/`Connection` and the final
+/// CRLF: what the header cache stores.
+pub fn write_representation_headers(
+    out: &mut Vec<u8>,
+    status: u16,
+    file: &StaticFile,
+    representation: &Representation,
+    content_length: u64,
+) {
+    write_status_line(out, status);
+    out.extend_from_slice(b"Server: ampd\r\n");
+    write_header(out, "Content-Type", file.content_type.as_bytes());
+    write_content_length(out, content_length);
+    validator_headers(out, file, representation);
 }

@@ -23,3 +23,4 @@ pub mod path_cache;
 pub mod resolve;
 pub mod serve;
 pub mod sharded;
+pub mod sink;

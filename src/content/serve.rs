@@ -4,6 +4,8 @@
 //! precompressed siblings (§12.5.3), preconditions in §13.2.2 order, ranges (§14), and the
 //! choice of body source: file cache + `writev` for small files, `sendfile` for large ones
 //! (JAWS §4.3). Writes the head into the caller's buffer and names the body segments.
+//! `Served` is here, not with the vocabulary in `sink.rs`: it carries a `Job`, and `sink.rs` sits
+//! below the jobs (`autoindex`, which a job reads a directory for, writes into a `Sink`).
 //! Must not touch: sockets; the disk except a residency test and reads of resident pages.
 
 use std::collections::hash_map::RandomState;
@@ -19,37 +21,10 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 
 use super::caches::Caches;
 use super::file::{OpenFile, Representation, StaticFile};
+use super::head_cache::validator_headers;
 use super::job::{self, Job};
-use crate::response::{
-    cache_headers, common_headers, date_and_persistence, HeadContext, StatusAnswer,
-};
-
-/// Where the response goes: a head buffer and body segments, in order.
-pub trait Sink {
-    /// Bytes appended here are sent before any body segment pushed after them.
-    fn bytes(&mut self) -> &mut Vec<u8>;
-    fn shared(&mut self, data: Arc<[u8]>, start: usize, end: usize);
-    fn file(&mut self, file: Arc<OpenFile>, start: u64, end: u64);
-}
-
-/// Whether the event loop may block on disk (`sped`) or must hand it to helpers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DiskAccess {
-    Inline,
-    Helpers,
-}
-
-/// Per-response facts that the engine and connection supply.
-#[derive(Debug)]
-pub struct ResponseContext<'a> {
-    /// What every head says (`crate::response`).
-    pub head: HeadContext<'a>,
-    pub disk: DiskAccess,
-    /// `caches.residency_test`: under `DiskAccess::Helpers`, ask the page cache before reading.
-    pub residency_test: bool,
-    pub sendfile_threshold: u64,
-    pub max_ranges: usize,
-}
+use super::sink::{DiskAccess, ResponseContext, Sink};
+use crate::response::{cache_headers, common_headers, date_and_persistence, StatusAnswer};
 
 /// The outcome of `serve_file`.
 #[derive(Debug)]
@@ -326,36 +301,6 @@ fn boundary() -> String {
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u64(0x616d_7064);
     format!("{:016x}", hasher.finish())
-}
-
-fn validator_headers(out: &mut Vec<u8>, file: &StaticFile, representation: &Representation) {
-    write_header(out, "Last-Modified", &representation.last_modified_text);
-    write_header(out, "ETag", &representation.etag);
-    out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
-    if file.varies() {
-        out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
-    }
-    match representation.coding {
-        Coding::Identity => {}
-        Coding::Gzip => out.extend_from_slice(b"Content-Encoding: gzip\r\n"),
-        Coding::Brotli => out.extend_from_slice(b"Content-Encoding: br\r\n"),
-    }
-}
-
-/// The file-dependent part of a full `200` head, without `Date`/`Connection` and the final
-/// CRLF: what the header cache stores.
-pub fn write_representation_headers(
-    out: &mut Vec<u8>,
-    status: u16,
-    file: &StaticFile,
-    representation: &Representation,
-    content_length: u64,
-) {
-    write_status_line(out, status);
-    out.extend_from_slice(b"Server: ampd\r\n");
-    write_header(out, "Content-Type", file.content_type.as_bytes());
-    write_content_length(out, content_length);
-    validator_headers(out, file, representation);
 }
 
 #[cfg(test)]

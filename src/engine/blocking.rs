@@ -31,7 +31,7 @@ use crate::config::Limits;
 use crate::conn::{Context, Ending, Need, Phase};
 use crate::content::caches::Caches;
 use crate::content::job;
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::log::clock::Clock;
 use crate::log::stats::LoopStats;
 use crate::ops::{Control, RunState, ThreadLink};

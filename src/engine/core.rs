@@ -8,9 +8,11 @@
 //! the sweep, the drain and the end), written once. Each engine states its real difference as
 //! the `Driver` methods it implements: how a slot is removed, how a shut connection lingers,
 //! where a job goes, whether it may write now. The blocking engine follows the same rules on
-//! its one `Client` (`client.rs`: `shut`, `write_now`, `linger_read`).
+//! its one `Client` (`client.rs`: `shut`, `write_now`, `linger_read`). It implements no `Driver`:
+//! a worker waits inside each step on one connection it holds, with no slab, events or turns.
 //! Also owns: the pause after `accept` runs out of descriptors (`AcceptPause`) and the drain's
-//! taking of the listen backlog (`take_backlog`), for every engine.
+//! taking of the listen backlog (`take_backlog`), for every engine (the loop, the proactor,
+//! `tpc` and the waiting room of `mt` and `mp`).
 //!
 //! Must not touch: HTTP (`conn`), how an engine waits or moves bytes (its own module).
 
@@ -24,7 +26,7 @@ use super::upstream::{self, IdlePool};
 use crate::conn::{Context, Ending};
 use crate::content::caches::Caches;
 use crate::content::job::{Job, JobDone};
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::log::access::AccessLog;
 use crate::log::clock::Clock;
 use crate::log::stats::LoopStats;

@@ -44,7 +44,7 @@ use ampd_sys::socket;
 
 use crate::config::{Arch, Config, HelperMode, Level, Listen};
 use crate::content::budget::CacheBudget;
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::log::access::LogFile;
 use crate::log::error;
 use crate::ops::{signals, Control, Role, Shared};

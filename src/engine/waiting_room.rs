@@ -23,7 +23,7 @@ use ampd_sys::epoll::{Epoll, Events, Interest};
 use ampd_sys::poll::{self, PollFd};
 
 use super::blocking::{self, Accepted, Connection, OnWait, Served, Worker, TICK};
-use super::core::AcceptPause;
+use super::core::{self, AcceptPause};
 use super::listener::Listener;
 use crate::config::Limits;
 use crate::conn::Phase;
@@ -92,8 +92,10 @@ pub struct WaitingRoom {
     due: Mutex<VecDeque<Box<Connection>>>,
     /// A graceful stop began here (the stop descriptor is no longer watched).
     draining: AtomicBool,
-    /// Still taking connections from the listener (false once a drain found the backlog empty).
+    /// Still taking connections from the listener (false once a drain has taken the backlog).
     accepting: AtomicBool,
+    /// Held by the worker taking the backlog when a drain begins.
+    taking_backlog: Mutex<()>,
 }
 
 impl WaitingRoom {
@@ -124,6 +126,7 @@ impl WaitingRoom {
             due: Mutex::new(VecDeque::new()),
             draining: AtomicBool::new(false),
             accepting: AtomicBool::new(true),
+            taking_backlog: Mutex::new(()),
         })
     }
 
@@ -172,26 +175,27 @@ impl WaitingRoom {
         }
     }
 
-    /// While draining: the backlog first, then the idle parked connections (to be closed);
-    /// `Drained` once nothing is parked; `None` to wait for parked connections whose request is
-    /// still arriving.
+    /// While draining: the backlog first (taken into `due` at once), then the idle parked
+    /// connections (to be closed); `Drained` once nothing is parked or due; `None` to wait for
+    /// parked connections whose request is still arriving.
     fn next_draining(&self, worker: &mut Worker) -> Option<Ready> {
         if self.accepting.load(Ordering::Acquire) {
-            let count = self
-                .listeners
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .len();
-            for which in 0..count {
-                match self.with_listener(which, |listener| worker.accept(listener)) {
-                    Some(Accepted::Client(connection)) => {
-                        return Some(Ready::Connection(connection))
-                    }
-                    Some(Accepted::Skipped) => return Some(Ready::Nothing),
-                    Some(Accepted::Empty | Accepted::Exhausted) | None => {}
+            // One worker takes the backlog (`core::take_backlog`, the rule of every engine) into
+            // `due`, where every worker serves it from; the others wait for it rather than find
+            // the room empty and end.
+            let _taking = lock(&self.taking_backlog);
+            if self.accepting.load(Ordering::Acquire) {
+                {
+                    let listeners = self
+                        .listeners
+                        .read()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    core::take_backlog(&listeners, |listener| {
+                        let accepted = worker.accept(listener);
+                        accepted.map(|connection| lock(&self.due).push_back(connection))
+                    });
                 }
-            }
-            if self.accepting.swap(false, Ordering::AcqRel) {
+                self.accepting.store(false, Ordering::Release);
                 self.close_listener();
             }
         }

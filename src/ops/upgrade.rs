@@ -166,7 +166,7 @@ pub fn start_successor(listeners: &[BorrowedFd<'_>]) -> Result<Pid, Failed> {
         &Passed {
             listeners,
             extra: Some((READY_FD_VAR, ready_out.as_fd())),
-            blocked: super::signals::handled(),
+            blocked: crate::programs::handled_signals(),
         },
     )
     .map_err(|error| Failed::Spawn {

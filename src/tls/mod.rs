@@ -17,6 +17,7 @@
 pub mod acme;
 pub mod client_certificate;
 pub mod context;
+mod pem_errors;
 pub mod session;
 pub mod tickets;
 pub mod validity;

@@ -460,3 +460,36 @@ for_each_arch!(fn after_drain_delay_the_port_refuses_while_requests_finish(arch)
     assert!(body == big, "in-flight body cut short: {} of {} bytes", body.len(), big.len());
     assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0), "{}", server.stderr());
 });
+
+// Requests waiting in the listen backlog when a graceful stop begins were sent before it: every
+// engine takes the backlog (`engine::core::take_backlog`) and answers them, none is reset with
+// the listener. The server is stopped (SIGSTOP) while they connect and send, so that the stop
+// and the waiting connections meet in the same turn.
+for_each_arch!(fn requests_waiting_in_the_backlog_at_a_stop_are_answered(arch) {
+    let root = TempRoot::new();
+    root.outside_file("one/v.txt", "one");
+    let config = versioned(&root, arch, "one", "");
+    let mut server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    assert_eq!(support::http::get(addr, "/v.txt").status, 200);
+    server.signal("STOP");
+    let mut waiting: Vec<Conn> = (0..16)
+        .map(|_| {
+            let mut conn = Conn::open(addr);
+            conn.send(support::http::build_request("GET", "/v.txt", &[]));
+            conn
+        })
+        .collect();
+    server.signal("TERM");
+    server.signal("CONT");
+    for (number, conn) in waiting.iter_mut().enumerate() {
+        conn.set_read_timeout(Duration::from_secs(10));
+        let response = conn
+            .try_read_response("GET")
+            .unwrap_or_else(|error| {
+                panic!("request {number} of the backlog: {error}\n{}", server.stderr())
+            });
+        assert_eq!((response.status, &response.body[..]), (200, &b"one"[..]), "request {number}");
+    }
+    assert_eq!(server.wait_exit(Duration::from_secs(15)), Some(0), "{}", server.stderr());
+});

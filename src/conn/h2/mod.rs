@@ -168,7 +168,7 @@ impl Session {
             self.announced_stop = true;
             self.connection.go_away(ErrorCode::NoError);
         }
-        use crate::content::serve::Sink as _;
+        use crate::content::sink::Sink as _;
         let (handed, more) = loop {
             self.open_deferred(context);
             let handed = self.serve_streams(context);
@@ -590,7 +590,7 @@ impl Session {
     pub(super) fn timed_out(&mut self, output: &mut Output) {
         self.connection.go_away(ErrorCode::NoError);
         self.drop_streams();
-        use crate::content::serve::Sink as _;
+        use crate::content::sink::Sink as _;
         self.connection.write_control(output.bytes());
     }
 

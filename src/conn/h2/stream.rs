@@ -199,6 +199,6 @@ impl Stream {
 }
 
 fn output_bytes(output: &mut Output) -> &mut Vec<u8> {
-    use crate::content::serve::Sink as _;
+    use crate::content::sink::Sink as _;
     output.bytes()
 }

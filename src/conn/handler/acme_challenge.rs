@@ -13,7 +13,7 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 use crate::config::{CertificateSource, Config};
 use crate::conn::reply::response_context;
 use crate::conn::{Conn, Context, Exchange, Job, Outcome};
-use crate::content::serve::Sink;
+use crate::content::sink::Sink;
 use crate::response::common_headers;
 use crate::tls::acme;
 

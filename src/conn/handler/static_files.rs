@@ -13,7 +13,8 @@ use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::content::path_cache::Lookup;
-use crate::content::serve::{self, DiskAccess, Served};
+use crate::content::serve::{self, Served};
+use crate::content::sink::DiskAccess;
 use crate::response::StatusAnswer;
 use std::sync::Arc;
 

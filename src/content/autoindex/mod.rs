@@ -19,7 +19,7 @@ use ampd_http::response::{write_content_length, write_header, write_status_line}
 
 pub use super::listing::{DirEntry, Listing};
 use super::path::{self, CleanPath, PathOptions};
-use super::serve::{ResponseContext, Sink};
+use super::sink::{ResponseContext, Sink};
 use crate::response::{cache_headers, common_headers, StatusAnswer};
 
 /// Whether a link to `name` in a listing would fetch it: the name survives the server's own path

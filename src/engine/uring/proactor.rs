@@ -21,7 +21,7 @@ use crate::content::budget::CacheBudget;
 use crate::content::caches::Caches;
 use crate::content::file::FileKey;
 use crate::content::job::{Job, JobDone};
-use crate::content::serve::DiskAccess;
+use crate::content::sink::DiskAccess;
 use crate::engine::client::{Accepted, Client};
 use crate::engine::core::{self, Core, Driver};
 use crate::engine::helpers::{Helpers, PoolSize, Token};

@@ -65,7 +65,7 @@ impl Https {
                     format!(
                         "ca_root {}: {}",
                         path.display(),
-                        super::super::context::pem_reason(&error)
+                        super::super::pem_errors::pem_reason(&error)
                     )
                 })?;
             let (added, _) = roots.add_parsable_certificates(certificates);

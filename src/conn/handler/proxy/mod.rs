@@ -42,7 +42,7 @@ use crate::conn::{
 use crate::content::file::Resolution;
 use crate::content::path::{self, CleanPath};
 use crate::content::path_cache::Lookup;
-use crate::content::serve::Sink;
+use crate::content::sink::Sink;
 use crate::response::Persistence;
 use crate::site::Route;
 use crate::upstream::{BalanceKey, Pick, Pool, Report, ServerId};

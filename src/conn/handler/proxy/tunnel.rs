@@ -9,7 +9,7 @@ use ampd_http::upstream::ResponseHead;
 use super::{head, Proxy, Stage, Step, HIGH_WATER};
 use crate::conn::upstream::Release;
 use crate::conn::{Conn, Context, Ending, Need, State};
-use crate::content::serve::Sink;
+use crate::content::sink::Sink;
 use crate::upstream::Report;
 
 impl Conn {

@@ -6,11 +6,14 @@
 //! Owns: those engine-specific steps. Must not touch: HTTP; receiving and sending
 //! (`proactor.rs`, `send.rs`); the policy itself (`engine::core::Driver`).
 
+use std::os::fd::AsFd;
 use std::time::Instant;
+
+use ampd_sys::socket;
 
 use super::{InFlight, Proactor, Sending, Slot, SWEEP};
 use crate::conn::Phase;
-use crate::engine::core::{Core, Driver, Follow};
+use crate::engine::core::{self, Core, Driver, Follow};
 use crate::engine::slab::Slab;
 
 impl Proactor {
@@ -32,9 +35,10 @@ impl Proactor {
         }
     }
 
-    /// A graceful stop began: stop accepting, and close idle connections (what they sent before
-    /// is already in; a request that raced the stop is answered, with `Connection: close`).
-    /// The backlog is taken by the multishot accepts until their cancellation completes.
+    /// A graceful stop began: stop accepting, take what waits in the listen backlog (it was sent
+    /// before the stop: `core::take_backlog`, as every engine does), and close idle connections
+    /// (what they sent before is already in; a request that raced the stop is answered, with
+    /// `Connection: close`). What the cancelled multishot accepts still complete with is served.
     fn begin_drain(&mut self) {
         // The op stays recorded until its final completion (`accepted`).
         for armed in &mut self.accept_ops {
@@ -44,7 +48,26 @@ impl Proactor {
                 }
             }
         }
-        self.listeners.clear();
+        // Taken with `accept`, which must find the backlog empty rather than wait: the ring's
+        // listeners are blocking (`run`) for its own accepts, which are cancelled now. The
+        // flag is on the socket an upgrade's successor shares, so it is put back at once.
+        let listeners: Vec<_> = std::mem::take(&mut self.listeners)
+            .into_iter()
+            .filter(|listener| socket::set_nonblocking(listener.as_fd(), true).is_ok())
+            .collect();
+        core::take_backlog(&listeners, |listener| {
+            let accepted = self.core.door().accept(listener);
+            accepted.map(|client| {
+                // The ring's receives and sends wait on a blocking socket, as the multishot
+                // accept makes them; on a non-blocking one they complete with `EAGAIN`.
+                if socket::set_nonblocking(client.fd.as_fd(), false).is_ok() {
+                    self.admit(*client);
+                }
+            })
+        });
+        for listener in &listeners {
+            let _ = socket::set_nonblocking(listener.as_fd(), false);
+        }
         self.close_drained();
     }
 
