@@ -11,6 +11,7 @@ pub mod conn;
 pub mod content;
 pub mod engine;
 pub mod log;
+pub mod mime;
 pub mod ops;
 pub mod programs;
 pub mod response;

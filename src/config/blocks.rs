@@ -15,7 +15,7 @@ use super::load::{ConfigError, Loaded, Loader};
 use super::merge::{self, Partial, Unfinished};
 use super::raw::{RawAuth, RawBlock};
 use super::targets::FASTCGI_PASS_FORMS;
-use super::text::{is_token_byte, plain, position};
+use super::text::{plain, position};
 use super::{AddressRange, BasicAuth, HandlerKind, HostName, Location, Redirect, Site};
 
 impl Loader<'_> {
@@ -307,7 +307,7 @@ impl Loader<'_> {
         if let Some(headers) = &block.headers {
             let mut list = Vec::new();
             for (name, value) in headers.get_ref() {
-                if name.is_empty() || !name.bytes().all(is_token_byte) {
+                if !ampd_http::is_token(name.as_bytes()) {
                     return Err(self.error(
                         headers.span(),
                         &key("headers"),

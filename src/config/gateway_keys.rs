@@ -18,9 +18,9 @@ use super::merge::Partial;
 use super::pool_table::PoolUse;
 use super::raw::RawBlock;
 use super::targets::{parse_fastcgi_pass, FastCgiTarget, FASTCGI_PASS_FORMS};
-use super::text::is_token_byte;
 use super::upstream::UpstreamProtocol;
 use super::HandlerKind;
+use ampd_http::is_token;
 
 impl Loader<'_> {
     /// A table of names and text values (`params`, an application's `env`): every name passes
@@ -92,7 +92,7 @@ impl Loader<'_> {
             partial.script = Some(self.url_path(value, &key("script"))?);
         }
         if let Some(params) = &block.params {
-            let is_name = |name: &str| !name.is_empty() && name.bytes().all(is_token_byte);
+            let is_name = |name: &str| is_token(name.as_bytes());
             partial.params = Some(self.named_values(
                 params,
                 &key("params"),

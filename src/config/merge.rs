@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::content::mime::TypeOptions;
+use crate::mime::TypeOptions;
 
 use super::gateway::{CgiSettings, FastCgiSettings, ScriptSettings};
 use super::pools::ProxyPass;

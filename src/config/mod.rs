@@ -36,8 +36,7 @@ use std::time::Duration;
 pub use gateway::{Application, CgiLimits, CgiSettings, FastCgiSettings, ScriptSettings};
 pub use load::{check_file, load_file, pid_file_setting, ConfigError};
 pub use text::{
-    is_token_byte, missing_file_hint, parse_duration, parse_listen, parse_size, plain, size_hint,
-    LISTEN_FORMS,
+    missing_file_hint, parse_duration, parse_listen, parse_size, plain, size_hint, LISTEN_FORMS,
 };
 pub use tls::{
     AcmeChallenge, AcmeSettings, CertificateFiles, CertificateSource, ClientCertificates, Hsts,
@@ -199,7 +198,7 @@ pub struct StaticOptions {
     pub routed_indexes: Vec<String>,
     /// Extension → `Content-Type` (`[types]`, `types_file`, the built-in table), the
     /// location's `default_type` and `charset`.
-    pub types: crate::content::mime::TypeOptions,
+    pub types: crate::mime::TypeOptions,
 }
 
 /// The three Flash caches (§5.2–5.4) and the residency test (§5.7), each of which can be
@@ -658,7 +657,7 @@ impl LocationSettings {
                 precompressed: true,
                 script_indexes: Vec::new(),
                 routed_indexes: Vec::new(),
-                types: crate::content::mime::TypeOptions::default(),
+                types: crate::mime::TypeOptions::default(),
             },
             alias: false,
             headers: Vec::new(),

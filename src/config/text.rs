@@ -215,12 +215,6 @@ pub(super) fn edit_distance(left: &str, right: &str) -> usize {
     row[right.len()]
 }
 
-/// RFC 9110 §5.6.2 `tchar`: what a header name is made of.
-#[must_use]
-pub fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
-}
-
 /// An I/O error's message without Rust's "(os error N)" suffix.
 #[must_use]
 pub fn plain(error: &std::io::Error) -> String {

@@ -2,14 +2,14 @@
 //! format), and a block's `default_type` and `charset` (inherited site → location).
 //!
 //! Owns: reading these keys, with errors naming the configuration's (or the types file's) line
-//! and key. Must not touch: lookups (`content::mime`).
+//! and key. Must not touch: lookups (`mime`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use toml::Spanned;
 
-use crate::content::mime::{self, TypeTable};
+use crate::mime::{self, TypeTable};
 
 use super::load::{ConfigError, Loaded, Loader};
 use super::merge::{Charset, Partial};
@@ -90,7 +90,7 @@ impl Loader<'_> {
             let name = value.get_ref();
             partial.charset = Some(if name.eq_ignore_ascii_case("off") {
                 Charset::Off
-            } else if !name.is_empty() && name.bytes().all(super::is_token_byte) {
+            } else if ampd_http::is_token(name.as_bytes()) {
                 Charset::Named(name.clone())
             } else {
                 return Err(self.hinted(

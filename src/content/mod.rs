@@ -1,4 +1,4 @@
-//! Static content: path translation, MIME types, directory listings and the three Flash caches.
+//! Static content: path translation, directory listings and the three Flash caches.
 //!
 //! Owns: turning a request path into a file on disk (safely), the caches of that work, and the
 //! static-file response (`serve`).
@@ -17,7 +17,6 @@ pub mod job;
 pub mod listing;
 pub mod lru;
 pub mod memory;
-pub mod mime;
 pub mod path;
 pub mod path_cache;
 pub mod resolve;

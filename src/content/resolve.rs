@@ -541,7 +541,7 @@ mod tests {
                 precompressed,
                 script_indexes: Vec::new(),
                 routed_indexes: Vec::new(),
-                types: crate::content::mime::TypeOptions::default(),
+                types: crate::mime::TypeOptions::default(),
             })
             .unwrap()
         }

@@ -29,9 +29,9 @@ use ampd_sys::{child, socket, unix};
 use crate::config::StaticOptions;
 use crate::content::file::{FileKey, OpenFile, Representation, Resolution, Resolved, StaticFile};
 use crate::content::job::{self, Job, JobDone};
-use crate::content::mime::{self, TypeOptions, TypeTable};
 use crate::content::path::CleanPath;
 use crate::content::resolve::{self, Basis, DocRoot, Revalidated};
+use crate::mime::{self, TypeOptions, TypeTable};
 
 /// The hidden subcommand a helper process runs.
 pub const SUBCOMMAND: &str = "__helper";

@@ -857,7 +857,7 @@ mod tests {
             precompressed: false,
             script_indexes: Vec::new(),
             routed_indexes: Vec::new(),
-            types: crate::content::mime::TypeOptions::default(),
+            types: crate::mime::TypeOptions::default(),
         })
         .unwrap();
         let job = Job::Resolve {

@@ -297,7 +297,7 @@ impl Sites {
                                     precompressed: false,
                                     script_indexes: Vec::new(),
                                     routed_indexes: Vec::new(),
-                                    types: crate::content::mime::TypeOptions::default(),
+                                    types: crate::mime::TypeOptions::default(),
                                 };
                                 Some(Arc::new(DocRoot::open(options).map_err(|error| {
                                     BuildError::Root {
@@ -525,7 +525,7 @@ fn script_options(root: std::path::PathBuf) -> StaticOptions {
         precompressed: false,
         script_indexes: Vec::new(),
         routed_indexes: Vec::new(),
-        types: crate::content::mime::TypeOptions::default(),
+        types: crate::mime::TypeOptions::default(),
     }
 }
 

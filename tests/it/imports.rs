@@ -1,5 +1,5 @@
 //! Dependencies point one way (docs/architecture.md): a module under `src/` may only name the
-//! modules to its left in `sync → config → log → programs → response → content → upstream → tls
+//! modules to its left in `sync → mime → config → log → programs → response → content → upstream → tls
 //! → site → conn → ops → engine → cli`. In particular `tls` never imports `conn` (a TLS session
 //! is a byte interface the connection side drives), `conn` never imports `ops` or `engine`, and
 //! `ops` never imports `engine`. `cli` is the binary's (`src/main.rs`), which names the library's
@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
-const ORDER: [&str; 13] = [
-    "sync", "config", "log", "programs", "response", "content", "upstream", "tls", "site", "conn",
-    "ops", "engine", "cli",
+const ORDER: [&str; 14] = [
+    "sync", "mime", "config", "log", "programs", "response", "content", "upstream", "tls", "site",
+    "conn", "ops", "engine", "cli",
 ];
 
 /// Where the binary's modules (`src/main.rs`, `src/cli/`) sit in the module tree: under one

@@ -68,3 +68,4 @@ pub use range::{parse_range, ByteRange, RangeOutcome};
 pub use request::{
     split_target, BodyFraming, HeadParser, Header, Limits, Method, Parse, RequestHead, Version,
 };
+pub use token::{is_tchar, is_token};

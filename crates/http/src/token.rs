@@ -47,13 +47,13 @@ static FIELD_VALUE: [bool; 256] = {
 
 /// Whether `b` may appear in a token (method, field name, coding name).
 #[inline]
-pub(crate) fn is_tchar(b: u8) -> bool {
+pub fn is_tchar(b: u8) -> bool {
     TCHAR[usize::from(b)]
 }
 
 /// Whether `bytes` is a non-empty token.
 #[inline]
-pub(crate) fn is_token(bytes: &[u8]) -> bool {
+pub fn is_token(bytes: &[u8]) -> bool {
     !bytes.is_empty() && bytes.iter().all(|&b| is_tchar(b))
 }
 

@@ -75,7 +75,7 @@ impl Default for CompressibleTypes {
 }
 
 fn is_token(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(crate::config::is_token_byte)
+    ampd_http::is_token(text.as_bytes())
 }
 
 impl CompressibleTypes {

@@ -269,7 +269,7 @@ pub fn intern(value: &str) -> &'static str {
 /// optional `; name=value` parameters, no control characters.
 #[must_use]
 pub fn is_media_type(value: &str) -> bool {
-    let token = |text: &str| !text.is_empty() && text.bytes().all(crate::config::is_token_byte);
+    let token = |text: &str| ampd_http::is_token(text.as_bytes());
     let mut pieces = value.split(';');
     let essence = pieces.next().unwrap_or_default().trim();
     let Some((kind, subtype)) = essence.split_once('/') else {
