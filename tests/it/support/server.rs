@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -136,6 +137,9 @@ pub struct Server {
     addr: SocketAddr,
     ready_line: String,
     stderr: Arc<Mutex<String>>,
+    /// The stderr reader met the pipe's end: everything ampd (and the programs that share its
+    /// stderr) wrote is in `stderr`.
+    stderr_ended: Arc<AtomicBool>,
 }
 
 impl Server {
@@ -163,7 +167,7 @@ impl Server {
             .spawn()
             .unwrap_or_else(|error| panic!("cannot spawn {}: {error}", binary()));
         let stderr = Arc::new(Mutex::new(String::new()));
-        drain_into(
+        let stderr_ended = drain_into(
             child.stderr.take().expect("piped stderr"),
             Arc::clone(&stderr),
         );
@@ -189,6 +193,7 @@ impl Server {
                             addr,
                             ready_line: text,
                             stderr,
+                            stderr_ended,
                         };
                     }
                 }
@@ -196,8 +201,7 @@ impl Server {
                     let status = child.try_wait().ok().flatten();
                     let _ = child.kill();
                     let _ = child.wait();
-                    // Give the stderr drainer a moment to finish (bounded).
-                    thread::sleep(Duration::from_millis(50));
+                    wait_flag(&stderr_ended, STDERR_AFTER_EXIT);
                     panic!(
                         "ampd {line:?} printed no ready line within {READY_TIMEOUT:?} \
                          (exit status: {status:?}); stderr:\n{}",
@@ -240,6 +244,8 @@ impl Server {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
+                // Its last lines may still be in the pipe: read them before a test looks.
+                wait_flag(&self.stderr_ended, STDERR_AFTER_EXIT);
                 return Some(status.code().unwrap_or(-1));
             }
             thread::sleep(Duration::from_millis(10));
@@ -296,7 +302,23 @@ pub fn parse_ready_line(line: &str) -> Option<SocketAddr> {
     rest[..end].parse().ok()
 }
 
-fn drain_into(mut source: impl Read + Send + 'static, sink: Arc<Mutex<String>>) {
+/// How long, after ampd exits, its stderr may take to reach its end: a program it started
+/// that outlives it keeps the pipe open, and then the wait gives up.
+const STDERR_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// Waits (bounded) until `flag` is set.
+fn wait_flag(flag: &AtomicBool, within: Duration) {
+    let deadline = Instant::now() + within;
+    while !flag.load(Ordering::Acquire) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Appends what `source` yields to `sink` on a thread of its own; the flag returned is set at
+/// the end of `source`.
+fn drain_into(mut source: impl Read + Send + 'static, sink: Arc<Mutex<String>>) -> Arc<AtomicBool> {
+    let ended = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&ended);
     thread::spawn(move || {
         let mut chunk = [0u8; 4096];
         loop {
@@ -308,7 +330,9 @@ fn drain_into(mut source: impl Read + Send + 'static, sink: Arc<Mutex<String>>) 
                     .push_str(&String::from_utf8_lossy(&chunk[..n])),
             }
         }
+        flag.store(true, Ordering::Release);
     });
+    ended
 }
 
 /// Runs `curl` with the given arguments (plus `--max-time 20`), returning its output.
