@@ -18,6 +18,7 @@ use std::sync::Arc;
 use ampd_sys::errno;
 use ampd_sys::uring::Ring;
 
+use super::event_loop::PagesInFlight;
 use super::listener::Listener;
 use crate::content::budget::CacheBudget;
 use crate::ops::Control;
@@ -81,6 +82,9 @@ pub fn run(control: &Arc<Control>, mut sets: Vec<Vec<Listener>>) -> io::Result<(
     let rings = sets.len();
     let budget = CacheBudget::of(&control.current().config, rings, rings);
     let last = sets.pop().expect("at least one listener set");
+    // One table for all rings: a file one ring's helper is reading in is not resident for
+    // another ring's `sendfile` either.
+    let pages_in_flight = Arc::new(PagesInFlight::default());
     let mut handles = Vec::new();
     for (index, listeners) in sets.into_iter().enumerate() {
         let control = control.clone();
@@ -89,12 +93,17 @@ pub fn run(control: &Arc<Control>, mut sets: Vec<Vec<Listener>>) -> io::Result<(
                 .name(format!("uring-{index}"))
                 .spawn({
                     let budget = budget.clone();
-                    move || proactor::run(format!("uring-{index}"), control, listeners, &budget)
+                    let pages_in_flight = pages_in_flight.clone();
+                    move || {
+                        let name = format!("uring-{index}");
+                        proactor::run(name, control, listeners, &budget, pages_in_flight)
+                    }
                 })?,
         );
     }
     let index = handles.len();
-    proactor::run(format!("uring-{index}"), control.clone(), last, &budget)?;
+    let name = format!("uring-{index}");
+    proactor::run(name, control.clone(), last, &budget, pages_in_flight)?;
     for handle in handles {
         handle
             .join()

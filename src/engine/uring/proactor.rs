@@ -24,6 +24,7 @@ use crate::content::job::{Job, JobDone};
 use crate::content::serve::DiskAccess;
 use crate::engine::client::{Accepted, Client};
 use crate::engine::core::{self, Core, Driver};
+use crate::engine::event_loop::PagesInFlight;
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::listener::{Endpoint, Listener};
 use crate::engine::slab::{Kind, Slab};
@@ -101,6 +102,9 @@ struct Proactor {
     ready: VecDeque<usize>,
     /// Send buffers given back by finished sends, for reuse.
     spare: Vec<Vec<u8>>,
+    /// Files the rings' helpers are paging in: their pages count as cached before they are
+    /// read, so a residency test cannot vouch for them (`engine::event_loop::page_ins`).
+    pages_in_flight: Arc<PagesInFlight>,
 }
 
 /// Run one proactor until a graceful stop has drained it (or a stop).
@@ -113,6 +117,7 @@ pub fn run(
     control: Arc<Control>,
     listeners: Vec<Listener>,
     cache_budget: &CacheBudget,
+    pages_in_flight: Arc<PagesInFlight>,
 ) -> io::Result<()> {
     // Only the ring does I/O on it: blocking, so the kernel arms a poll rather than fail EAGAIN.
     for listener in &listeners {
@@ -135,6 +140,7 @@ pub fn run(
         helpers,
         ready: VecDeque::new(),
         spare: Vec::new(),
+        pages_in_flight,
     };
     proactor.arm_accept();
     proactor
@@ -374,6 +380,9 @@ impl Proactor {
         let mut completions: Vec<(Token, JobDone)> = Vec::new();
         self.helpers.completed(&mut completions);
         for (token, done) in completions {
+            if let JobDone::PagedIn { key, .. } = done {
+                self.pages_in_flight.finished(key);
+            }
             let Some((index, _)) = self.slots.resolve(token) else {
                 continue;
             };

@@ -14,6 +14,7 @@
 use std::io;
 use std::os::fd::AsFd;
 
+use ampd_sys::errno;
 use ampd_sys::io as sysio;
 use ampd_sys::uring::{Completion, SendPart};
 
@@ -39,6 +40,7 @@ impl Proactor {
                 self.spare.push(buffer);
             }
         }
+        let writable_tag = self.tag(index, Kind::Writable);
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
@@ -50,6 +52,11 @@ impl Proactor {
                 slot.client.clock.sent(sent as u64);
                 self.note_phase(index, sent > 0);
                 self.ready.push_back(index);
+            }
+            // The socket is nonblocking: where the kernel does not wait for room itself, the
+            // output is still queued, and goes again once a poll says there is room.
+            Err(_) if errno::would_block(completion.result) => {
+                self.await_room(index, writable_tag);
             }
             Err(_) => self.close(index),
         }
@@ -129,14 +136,17 @@ impl Proactor {
                     .paged_in
                     .is_some_and(|(paged, end)| paged == key && range.offset + len <= end);
                 let residency_test = self.core.serving.generation.config.caches.residency_test;
-                let resident =
-                    residency_test && serve::range_resident(range.file, range.offset, len);
+                // A range a helper is still reading in counts as resident before it is.
+                let resident = residency_test
+                    && !self.pages_in_flight.reading(&key)
+                    && serve::range_resident(range.file, range.offset, len);
                 if trusted && !residency_test {
                     // As the event loop: without the test a page-in vouches only for the
                     // records sealed right after it.
                     slot.io.paged_in = None;
                 }
                 if !trusted && !resident {
+                    self.pages_in_flight.started(key);
                     let job = Job::PageIn {
                         file: range.file.clone(),
                         offset: range.offset,
@@ -190,6 +200,41 @@ impl Proactor {
         if slot.client.tls.is_some() {
             return self.start_send_tls(index);
         }
+        if slot.client.conn.output.front_file().is_none()
+            && slot.client.conn.output.file_follows_memory()
+        {
+            // The head of a file response goes from here with `MSG_MORE`, so that it leaves
+            // with the body's first segment, as under the event loop: on the ring it would
+            // cost a packet and a turn of its own before the body's `sendfile`.
+            let slices = slot.client.conn.output.memory_slices();
+            let pending: usize = slices.iter().map(|slice| slice.len()).sum();
+            let sent = sysio::send_vectored(
+                slot.client.fd.as_fd(),
+                &slices,
+                sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT | sysio::MSG_MORE,
+            );
+            drop(slices);
+            let full = match sent {
+                Ok(sent) => {
+                    slot.client.conn.output.advance(sent as u64);
+                    slot.client.clock.sent(sent as u64);
+                    self.note_phase(index, sent > 0);
+                    sent < pending
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => true,
+                Err(_) => {
+                    self.close(index);
+                    return false;
+                }
+            };
+            if full {
+                let writable_tag = self.tag(index, Kind::Writable);
+                return self.await_room(index, writable_tag);
+            }
+        }
+        let Some(slot) = self.slots.get_mut(index) else {
+            return false;
+        };
         if slot.client.conn.output.front_file().is_some() {
             if !self.send_file(index) {
                 return false;
@@ -264,9 +309,10 @@ impl Proactor {
                 range.file,
                 (range.offset, len),
                 trusted,
-                false,
+                self.pages_in_flight.reading(&key),
                 residency_test,
             ) {
+                self.pages_in_flight.started(key);
                 let job = Job::PageIn {
                     file: range.file.clone(),
                     offset: range.offset,
