@@ -281,13 +281,14 @@ impl Proactor {
     }
 
     /// `sendfile` the file range at the front of the output until the socket is full, the
-    /// range ends, or this turn's `SEND_CHUNK` is spent (others go first, then it continues),
+    /// range ends, or this turn's `send.send_chunk` is spent (others go first, then it
+    /// continues; as under the event loop),
     /// handing the range to a helper first when its pages are not resident (Flash §5.4: the
     /// ring thread never waits on the disk). Returns false if the connection had to be closed.
     fn send_file(&mut self, index: usize) -> bool {
         let writable_tag = self.tag(index, Kind::Writable);
         let residency_test = self.core.serving.generation.config.caches.residency_test;
-        let mut budget = SEND_CHUNK as u64;
+        let mut budget = self.core.serving.generation.config.send.send_chunk as u64;
         loop {
             let Some(slot) = self.slots.get_mut(index) else {
                 return false;
