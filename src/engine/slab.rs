@@ -37,20 +37,12 @@ pub enum Kind {
     Upstream,
     /// The proactor's send (`writev`) to the client.
     Send,
-    /// The proactor's splice from a file into the connection's pipe.
-    SpliceIn,
-    /// The proactor's splice from the pipe to the client.
-    SpliceOut,
+    /// The proactor's poll for room in the client's socket, after its `sendfile` filled it.
+    Writable,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
-        Kind::Connection,
-        Kind::Upstream,
-        Kind::Send,
-        Kind::SpliceIn,
-        Kind::SpliceOut,
-    ];
+    const ALL: [Kind; 4] = [Kind::Connection, Kind::Upstream, Kind::Send, Kind::Writable];
 
     fn bits(self) -> u64 {
         self as u64

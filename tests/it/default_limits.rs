@@ -11,10 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
 
-/// Within a few seconds under most engines; `uring`'s splices report their bytes only when they
-/// end, so it may grant the one in flight the time it takes at the minimum rate (16 KiB at
-/// 1 KiB/s). Without a default rate such a reader would live for the whole 60 s send timeout
-/// after each bit of progress, that is for ever.
+/// Within a few seconds under every engine (4–6 s at the default 1 KiB/s); the rest is margin for
+/// a busy machine. Without a default rate such a reader would live for the whole 60 s send
+/// timeout after each bit of progress, that is for ever.
 const CUT_WITHIN: Duration = Duration::from_secs(25);
 
 for_each_arch!(fn slow_readers_are_cut_off_by_default(arch) {

@@ -39,6 +39,13 @@ pub fn no_provided_buffer(completion_result: i32) -> bool {
     completion_result == -libc::ENOBUFS
 }
 
+/// An io_uring operation on a nonblocking socket found it full or empty (`EAGAIN`, negated in
+/// the completion's result): no progress, not an error.
+#[must_use]
+pub fn would_block(completion_result: i32) -> bool {
+    completion_result == -libc::EAGAIN
+}
+
 /// An io_uring operation ended because it was cancelled (`ECANCELED`, negated in the
 /// completion): not a fault of its descriptor.
 pub fn cancelled(completion_result: i32) -> bool {

@@ -71,7 +71,6 @@ enum Kind {
     Accept,
     Receive,
     Send,
-    Splice,
     Poll,
 }
 
@@ -369,13 +368,15 @@ impl Ring {
     }
 
     /// Accept connections on `listener` until cancelled or an error ends it (multishot, 5.19).
-    /// Accepted sockets are close-on-exec and blocking: only the ring does I/O on them.
+    /// Accepted sockets are close-on-exec and nonblocking: the ring's own operations on them
+    /// still wait for the socket (the kernel arms a poll: sockets support `NOWAIT`), and a
+    /// `sendfile` of the caller's ends when the socket is full instead of holding up its thread.
     ///
     /// # Errors
     /// The submission queue cannot be flushed.
     pub fn accept_multishot(&mut self, listener: BorrowedFd<'_>, tag: Tag) -> io::Result<OpId> {
         let entry = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd()))
-            .flags(libc::SOCK_CLOEXEC)
+            .flags(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK)
             .build();
         self.start(entry, tag, Kind::Accept, Memory::None)
     }
@@ -421,33 +422,6 @@ impl Ring {
         )
         .build();
         self.start(entry, tag, Kind::Send, Memory::Send { parts, iovecs })
-    }
-
-    /// `splice(2)` up to `len` bytes from `from` (at `from_offset`, or the pipe's current
-    /// position for `None`) to `to`. One end must be a pipe. Runs on the kernel's worker
-    /// threads when it would block, so a file read from a slow disk does not hold up the ring.
-    ///
-    /// # Errors
-    /// The submission queue cannot be flushed.
-    pub fn splice(
-        &mut self,
-        from: BorrowedFd<'_>,
-        from_offset: Option<u64>,
-        to: BorrowedFd<'_>,
-        len: u32,
-        tag: Tag,
-    ) -> io::Result<OpId> {
-        let offset = from_offset.map_or(-1, |offset| i64::try_from(offset).unwrap_or(i64::MAX));
-        let entry = opcode::Splice::new(
-            types::Fd(from.as_raw_fd()),
-            offset,
-            types::Fd(to.as_raw_fd()),
-            -1,
-            len,
-        )
-        .flags(libc::SPLICE_F_MOVE)
-        .build();
-        self.start(entry, tag, Kind::Splice, Memory::None)
     }
 
     /// Report each time `fd` becomes readable, until cancelled (multishot poll).
@@ -741,6 +715,45 @@ mod tests {
         assert!(poll_events(hangup.result).error_or_hangup);
         assert_eq!(poll_events(-libc::ECANCELED), PollEvents::default());
         assert_eq!(ring.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_send_to_a_full_accepted_socket_waits_for_room() {
+        let Ok(mut ring) = Ring::new(16, 4, 1024) else {
+            return;
+        };
+        let listener = listen_tcp("127.0.0.1:0".parse().unwrap(), false, 16).unwrap();
+        crate::socket::set_nonblocking(listener.as_fd(), false).unwrap();
+        let addr = local_addr(listener.as_fd()).unwrap();
+        ring.accept_multishot(listener.as_fd(), 1).unwrap();
+        let mut client = TcpStream::connect(addr).unwrap();
+        let mut out = Vec::new();
+        let socket = wait_for(&mut ring, &mut out, 1)
+            .accepted
+            .expect("a connection");
+        // Fill the socket: the client reads nothing yet.
+        let filler = vec![b'f'; 64 << 10];
+        let mut queued = 0;
+        while let Ok(sent) = crate::io::send(socket.as_fd(), &filler, libc::MSG_DONTWAIT) {
+            queued += sent;
+        }
+        ring.send(socket.as_fd(), vec![SendPart::Owned(b"tail".to_vec())], 2)
+            .unwrap();
+        ring.submit_and_wait(Some(Duration::from_millis(50)))
+            .unwrap();
+        ring.completions(&mut out);
+        if let Some(early) = out.iter().find(|done| done.tag == 2) {
+            panic!(
+                "a send to a full socket completed at once: {}",
+                early.result
+            );
+        }
+        let mut drained = vec![0u8; queued];
+        client.read_exact(&mut drained).unwrap();
+        assert_eq!(wait_for(&mut ring, &mut out, 2).result, 4);
+        let mut tail = [0u8; 4];
+        client.read_exact(&mut tail).unwrap();
+        assert_eq!(&tail, b"tail");
     }
 
     #[test]

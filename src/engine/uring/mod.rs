@@ -1,9 +1,10 @@
 //! `uring`: a proactor on io_uring (JAWS's asynchronous dispatch, AFPA's batching). Each ring
 //! thread starts operations and reacts to their completions: a multishot accept, a multishot
 //! receive per connection into provided buffers, one `writev` per connection for everything
-//! queued (pipelined responses together), file data by `splice` through a pipe (run by the
-//! kernel's workers, so a slow disk holds up no ring), and all submissions of a turn in one
-//! `io_uring_enter`. Path translation and small-file loads go to helpers, as under `amped`.
+//! queued (pipelined responses together), file data by `sendfile` from the ring thread once
+//! its pages are resident (`proactor/send.rs`), and all submissions of a turn in one
+//! `io_uring_enter`. Path translation, small-file loads and page-ins go to helpers, as under
+//! `amped`, so a slow disk holds up no ring.
 //!
 //! Owns: probing for io_uring (and the reason it is unavailable), starting one ring per
 //! `SO_REUSEPORT` listener. Must not touch: HTTP (`conn`), the ring's memory rules
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use ampd_sys::errno;
 use ampd_sys::uring::Ring;
 
+use super::event_loop::PagesInFlight;
 use super::listener::Listener;
 use crate::content::budget::CacheBudget;
 use crate::ops::Control;
@@ -81,6 +83,9 @@ pub fn run(control: &Arc<Control>, mut sets: Vec<Vec<Listener>>) -> io::Result<(
     let rings = sets.len();
     let budget = CacheBudget::of(&control.current().config, rings, rings);
     let last = sets.pop().expect("at least one listener set");
+    // One table for all rings: a file one ring's helper is reading in is not resident for
+    // another ring's `sendfile` either.
+    let pages_in_flight = Arc::new(PagesInFlight::default());
     let mut handles = Vec::new();
     for (index, listeners) in sets.into_iter().enumerate() {
         let control = control.clone();
@@ -89,12 +94,17 @@ pub fn run(control: &Arc<Control>, mut sets: Vec<Vec<Listener>>) -> io::Result<(
                 .name(format!("uring-{index}"))
                 .spawn({
                     let budget = budget.clone();
-                    move || proactor::run(format!("uring-{index}"), control, listeners, &budget)
+                    let pages_in_flight = pages_in_flight.clone();
+                    move || {
+                        let name = format!("uring-{index}");
+                        proactor::run(name, control, listeners, &budget, pages_in_flight)
+                    }
                 })?,
         );
     }
     let index = handles.len();
-    proactor::run(format!("uring-{index}"), control.clone(), last, &budget)?;
+    let name = format!("uring-{index}");
+    proactor::run(name, control.clone(), last, &budget, pages_in_flight)?;
     for handle in handles {
         handle
             .join()

@@ -2,13 +2,13 @@
 //! `ops::Control` like an event loop (its waker is polled by the ring).
 //!
 //! Owns: the connection slab, the operations each connection has in flight (at most one
-//! receive, one send or splice), and turning completions into `Conn` progress.
+//! receive, one send or poll for room), and turning completions into `Conn` progress.
 //! Lifecycle, timeouts and counters are in `proactor/lifecycle.rs`, sending in `proactor/send.rs`.
 //! Must not touch: HTTP (`conn`), ring memory (`ampd_sys::uring`).
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ use crate::content::job::{Job, JobDone};
 use crate::content::sink::DiskAccess;
 use crate::engine::client::{Accepted, Client};
 use crate::engine::core::{self, Core, Driver};
+use crate::engine::event_loop::PagesInFlight;
 use crate::engine::helpers::{Helpers, PoolSize, Token};
 use crate::engine::listener::{Endpoint, Listener};
 use crate::engine::slab::{Kind, Slab};
@@ -45,10 +46,9 @@ const WAKER: u64 = u64::MAX - 3;
 /// below).
 const ACCEPT: u64 = u64::MAX - 4;
 
-/// Most bytes one send or splice moves, so one fast client of a large file cannot starve the rest.
+/// Most bytes one send (or one turn's `sendfile`s) moves, so one fast client of a large file
+/// cannot starve the rest.
 const SEND_CHUNK: usize = 256 << 10;
-/// Pipe capacity for splicing file data.
-const PIPE_SIZE: usize = 256 << 10;
 /// Received-but-unparsed input past which receiving pauses (a client that sends faster than it
 /// reads cannot make us buffer without bound).
 const INPUT_HIGH_WATER: usize = 256 << 10;
@@ -59,10 +59,8 @@ enum Sending {
     Nothing,
     /// A `writev` of this many bytes of the output's front.
     Memory,
-    /// File data on its way through the pipe: spliced in, not yet out.
-    Splice {
-        in_pipe: usize,
-    },
+    /// A poll for room in the socket, which the ring thread's `sendfile` of file data filled.
+    Room,
     /// TLS records (the output was sealed into them already).
     Records,
 }
@@ -74,13 +72,11 @@ pub(crate) type Slot = core::Slot<InFlight>;
 pub(crate) struct InFlight {
     receive: Option<OpId>,
     sending: Sending,
-    /// The send or splice in flight (cancelled if the connection is cut).
+    /// The send or poll for room in flight (cancelled if the connection is cut).
     send_op: Option<OpId>,
-    /// `(read end, write end)`, made on the first file range.
-    pipe: Option<(OwnedFd, OwnedFd)>,
     /// The polls in flight on the connection's upstream sockets, one per socket at most.
     upstream_polls: Vec<upstream::UpstreamPoll>,
-    /// Over TLS: the range this connection's last page-in made resident (see the event loop's
+    /// The range this connection's last page-in made resident (see the event loop's
     /// `page_in_job`).
     paged_in: Option<(FileKey, u64)>,
 }
@@ -106,10 +102,9 @@ struct Proactor {
     ready: VecDeque<usize>,
     /// Send buffers given back by finished sends, for reuse.
     spare: Vec<Vec<u8>>,
-    /// Pipes of closed connections whose splice is still in flight: dropping a pipe while the
-    /// kernel's worker splices through it would block this thread until the splice ends, so it
-    /// waits here for the operation's last completion (after the ring, in drop order).
-    orphaned_pipes: Vec<(OpId, (OwnedFd, OwnedFd))>,
+    /// Files the rings' helpers are paging in: their pages count as cached before they are
+    /// read, so a residency test cannot vouch for them (`engine::event_loop::page_ins`).
+    pages_in_flight: Arc<PagesInFlight>,
 }
 
 /// Run one proactor until a graceful stop has drained it (or a stop).
@@ -122,6 +117,7 @@ pub fn run(
     control: Arc<Control>,
     listeners: Vec<Listener>,
     cache_budget: &CacheBudget,
+    pages_in_flight: Arc<PagesInFlight>,
 ) -> io::Result<()> {
     // Only the ring does I/O on it: blocking, so the kernel arms a poll rather than fail EAGAIN.
     for listener in &listeners {
@@ -144,7 +140,7 @@ pub fn run(
         helpers,
         ready: VecDeque::new(),
         spare: Vec::new(),
-        orphaned_pipes: Vec::new(),
+        pages_in_flight,
     };
     proactor.arm_accept();
     proactor
@@ -262,21 +258,16 @@ impl Proactor {
             }
             tag => {
                 let Some((index, kind)) = self.slots.resolve(tag) else {
-                    // A closed connection's late completion: give its buffer back, and its
-                    // pipe once nothing splices through it any more.
+                    // A closed connection's late completion: give its buffer back.
                     if let Some(received) = completion.received {
                         self.ring.take_received(received, |_| {});
-                    }
-                    if !completion.more {
-                        self.orphaned_pipes.retain(|(op, _)| *op != completion.op);
                     }
                     return;
                 };
                 match kind {
                     Kind::Connection => self.received(index, completion),
                     Kind::Send => self.sent(index, completion),
-                    Kind::SpliceIn => self.spliced_in(index, completion.result),
-                    Kind::SpliceOut => self.spliced_out(index, completion.result),
+                    Kind::Writable => self.writable(index, completion.result),
                     Kind::Upstream => self.upstream_polled(index, &completion),
                 }
             }
@@ -313,7 +304,6 @@ impl Proactor {
                 receive: None,
                 sending: Sending::Nothing,
                 send_op: None,
-                pipe: None,
                 upstream_polls: Vec::new(),
                 paged_in: None,
             },
@@ -390,11 +380,14 @@ impl Proactor {
         let mut completions: Vec<(Token, JobDone)> = Vec::new();
         self.helpers.completed(&mut completions);
         for (token, done) in completions {
+            if let JobDone::PagedIn { key, .. } = done {
+                self.pages_in_flight.finished(key);
+            }
             let Some((index, _)) = self.slots.resolve(token) else {
                 continue;
             };
             if let JobDone::PagedIn { key, end, .. } = done {
-                // A TLS connection's file range, touched (`start_send_tls`): seal it now.
+                // A file range, touched (`send_file`, `start_send_tls`): send it now.
                 if let Some(slot) = self.slots.get_mut(index) {
                     slot.client.job_out = false;
                     slot.io.paged_in = Some((key, end));
@@ -505,15 +498,12 @@ impl Proactor {
     /// their completions carry a stale generation and are ignored (the ring keeps their memory
     /// until they end).
     fn remove_slot(&mut self, index: usize) -> Option<Slot> {
-        let mut slot = self.slots.remove(index)?;
+        let slot = self.slots.remove(index)?;
         {
-            if let Some(op) = slot.io.send_op {
-                // A send or splice blocked on a slow reader ends at once (EPIPE), rather than
-                // keep the socket open until the client has read it all.
+            if slot.io.send_op.is_some() {
+                // A send blocked on a slow reader ends at once (EPIPE), rather than keep the
+                // socket open until the client has read it all.
                 let _ = socket::shutdown_both(slot.client.fd.as_fd());
-                if let Some(pipe) = slot.io.pipe.take() {
-                    self.orphaned_pipes.push((op, pipe));
-                }
             }
             let upstream_polls = slot.io.upstream_polls.iter().map(|poll| Some(poll.op()));
             for op in [slot.io.receive, slot.io.send_op]

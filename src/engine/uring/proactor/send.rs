@@ -1,19 +1,27 @@
-//! The send half of the proactor: starting a `writev` or a file → pipe → socket `splice` for
-//! what a connection has queued, and what their completions mean.
+//! The send half of the proactor: a `writev` on the ring for what a connection has queued in
+//! memory, `sendfile` from the ring thread for file data whose pages are resident (a helper pages
+//! them in first otherwise, as under AMPED), and what their completions mean.
 //!
-//! Owns: one send (or splice pair) in flight per connection. Must not touch: receiving, the
-//! connection's lifecycle (`proactor.rs`).
+//! Why not io_uring's `splice`: the kernel runs every splice on its worker threads (it forces
+//! them async), two hand-offs per chunk through a pipe, which cost 2.8 × `reactor`'s CPU per
+//! 100 KiB response and 4.4 × per 1 MiB (docs/benchmarks.md). `sendfile` of resident pages
+//! cannot wait on the disk, and on the nonblocking socket (`Ring::accept_multishot`) not on the
+//! client either: a full socket ends it and a poll for room resumes it.
+//!
+//! Owns: one send, poll for room or page-in per connection at a time. Must not touch:
+//! receiving, the connection's lifecycle (`proactor.rs`).
 
+use std::io;
 use std::os::fd::AsFd;
 
+use ampd_sys::errno;
 use ampd_sys::io as sysio;
 use ampd_sys::uring::{Completion, SendPart};
 
-use super::{Proactor, Sending, PIPE_SIZE, SEND_CHUNK};
+use super::{Proactor, Sending, SEND_CHUNK};
 use crate::content::job::Job;
 use crate::content::serve;
 use crate::engine::core::Driver;
-use crate::engine::phase_clock::SEND_RATE_WINDOW;
 use crate::engine::slab::Kind;
 use crate::tls::session::SEAL_BATCH;
 
@@ -32,6 +40,7 @@ impl Proactor {
                 self.spare.push(buffer);
             }
         }
+        let writable_tag = self.tag(index, Kind::Writable);
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
@@ -44,81 +53,28 @@ impl Proactor {
                 self.note_phase(index, sent > 0);
                 self.ready.push_back(index);
             }
-            Err(_) => self.close(index),
-        }
-    }
-
-    pub(super) fn spliced_in(&mut self, index: usize, result: i32) {
-        let tag = self.tag(index, Kind::SpliceOut);
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        // Zero: the file is shorter than when its head was sent; the response cannot complete.
-        let Ok(moved) = usize::try_from(result) else {
-            return self.close(index);
-        };
-        if moved == 0 {
-            return self.close(index);
-        }
-        slot.io.sending = Sending::Splice { in_pipe: moved };
-        let Some((pipe_out, _)) = slot.io.pipe.as_ref() else {
-            return self.close(index);
-        };
-        match self.ring.splice(
-            pipe_out.as_fd(),
-            None,
-            slot.client.fd.as_fd(),
-            moved as u32,
-            tag,
-        ) {
-            Ok(op) => slot.io.send_op = Some(op),
-            Err(_) => self.close(index),
-        }
-    }
-
-    pub(super) fn spliced_out(&mut self, index: usize, result: i32) {
-        let tag = self.tag(index, Kind::SpliceOut);
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        let Ok(moved) = usize::try_from(result) else {
-            return self.close(index);
-        };
-        let Sending::Splice { in_pipe } = slot.io.sending else {
-            return self.close(index);
-        };
-        slot.client.conn.output.advance(moved as u64);
-        slot.client.clock.sent(moved as u64);
-        let left = in_pipe.saturating_sub(moved);
-        if left == 0 || moved == 0 {
-            slot.io.sending = Sending::Nothing;
-            slot.io.send_op = None;
-            if moved == 0 {
-                return self.close(index);
+            // The socket is nonblocking: where the kernel does not wait for room itself, the
+            // output is still queued, and goes again once a poll says there is room.
+            Err(_) if errno::would_block(completion.result) => {
+                self.await_room(index, writable_tag);
             }
-            self.note_phase(index, true);
-            self.ready.push_back(index);
-            return;
-        }
-        let phase = slot.client.conn.phase();
-        slot.client
-            .clock
-            .note(phase, true, self.core.clock.now(), &self.core.link.stats);
-        slot.io.sending = Sending::Splice { in_pipe: left };
-        let Some((pipe_out, _)) = slot.io.pipe.as_ref() else {
-            return self.close(index);
-        };
-        match self.ring.splice(
-            pipe_out.as_fd(),
-            None,
-            slot.client.fd.as_fd(),
-            left as u32,
-            tag,
-        ) {
-            Ok(op) => slot.io.send_op = Some(op),
             Err(_) => self.close(index),
         }
     }
+
+    /// The socket has room again (or an error, which the next `sendfile` reports): go on.
+    pub(super) fn writable(&mut self, index: usize, result: i32) {
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        slot.io.sending = Sending::Nothing;
+        slot.io.send_op = None;
+        if result < 0 {
+            return self.close(index);
+        }
+        self.ready.push_back(index);
+    }
+
     /// A send of TLS records completed: what the socket did not take goes again from the same
     /// buffer (records cannot be made again, unlike the output's plain bytes).
     fn sent_records(&mut self, index: usize, completion: Completion) {
@@ -180,14 +136,17 @@ impl Proactor {
                     .paged_in
                     .is_some_and(|(paged, end)| paged == key && range.offset + len <= end);
                 let residency_test = self.core.serving.generation.config.caches.residency_test;
-                let resident =
-                    residency_test && serve::range_resident(range.file, range.offset, len);
+                // A range a helper is still reading in counts as resident before it is.
+                let resident = residency_test
+                    && !self.pages_in_flight.reading(&key)
+                    && serve::range_resident(range.file, range.offset, len);
                 if trusted && !residency_test {
                     // As the event loop: without the test a page-in vouches only for the
                     // records sealed right after it.
                     slot.io.paged_in = None;
                 }
                 if !trusted && !resident {
+                    self.pages_in_flight.started(key);
                     let job = Job::PageIn {
                         file: range.file.clone(),
                         offset: range.offset,
@@ -232,87 +191,196 @@ impl Proactor {
     /// connection had to be closed.
     pub(super) fn start_send(&mut self, index: usize) -> bool {
         let send_tag = self.tag(index, Kind::Send);
-        let splice_tag = self.tag(index, Kind::SpliceIn);
         let Some(slot) = self.slots.get_mut(index) else {
             return false;
         };
-        if slot.client.tls.is_some() {
-            if !matches!(slot.io.sending, Sending::Nothing) || slot.client.job_out {
-                return true;
-            }
-            return self.start_send_tls(index);
-        }
-        if !matches!(slot.io.sending, Sending::Nothing) || slot.client.conn.output.is_empty() {
+        if !matches!(slot.io.sending, Sending::Nothing) || slot.client.job_out {
             return true;
         }
-        let started = if let Some(range) = slot.client.conn.output.front_file() {
-            let chunk = splice_chunk(self.core.serving.generation.config.limits.min_send_rate);
-            slot.client
-                .clock
-                .set_slack(chunk as u64, std::time::Instant::now());
-            let len = usize::try_from(range.end - range.offset)
-                .unwrap_or(usize::MAX)
-                .min(chunk) as u32;
-            let (file, offset) = (range.file.clone(), range.offset);
-            if slot.io.pipe.is_none() {
-                match sysio::pipe() {
-                    Ok(pipe) => {
-                        let _ = sysio::set_pipe_size(pipe.1.as_fd(), PIPE_SIZE);
-                        slot.io.pipe = Some(pipe);
-                    }
-                    Err(_) => {
-                        self.close(index);
-                        return false;
-                    }
+        if slot.client.tls.is_some() {
+            return self.start_send_tls(index);
+        }
+        if slot.client.conn.output.front_file().is_none()
+            && slot.client.conn.output.file_follows_memory()
+        {
+            // The head of a file response goes from here with `MSG_MORE`, so that it leaves
+            // with the body's first segment, as under the event loop: on the ring it would
+            // cost a packet and a turn of its own before the body's `sendfile`.
+            let slices = slot.client.conn.output.memory_slices();
+            let pending: usize = slices.iter().map(|slice| slice.len()).sum();
+            let sent = sysio::send_vectored(
+                slot.client.fd.as_fd(),
+                &slices,
+                sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT | sysio::MSG_MORE,
+            );
+            drop(slices);
+            let full = match sent {
+                Ok(sent) => {
+                    slot.client.conn.output.advance(sent as u64);
+                    slot.client.clock.sent(sent as u64);
+                    self.note_phase(index, sent > 0);
+                    sent < pending
                 }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => true,
+                Err(_) => {
+                    self.close(index);
+                    return false;
+                }
+            };
+            if full {
+                let writable_tag = self.tag(index, Kind::Writable);
+                return self.await_room(index, writable_tag);
             }
-            let Some((_, pipe_in)) = slot.io.pipe.as_ref() else {
+        }
+        let Some(slot) = self.slots.get_mut(index) else {
+            return false;
+        };
+        if slot.client.conn.output.front_file().is_some() {
+            if !self.send_file(index) {
+                return false;
+            }
+            // Memory after the range (a multipart boundary, the next response) goes at once.
+            let Some(slot) = self.slots.get_mut(index) else {
                 return false;
             };
-            slot.io.sending = Sending::Splice { in_pipe: 0 };
-            self.ring
-                .splice(
-                    file.file.as_fd(),
-                    Some(offset),
-                    pipe_in.as_fd(),
-                    len,
-                    splice_tag,
-                )
-                .map(|op| slot.io.send_op = Some(op))
-                .is_ok()
-        } else {
-            let mut buffer = self.spare.pop().unwrap_or_default();
-            for piece in slot.client.conn.output.memory_slices() {
-                if buffer.len() >= SEND_CHUNK {
-                    break;
-                }
-                buffer.extend_from_slice(&piece);
+            if !matches!(slot.io.sending, Sending::Nothing)
+                || slot.client.job_out
+                || slot.client.conn.output.front_file().is_some()
+            {
+                return true;
             }
-            slot.io.sending = Sending::Memory;
-            self.ring
-                .send(
-                    slot.client.fd.as_fd(),
-                    vec![SendPart::Owned(buffer)],
-                    send_tag,
-                )
-                .map(|op| slot.io.send_op = Some(op))
-                .is_ok()
-        };
-        if !started {
-            self.close(index);
         }
-        started
+        let Some(slot) = self.slots.get_mut(index) else {
+            return false;
+        };
+        if slot.client.conn.output.is_empty() {
+            return true;
+        }
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        for piece in slot.client.conn.output.memory_slices() {
+            if buffer.len() >= SEND_CHUNK {
+                break;
+            }
+            buffer.extend_from_slice(&piece);
+        }
+        slot.io.sending = Sending::Memory;
+        match self.ring.send(
+            slot.client.fd.as_fd(),
+            vec![SendPart::Owned(buffer)],
+            send_tag,
+        ) {
+            Ok(op) => {
+                slot.io.send_op = Some(op);
+                true
+            }
+            Err(_) => {
+                self.close(index);
+                false
+            }
+        }
     }
-}
 
-/// Bytes one splice moves. A splice into a socket completes only when all of it is sent, so
-/// with a minimum send rate it is kept to half of what a rate window must move: a reader at the
-/// minimum rate then completes splices within every window, and a stalled one cannot hide
-/// behind one that never completes.
-fn splice_chunk(min_send_rate: u64) -> usize {
-    if min_send_rate == 0 {
-        return SEND_CHUNK;
+    /// `sendfile` the file range at the front of the output until the socket is full, the
+    /// range ends, or this turn's `send.send_chunk` is spent (others go first, then it
+    /// continues; as under the event loop),
+    /// handing the range to a helper first when its pages are not resident (Flash §5.4: the
+    /// ring thread never waits on the disk). Returns false if the connection had to be closed.
+    fn send_file(&mut self, index: usize) -> bool {
+        let writable_tag = self.tag(index, Kind::Writable);
+        let residency_test = self.core.serving.generation.config.caches.residency_test;
+        let mut budget = self.core.serving.generation.config.send.send_chunk as u64;
+        loop {
+            let Some(slot) = self.slots.get_mut(index) else {
+                return false;
+            };
+            let Some(range) = slot.client.conn.output.front_file() else {
+                return true;
+            };
+            if budget == 0 {
+                self.ready.push_back(index);
+                return true;
+            }
+            let len = (range.end - range.offset).min(budget);
+            let key = range.file.key;
+            let trusted = slot
+                .io
+                .paged_in
+                .is_some_and(|(paged, end)| paged == key && range.offset < end);
+            if serve::page_in_needed(
+                range.file,
+                (range.offset, len),
+                trusted,
+                self.pages_in_flight.reading(&key),
+                residency_test,
+            ) {
+                self.pages_in_flight.started(key);
+                let job = Job::PageIn {
+                    file: range.file.clone(),
+                    offset: range.offset,
+                    len,
+                    send_to: None,
+                };
+                self.submit(index, job);
+                return true;
+            }
+            if !residency_test {
+                // As the event loop: without the test a page-in vouches only for the send
+                // right after it.
+                slot.io.paged_in = None;
+            }
+            let mut offset = range.offset;
+            let count = usize::try_from(len).unwrap_or(usize::MAX);
+            let full = match sysio::sendfile(
+                slot.client.fd.as_fd(),
+                range.file.file.as_fd(),
+                &mut offset,
+                count,
+            ) {
+                // The file is shorter than when its head was sent: the response cannot
+                // complete, so the connection ends (the client sees a short body).
+                Ok(0) => {
+                    self.close(index);
+                    return false;
+                }
+                Ok(sent) => {
+                    slot.client.conn.output.advance(sent as u64);
+                    slot.client.clock.sent(sent as u64);
+                    budget = budget.saturating_sub(sent as u64);
+                    self.note_phase(index, true);
+                    // Short of what was asked: the socket is full (another call would only
+                    // say `EAGAIN`).
+                    (sent as u64) < len
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => true,
+                Err(_) => {
+                    self.close(index);
+                    return false;
+                }
+            };
+            if full {
+                return self.await_room(index, writable_tag);
+            }
+        }
     }
-    let per_window = min_send_rate as f64 * SEND_RATE_WINDOW.as_secs_f64();
-    ((per_window / 2.0) as usize).clamp(16 << 10, SEND_CHUNK)
+
+    /// Poll for room in the client's socket; its completion (`writable`) sends on.
+    fn await_room(&mut self, index: usize, writable_tag: u64) -> bool {
+        let Some(slot) = self.slots.get_mut(index) else {
+            return false;
+        };
+        match self
+            .ring
+            .poll_once(slot.client.fd.as_fd(), false, true, writable_tag)
+        {
+            Ok(op) => {
+                slot.io.sending = Sending::Room;
+                slot.io.send_op = Some(op);
+                true
+            }
+            Err(_) => {
+                self.close(index);
+                false
+            }
+        }
+    }
 }
