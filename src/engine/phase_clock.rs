@@ -43,12 +43,6 @@ pub struct PhaseClock {
     since: Instant,
     rate_window: Instant,
     rate_sent: u64,
-    /// Bytes a send may hold back before its completion reports them (a blocking `splice`
-    /// under `uring` reports only at its end): forgiven when the rate is judged, but only for
-    /// as long as moving them at the minimum rate takes (`hidden`).
-    slack: u64,
-    /// When the send that may hold `slack` bytes back began.
-    slack_since: Instant,
 }
 
 impl PhaseClock {
@@ -62,27 +56,6 @@ impl PhaseClock {
             since: now,
             rate_window: now,
             rate_sent: 0,
-            slack: 0,
-            slack_since: now,
-        }
-    }
-
-    /// A send began at `now` that reports its up to `bytes` only when it ends (see `slack`).
-    pub fn set_slack(&mut self, bytes: u64, now: Instant) {
-        self.slack = bytes;
-        self.slack_since = now;
-    }
-
-    /// The bytes a send in flight may be hiding at `now`: `slack` until a reader at the minimum
-    /// rate would have taken them all (at least one window), then none, so that a reader
-    /// slower than the rate cannot hide behind a send that never completes.
-    fn hidden(&self, now: Instant, min_rate: u64) -> u64 {
-        let may_take =
-            Duration::from_secs_f64(self.slack as f64 / min_rate as f64).max(SEND_RATE_WINDOW);
-        if now.saturating_duration_since(self.slack_since) < may_take {
-            self.slack
-        } else {
-            0
         }
     }
 
@@ -166,7 +139,7 @@ impl PhaseClock {
             let window = now.saturating_duration_since(self.rate_window);
             if window >= SEND_RATE_WINDOW {
                 let floor = (min_rate as f64 * window.as_secs_f64()) as u64;
-                if self.rate_sent + self.hidden(now, min_rate) < floor {
+                if self.rate_sent < floor {
                     return Some(Expired::Sending);
                 }
                 self.rate_window = now;
@@ -233,17 +206,6 @@ mod tests {
         clock.note(Phase::Busy, false, Instant::now(), &stats);
         assert_eq!(clock.deadline(&limits, true), None);
 
-        // A send that reports only at its end (uring's splice) hides its bytes for as long as
-        // the minimum rate allows them (16 KiB at 1000 B/s: 16.4 s), then no longer.
-        clock.note(Phase::Sending, true, Instant::now(), &stats);
-        let start = clock.since();
-        clock.set_slack(16 << 10, start);
-        for window in 1..=8 {
-            let at = start + SEND_RATE_WINDOW * window;
-            assert_eq!(clock.check(at, &limits, false), None, "window {window}");
-        }
-        let past = start + SEND_RATE_WINDOW * 9;
-        assert_eq!(clock.check(past, &limits, false), Some(Expired::Sending));
         clock.closed(&stats);
         assert!((0..5).all(|index| stats.connections(index) == 0));
     }
