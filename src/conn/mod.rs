@@ -243,8 +243,8 @@ enum State {
         left: BodyLeft,
         exchange: Box<Exchange>,
     },
-    /// A job is out for this request.
-    Waiting(Box<Pending>),
+    /// A handler holds the request (a job is out for it).
+    Handling(Box<dyn handler::Handler>),
     /// A helper checks the request's password (`Job::Verify`).
     Authenticating(Box<Authenticating>),
     /// An upstream server answers the request (`proxy/`).
@@ -379,7 +379,8 @@ impl Conn {
             }
             State::Proxying(_) => !self.peer_finished && self.proxy_reads_client(),
             State::Http2Agreed | State::Http2(_) => !self.peer_finished,
-            State::Waiting(_) | State::Authenticating(_) | State::Closing(_) => false,
+            State::Handling(ref handler) => handler.wants_input(),
+            State::Authenticating(_) | State::Closing(_) => false,
         }
     }
 
@@ -404,9 +405,8 @@ impl Conn {
             State::ReadingProxyHeader => Phase::Head,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
-            State::DiscardingBody { .. } | State::Waiting(_) | State::Authenticating(_) => {
-                Phase::Busy
-            }
+            State::Handling(ref handler) => handler.phase(),
+            State::DiscardingBody { .. } | State::Authenticating(_) => Phase::Busy,
             State::Proxying(_) if self.proxy_reading_body() => Phase::Busy,
             State::Proxying(_) => Phase::Upstream,
         }
@@ -427,6 +427,7 @@ impl Conn {
                 }
             }
             // No HTTP has been spoken yet: close without a response.
+            State::Handling(handler) => handler.timed_out(&mut self.parts(), context),
             State::ReadingProxyHeader => self.proxy_header_timed_out(context.stats),
             State::Http2(mut session) => {
                 session.timed_out(&mut self.output);
@@ -480,7 +481,7 @@ impl Conn {
                         return need;
                     }
                 }
-                State::Waiting(_) | State::Authenticating(_) => return Need::Wait,
+                State::Handling(_) | State::Authenticating(_) => return Need::Wait,
                 State::Proxying(_) => {
                     if let Some(need) = self.advance_proxy(context) {
                         return need;
@@ -536,9 +537,22 @@ impl Conn {
     }
 }
 
+/// Where a connection goes after a handler (or a phase) has done its part (`Conn::settle`).
+#[derive(Debug)]
 enum Outcome {
     Responded(Persistence),
-    NeedJob(Job, Box<Pending>),
+    /// The handler holds the request while this job runs.
+    NeedJob(Job, Box<dyn handler::Handler>),
+    /// A job came back that was not the holding handler's: it goes on waiting.
+    Wait(Box<dyn handler::Handler>),
+    /// Route the request again under `target` (a directory's script index, a `fallback`).
+    RouteAgain {
+        exchange: Exchange,
+        route: Arc<Route>,
+        target: String,
+    },
+    /// A FastCGI script's translation is known (`Conn::script_checked` goes on).
+    ScriptChecked(Box<Pending>, Arc<Resolved>),
     /// The request was routed again (a script index, a fallback); the state is set and this
     /// job, if any, is what it needs.
     Routed(Option<Job>),
