@@ -244,9 +244,7 @@ enum State {
         exchange: Box<Exchange>,
     },
     /// A handler holds the request (a job is out for it).
-    Handling(Box<dyn handler::Handler>),
-    /// A helper checks the request's password (`Job::Verify`).
-    Authenticating(Box<Authenticating>),
+    Handling(Box<dyn handler::Waiting>),
     /// An upstream server answers the request (`proxy/`).
     Proxying(Box<handler::proxy::Proxy>),
     /// No more requests: send what is queued, then end as `Ending` says.
@@ -380,7 +378,7 @@ impl Conn {
             State::Proxying(_) => !self.peer_finished && self.proxy_reads_client(),
             State::Http2Agreed | State::Http2(_) => !self.peer_finished,
             State::Handling(ref handler) => handler.wants_input(),
-            State::Authenticating(_) | State::Closing(_) => false,
+            State::Closing(_) => false,
         }
     }
 
@@ -406,7 +404,7 @@ impl Conn {
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
             State::Handling(ref handler) => handler.phase(),
-            State::DiscardingBody { .. } | State::Authenticating(_) => Phase::Busy,
+            State::DiscardingBody { .. } => Phase::Busy,
             State::Proxying(_) if self.proxy_reading_body() => Phase::Busy,
             State::Proxying(_) => Phase::Upstream,
         }
@@ -481,7 +479,7 @@ impl Conn {
                         return need;
                     }
                 }
-                State::Handling(_) | State::Authenticating(_) => return Need::Wait,
+                State::Handling(_) => return Need::Wait,
                 State::Proxying(_) => {
                     if let Some(need) = self.advance_proxy(context) {
                         return need;
@@ -542,9 +540,14 @@ impl Conn {
 enum Outcome {
     Responded(Persistence),
     /// The handler holds the request while this job runs.
-    NeedJob(Job, Box<dyn handler::Handler>),
+    NeedJob(Job, Box<dyn handler::Waiting>),
+    /// Answered with the request's body left unread: close, lingering.
+    RespondedUnread,
     /// A job came back that was not the holding handler's: it goes on waiting.
-    Wait(Box<dyn handler::Handler>),
+    Wait(Box<dyn handler::Waiting>),
+    /// Access control let the request in after its password was checked: on to the phases
+    /// after access (redirect, handler).
+    Admitted(handler::Routed),
     /// Route the request again under `target` (a directory's script index, a `fallback`).
     RouteAgain {
         exchange: Exchange,

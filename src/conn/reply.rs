@@ -14,7 +14,7 @@ use super::output::Mark;
 use std::net::IpAddr;
 
 use super::output::Output;
-use super::{Conn, Context, Ending, Exchange, Job, Outcome, State};
+use super::{Conn, Context, Exchange, Job, Outcome};
 use crate::config::Level;
 use crate::content::serve::{ResponseContext, Sink};
 use crate::log::access::{Entry, TlsEntry};
@@ -111,20 +111,8 @@ impl Conn {
         extra: &[(&str, &[u8])],
         context: &mut Context<'_>,
     ) -> Option<Job> {
-        // A body left unread (a proxy location answering before forwarding it) may still be
-        // arriving: the connection ends after this answer, lingering.
-        let body_unread = exchange.body.is_some();
-        let persistence = if body_unread {
-            Persistence::Close
-        } else {
-            exchange.persistence
-        };
-        self.answer_status(Some(exchange), route, status, persistence, extra, context);
-        let next = self.settle(Outcome::Responded(persistence), context);
-        if body_unread {
-            self.state = State::Closing(Ending::Linger);
-        }
-        next
+        let outcome = self.parts().answer(exchange, route, status, extra, context);
+        self.settle(outcome, context)
     }
 
     /// `Parts::record` on this connection.
@@ -153,6 +141,27 @@ impl Conn {
 }
 
 impl Parts<'_> {
+    /// Answer with a status page; the outcome goes on per the exchange's persistence.
+    pub(in crate::conn) fn answer(
+        &mut self,
+        exchange: &Exchange,
+        route: Option<&Route>,
+        status: u16,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) -> Outcome {
+        // A body left unread (a proxy location answering before forwarding it) may still be
+        // arriving: the connection ends after this answer, lingering.
+        if exchange.body.is_some() {
+            let persistence = Persistence::Close;
+            self.answer_status(Some(exchange), route, status, persistence, extra, context);
+            return Outcome::RespondedUnread;
+        }
+        let persistence = exchange.persistence;
+        self.answer_status(Some(exchange), route, status, persistence, extra, context);
+        Outcome::Responded(persistence)
+    }
+
     /// Write a status page for `exchange` under `route`'s added headers, and account for it:
     /// the one place every status page passes through (errors, redirects to `path/`, `204` to
     /// `OPTIONS`, `408`, `412`, `416`), whatever decided on it (`reply_to`, `answer`, the

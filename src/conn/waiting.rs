@@ -5,7 +5,8 @@
 //! Owns: `Conn::job_done` for HTTP/1 connections, `Conn::settle`. Must not touch: the jobs
 //! themselves (the engine runs them), what a handler does with its job (`handler/`).
 
-use super::{Conn, Context, Outcome, State};
+use super::handler::Routed;
+use super::{Conn, Context, Ending, Outcome, State};
 use crate::content::job::{Job, JobDone};
 use crate::response::Persistence;
 
@@ -20,13 +21,6 @@ impl Conn {
             State::Handling(handler) => {
                 let outcome = handler.job_done(done, &mut self.parts(), context);
                 self.settle(outcome, context)
-            }
-            State::Authenticating(request) => {
-                let JobDone::Verified(matched) = done else {
-                    self.state = State::Authenticating(request);
-                    return None;
-                };
-                self.authenticated(*request, matched, context)
             }
             other => {
                 self.state = other;
@@ -49,6 +43,19 @@ impl Conn {
             Outcome::NeedJob(job, handler) => {
                 self.state = State::Handling(handler);
                 Some(job)
+            }
+            Outcome::RespondedUnread => {
+                self.state = State::Closing(Ending::Linger);
+                None
+            }
+            Outcome::Admitted(routed) => {
+                let Routed {
+                    exchange,
+                    route,
+                    clean,
+                    redirect,
+                } = routed;
+                self.after_access(exchange, route, clean, redirect, context)
             }
             Outcome::Wait(handler) => {
                 self.state = State::Handling(handler);

@@ -32,14 +32,17 @@ use crate::content::job::JobDone;
 use crate::content::path::CleanPath;
 use crate::site::Route;
 
-/// What the connection asks of a handler. It reaches the connection only through `Parts` and
-/// says where the connection goes next by the `Outcome` it returns.
-pub(super) trait Handler: Debug + Send + Held {
-    /// Take a routed request: answer it, or hold it while a job runs (`Outcome::NeedJob`).
-    fn start(routed: Routed, parts: &mut Parts<'_>, context: &mut Context<'_>) -> Outcome
-    where
-        Self: Sized;
+/// A handler: it takes a routed request, reaches the connection only through `Parts` and says
+/// where the connection goes next by the `Outcome` it returns.
+pub(super) trait Handler {
+    /// Take a routed request: answer it, or hold it while a job runs (`Outcome::NeedJob` with
+    /// what implements `Waiting`).
+    fn start(routed: Routed, parts: &mut Parts<'_>, context: &mut Context<'_>) -> Outcome;
+}
 
+/// What the connection asks of a request held in `State::Handling` (by a handler, or by the
+/// access phase while a password is checked).
+pub(super) trait Waiting: Debug + Send + Held {
     /// A job finished while this handler held the connection. One that is not its own (a
     /// page-in is the engine's) leaves it waiting.
     fn job_done(
@@ -68,18 +71,19 @@ pub(super) trait Handler: Debug + Send + Held {
     }
 }
 
-/// A handler as the connection holds it (implemented for every sized handler).
+/// A held request as the connection holds it (implemented for every sized `Waiting`).
 pub(super) trait Held {
-    fn held(self: Box<Self>) -> Box<dyn Handler>;
+    fn held(self: Box<Self>) -> Box<dyn Waiting>;
 }
 
-impl<T: Handler + 'static> Held for T {
-    fn held(self: Box<Self>) -> Box<dyn Handler> {
+impl<T: Waiting + 'static> Held for T {
+    fn held(self: Box<Self>) -> Box<dyn Waiting> {
         self
     }
 }
 
 /// A request the phases let through, with what its handler needs.
+#[derive(Debug)]
 pub(super) struct Routed {
     pub exchange: Exchange,
     pub route: Arc<Route>,

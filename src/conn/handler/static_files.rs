@@ -5,7 +5,7 @@
 //! Owns: a static location's own rules (dot-files, `~user`, `alias`) and turning a translation
 //! into a response. Must not touch: how files are found and sent (`content`), sockets.
 
-use super::{Handler, Routed};
+use super::{Handler, Routed, Waiting};
 use crate::conn::reply::{response_context, Parts};
 use crate::conn::route::{with_slash, ROUTING};
 use crate::conn::{Context, Job, Outcome, Pending};
@@ -30,7 +30,7 @@ impl Handler for Pending {
             redirect: redirect_base,
         } = routed;
         let Some(root) = route.root.clone() else {
-            return answer(parts, &exchange, &route, 500, context);
+            return parts.answer(&exchange, Some(&route), 500, &[], context);
         };
         let options = &route.settings.static_files;
         if options.userdir.is_some() {
@@ -41,11 +41,13 @@ impl Handler for Pending {
             };
             clean = match path::normalize(&clean.to_uri(), &with_userdir) {
                 Ok(clean) => clean,
-                Err(error) => return answer(parts, &exchange, &route, error.status(), context),
+                Err(error) => {
+                    return parts.answer(&exchange, Some(&route), error.status(), &[], context)
+                }
             };
         }
         if !options.dotfiles && path::is_hidden(&clean) {
-            return answer(parts, &exchange, &route, 404, context);
+            return parts.answer(&exchange, Some(&route), 404, &[], context);
         }
         let path = if route.settings.alias {
             clean.below(&route.path).unwrap_or_else(CleanPath::root)
@@ -78,7 +80,9 @@ impl Handler for Pending {
         };
         Outcome::NeedJob(job, Box::new(pending))
     }
+}
 
+impl Waiting for Pending {
     fn job_done(
         self: Box<Self>,
         done: JobDone,
@@ -138,26 +142,6 @@ impl Handler for Pending {
             }
         }
     }
-}
-
-/// A status page for a request the handler refused, and on per its persistence.
-fn answer(
-    parts: &mut Parts<'_>,
-    exchange: &crate::conn::Exchange,
-    route: &crate::site::Route,
-    status: u16,
-    context: &mut Context<'_>,
-) -> Outcome {
-    let persistence = exchange.persistence;
-    parts.answer_status(
-        Some(exchange),
-        Some(route),
-        status,
-        persistence,
-        &[],
-        context,
-    );
-    Outcome::Responded(persistence)
 }
 
 impl Pending {
