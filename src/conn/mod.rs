@@ -243,10 +243,8 @@ enum State {
         left: BodyLeft,
         exchange: Box<Exchange>,
     },
-    /// A job is out for this request.
-    Waiting(Box<Pending>),
-    /// A helper checks the request's password (`Job::Verify`).
-    Authenticating(Box<Authenticating>),
+    /// A handler holds the request (a job is out for it).
+    Handling(Box<dyn handler::Waiting>),
     /// An upstream server answers the request (`proxy/`).
     Proxying(Box<handler::proxy::Proxy>),
     /// No more requests: send what is queued, then end as `Ending` says.
@@ -379,7 +377,8 @@ impl Conn {
             }
             State::Proxying(_) => !self.peer_finished && self.proxy_reads_client(),
             State::Http2Agreed | State::Http2(_) => !self.peer_finished,
-            State::Waiting(_) | State::Authenticating(_) | State::Closing(_) => false,
+            State::Handling(ref handler) => handler.wants_input(),
+            State::Closing(_) => false,
         }
     }
 
@@ -404,9 +403,8 @@ impl Conn {
             State::ReadingProxyHeader => Phase::Head,
             State::ReadingHead if self.consumed == self.input.len() => Phase::Idle,
             State::ReadingHead => Phase::Head,
-            State::DiscardingBody { .. } | State::Waiting(_) | State::Authenticating(_) => {
-                Phase::Busy
-            }
+            State::Handling(ref handler) => handler.phase(),
+            State::DiscardingBody { .. } => Phase::Busy,
             State::Proxying(_) if self.proxy_reading_body() => Phase::Busy,
             State::Proxying(_) => Phase::Upstream,
         }
@@ -427,6 +425,7 @@ impl Conn {
                 }
             }
             // No HTTP has been spoken yet: close without a response.
+            State::Handling(handler) => handler.timed_out(&mut self.parts(), context),
             State::ReadingProxyHeader => self.proxy_header_timed_out(context.stats),
             State::Http2(mut session) => {
                 session.timed_out(&mut self.output);
@@ -480,7 +479,7 @@ impl Conn {
                         return need;
                     }
                 }
-                State::Waiting(_) | State::Authenticating(_) => return Need::Wait,
+                State::Handling(_) => return Need::Wait,
                 State::Proxying(_) => {
                     if let Some(need) = self.advance_proxy(context) {
                         return need;
@@ -536,9 +535,27 @@ impl Conn {
     }
 }
 
+/// Where a connection goes after a handler (or a phase) has done its part (`Conn::settle`).
+#[derive(Debug)]
 enum Outcome {
     Responded(Persistence),
-    NeedJob(Job, Box<Pending>),
+    /// The handler holds the request while this job runs.
+    NeedJob(Job, Box<dyn handler::Waiting>),
+    /// Answered with the request's body left unread: close, lingering.
+    RespondedUnread,
+    /// A job came back that was not the holding handler's: it goes on waiting.
+    Wait(Box<dyn handler::Waiting>),
+    /// Access control let the request in after its password was checked: on to the phases
+    /// after access (redirect, handler).
+    Admitted(handler::Routed),
+    /// Route the request again under `target` (a directory's script index, a `fallback`).
+    RouteAgain {
+        exchange: Exchange,
+        route: Arc<Route>,
+        target: String,
+    },
+    /// A FastCGI script's translation is known (`Conn::script_checked` goes on).
+    ScriptChecked(Box<Pending>, Arc<Resolved>),
     /// The request was routed again (a script index, a fallback); the state is set and this
     /// job, if any, is what it needs.
     Routed(Option<Job>),

@@ -11,13 +11,17 @@ use ampd_http::request::Method;
 use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 use super::output::Mark;
-use super::{Conn, Context, Ending, Exchange, Job, Outcome, State};
+use std::net::IpAddr;
+
+use super::output::Output;
+use super::{Conn, Context, Exchange, Job, Outcome};
 use crate::config::Level;
 use crate::content::sink::{ResponseContext, Sink};
 use crate::log::access::{Entry, TlsEntry};
 use crate::log::error::Throttle;
 use crate::response::{common_headers, status_page, HeadContext, Persistence};
 use crate::site::Route;
+use crate::tls::TlsInfo;
 
 /// The facts a response is written under: `success` adds the location's cache headers (they
 /// belong on `2xx`/`304` only); `secure` (a TLS connection) its site's HSTS.
@@ -49,7 +53,28 @@ pub(super) fn response_context<'a>(
     }
 }
 
+/// The parts of a connection a handler writes its answer with: the output queue, and what the
+/// access log and a status page's `Strict-Transport-Security` need to know of the connection.
+/// A handler gets these, not the whole `Conn`: where the connection goes next is `settle`'s.
+pub(in crate::conn) struct Parts<'c> {
+    pub output: &'c mut Output,
+    /// Accepted on a TLS listener.
+    pub secure: bool,
+    pub peer: IpAddr,
+    pub tls: Option<&'c TlsInfo>,
+}
+
 impl Conn {
+    /// The parts a handler answers with (`Parts`).
+    pub(super) fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            output: &mut self.output,
+            secure: self.secure,
+            peer: self.peer,
+            tls: self.tls.as_deref(),
+        }
+    }
+
     /// Answer `exchange` (or, with `None`, bytes that never became a request) with a status
     /// page, and account for it.
     pub(super) fn reply_to(
@@ -63,11 +88,85 @@ impl Conn {
         self.answer_status(exchange, None, status, persistence, extra, context);
     }
 
+    /// `Parts::answer_status` on this connection.
+    pub(super) fn answer_status(
+        &mut self,
+        exchange: Option<&Exchange>,
+        route: Option<&Route>,
+        status: u16,
+        persistence: Persistence,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) {
+        self.parts()
+            .answer_status(exchange, route, status, persistence, extra, context);
+    }
+
+    /// Answer with a status page and go on per the exchange's persistence.
+    pub(super) fn answer(
+        &mut self,
+        exchange: &Exchange,
+        route: Option<&Route>,
+        status: u16,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) -> Option<Job> {
+        let outcome = self.parts().answer(exchange, route, status, extra, context);
+        self.settle(outcome, context)
+    }
+
+    /// `Parts::record` on this connection.
+    pub(super) fn record(
+        &mut self,
+        exchange: Option<&Exchange>,
+        status: u16,
+        mark: Mark,
+        context: &mut Context<'_>,
+    ) {
+        self.parts().record(exchange, status, mark, context);
+    }
+
+    /// `Parts::record_sizes` on this connection.
+    pub(super) fn record_sizes(
+        &mut self,
+        exchange: Option<&Exchange>,
+        status: u16,
+        head: u64,
+        body: u64,
+        context: &mut Context<'_>,
+    ) {
+        self.parts()
+            .record_sizes(exchange, status, head, body, context);
+    }
+}
+
+impl Parts<'_> {
+    /// Answer with a status page; the outcome goes on per the exchange's persistence.
+    pub(in crate::conn) fn answer(
+        &mut self,
+        exchange: &Exchange,
+        route: Option<&Route>,
+        status: u16,
+        extra: &[(&str, &[u8])],
+        context: &mut Context<'_>,
+    ) -> Outcome {
+        // A body left unread (a proxy location answering before forwarding it) may still be
+        // arriving: the connection ends after this answer, lingering.
+        if exchange.body.is_some() {
+            let persistence = Persistence::Close;
+            self.answer_status(Some(exchange), route, status, persistence, extra, context);
+            return Outcome::RespondedUnread;
+        }
+        let persistence = exchange.persistence;
+        self.answer_status(Some(exchange), route, status, persistence, extra, context);
+        Outcome::Responded(persistence)
+    }
+
     /// Write a status page for `exchange` under `route`'s added headers, and account for it:
     /// the one place every status page passes through (errors, redirects to `path/`, `204` to
     /// `OPTIONS`, `408`, `412`, `416`), whatever decided on it (`reply_to`, `answer`, the
     /// static handler's `StatusAnswer`), so what applies to all of them is done here once.
-    pub(super) fn answer_status(
+    pub(in crate::conn) fn answer_status(
         &mut self,
         exchange: Option<&Exchange>,
         route: Option<&Route>,
@@ -114,33 +213,8 @@ impl Conn {
         route.map_or(&[], |route| &route.strict_transport_security)
     }
 
-    /// Answer with a status page and go on per the exchange's persistence.
-    pub(super) fn answer(
-        &mut self,
-        exchange: &Exchange,
-        route: Option<&Route>,
-        status: u16,
-        extra: &[(&str, &[u8])],
-        context: &mut Context<'_>,
-    ) -> Option<Job> {
-        // A body left unread (a proxy location answering before forwarding it) may still be
-        // arriving: the connection ends after this answer, lingering.
-        let body_unread = exchange.body.is_some();
-        let persistence = if body_unread {
-            Persistence::Close
-        } else {
-            exchange.persistence
-        };
-        self.answer_status(Some(exchange), route, status, persistence, extra, context);
-        let next = self.settle(Outcome::Responded(persistence));
-        if body_unread {
-            self.state = State::Closing(Ending::Linger);
-        }
-        next
-    }
-
-    /// Answer with a body made here (metrics, health).
-    pub(super) fn answer_text(
+    /// Answer with a body made here (metrics, health); the caller settles the connection.
+    pub(in crate::conn) fn answer_text(
         &mut self,
         exchange: &Exchange,
         route: &Route,
@@ -148,7 +222,7 @@ impl Conn {
         content_type: &[u8],
         body: &[u8],
         context: &mut Context<'_>,
-    ) -> Option<Job> {
+    ) {
         let mark = self.output.mark();
         {
             let response =
@@ -165,11 +239,10 @@ impl Conn {
             }
         }
         self.record(Some(exchange), status, mark, context);
-        self.settle(Outcome::Responded(exchange.persistence))
     }
 
     /// Count the response written since `mark` and log it.
-    pub(super) fn record(
+    pub(in crate::conn) fn record(
         &mut self,
         exchange: Option<&Exchange>,
         status: u16,
@@ -187,7 +260,7 @@ impl Conn {
     }
 
     /// Count and log a response of `head` + `body` bytes (a streamed one, counted as it went).
-    pub(super) fn record_sizes(
+    pub(in crate::conn) fn record_sizes(
         &mut self,
         exchange: Option<&Exchange>,
         status: u16,
@@ -232,7 +305,7 @@ impl Conn {
             user_agent: header("user-agent"),
             host: header("host"),
             duration: latency,
-            tls: self.tls().map(|tls| TlsEntry {
+            tls: self.tls.map(|tls| TlsEntry {
                 protocol: tls.protocol,
                 cipher: tls.cipher,
                 client_subject: tls.client.as_ref().map(|client| client.subject.as_str()),

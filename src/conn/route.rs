@@ -12,9 +12,11 @@ use std::sync::Arc;
 
 use ampd_http::request::{split_target, Method, RequestHead};
 
-use super::handler::{self, Methods, Routed};
-use super::{Authenticating, Conn, Context, Exchange, Job, RedirectBase, State, MAX_HANDOFFS};
+use super::handler::{self, Methods, Routed, Waiting};
+use super::reply::Parts;
+use super::{Authenticating, Conn, Context, Exchange, Job, Outcome, RedirectBase, MAX_HANDOFFS};
 use crate::config::{Handler, Level};
+use crate::content::job::JobDone;
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::log::error;
 use crate::log::stats::Shed;
@@ -298,54 +300,23 @@ impl Conn {
                         hash,
                         verify: access::password_matches,
                     };
-                    self.state = State::Authenticating(Box::new(Authenticating {
+                    let request = Authenticating {
                         exchange,
                         route,
                         path: clean,
                         redirect: redirect_base,
                         user,
                         challenge,
-                    }));
-                    return Some(job);
+                    };
+                    return self.settle(Outcome::NeedJob(job, Box::new(request)), context);
                 }
             }
         }
         self.after_access(exchange, route, clean, redirect_base, context)
     }
 
-    /// A helper checked the password of a request held in `Authenticating`.
-    pub(super) fn authenticated(
-        &mut self,
-        request: Authenticating,
-        matched: bool,
-        context: &mut Context<'_>,
-    ) -> Option<Job> {
-        let Authenticating {
-            mut exchange,
-            route,
-            path,
-            redirect,
-            user,
-            challenge,
-        } = request;
-        if !matched {
-            return self.answer(
-                &exchange,
-                Some(&route),
-                401,
-                &[("WWW-Authenticate", &challenge)],
-                context,
-            );
-        }
-        if let Some(authorization) = exchange.head.header("authorization") {
-            route.access.remember(authorization, &user);
-        }
-        exchange.user = Some(user);
-        self.after_access(exchange, route, path, redirect, context)
-    }
-
     /// The phases after access control: redirect, handler, static files.
-    fn after_access(
+    pub(super) fn after_access(
         &mut self,
         exchange: Exchange,
         route: Arc<Route>,
@@ -416,6 +387,42 @@ pub(super) fn with_slash(clean: &CleanPath, query: Option<&str>) -> String {
 fn expand(template: &str, rest: &str, uri: &str) -> String {
     let rest = path::encode_path(rest.trim_start_matches('/'));
     template.replace("{rest}", &rest).replace("{uri}", uri)
+}
+
+/// The access phase's wait: a helper checks the request's password (`Job::Verify`).
+impl Waiting for Authenticating {
+    fn job_done(
+        self: Box<Self>,
+        done: JobDone,
+        parts: &mut Parts<'_>,
+        context: &mut Context<'_>,
+    ) -> Outcome {
+        let JobDone::Verified(matched) = done else {
+            return Outcome::Wait(self);
+        };
+        let Authenticating {
+            mut exchange,
+            route,
+            path,
+            redirect,
+            user,
+            challenge,
+        } = *self;
+        if !matched {
+            let extra: &[(&str, &[u8])] = &[("WWW-Authenticate", &challenge)];
+            return parts.answer(&exchange, Some(&route), 401, extra, context);
+        }
+        if let Some(authorization) = exchange.head.header("authorization") {
+            route.access.remember(authorization, &user);
+        }
+        exchange.user = Some(user);
+        Outcome::Admitted(Routed {
+            exchange,
+            route,
+            clean: path,
+            redirect,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ impl Conn {
             }
         }
         self.record(Some(exchange), 200, mark, context);
-        self.settle(Outcome::Responded(exchange.persistence))
+        self.settle(Outcome::Responded(exchange.persistence), context)
     }
 }
 

@@ -3,27 +3,30 @@
 //!
 //! Owns: answering a `handler = "health"` location. Must not touch: the lifecycle itself.
 
-use super::Routed;
-use crate::conn::{Conn, Context, Job};
+use super::{Handler, Routed};
+use crate::conn::reply::Parts;
+use crate::conn::{Context, Outcome};
 
-impl Conn {
-    pub(super) fn serve_health(
-        &mut self,
-        routed: &Routed,
-        context: &mut Context<'_>,
-    ) -> Option<Job> {
+/// Answers at once; never holds a request.
+#[derive(Debug)]
+pub(in crate::conn) struct Health;
+
+impl Handler for Health {
+    fn start(routed: Routed, parts: &mut Parts<'_>, context: &mut Context<'_>) -> Outcome {
         let (status, body): (u16, &[u8]) = if context.draining {
             (503, b"draining\n")
         } else {
             (200, b"ok\n")
         };
-        self.answer_text(
-            &routed.exchange,
+        let exchange = &routed.exchange;
+        parts.answer_text(
+            exchange,
             &routed.route,
             status,
             b"text/plain",
             body,
             context,
-        )
+        );
+        Outcome::Responded(exchange.persistence)
     }
 }

@@ -5,12 +5,13 @@
 //! Owns: a static location's own rules (dot-files, `~user`, `alias`) and turning a translation
 //! into a response. Must not touch: how files are found and sent (`content`), sockets.
 
-use super::Routed;
-use crate::conn::reply::response_context;
+use super::{Handler, Routed, Waiting};
+use crate::conn::reply::{response_context, Parts};
 use crate::conn::route::{with_slash, ROUTING};
-use crate::conn::{Conn, Context, Job, Outcome, Pending};
+use crate::conn::{Context, Job, Outcome, Pending};
 use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
+use crate::content::job::JobDone;
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::content::path_cache::Lookup;
 use crate::content::serve::{self, Served};
@@ -18,13 +19,11 @@ use crate::content::sink::DiskAccess;
 use crate::response::StatusAnswer;
 use std::sync::Arc;
 
-impl Conn {
-    /// The static-file handler: the path cache, or a translation job, then the response.
-    pub(in crate::conn) fn serve_static(
-        &mut self,
-        routed: Routed,
-        context: &mut Context<'_>,
-    ) -> Option<Job> {
+/// The static-file handler (`Pending` is its held request: the translation or data load out
+/// for it), and the FastCGI script lookup's wait (`Pending::script`).
+impl Handler for Pending {
+    /// The path cache, or a translation job, then the response.
+    fn start(routed: Routed, parts: &mut Parts<'_>, context: &mut Context<'_>) -> Outcome {
         let Routed {
             exchange,
             route,
@@ -32,7 +31,7 @@ impl Conn {
             redirect: redirect_base,
         } = routed;
         let Some(root) = route.root.clone() else {
-            return self.answer(&exchange, Some(&route), 500, &[], context);
+            return parts.answer(&exchange, Some(&route), 500, &[], context);
         };
         let options = &route.settings.static_files;
         if options.userdir.is_some() {
@@ -44,12 +43,12 @@ impl Conn {
             clean = match path::normalize(&clean.to_uri(), &with_userdir) {
                 Ok(clean) => clean,
                 Err(error) => {
-                    return self.answer(&exchange, Some(&route), error.status(), &[], context)
+                    return parts.answer(&exchange, Some(&route), error.status(), &[], context)
                 }
             };
         }
         if !options.dotfiles && path::is_hidden(&clean) {
-            return self.answer(&exchange, Some(&route), 404, &[], context);
+            return parts.answer(&exchange, Some(&route), 404, &[], context);
         }
         let path = if route.settings.alias {
             clean.below(&route.path).unwrap_or_else(CleanPath::root)
@@ -69,8 +68,7 @@ impl Conn {
         let previous = match context.caches.lookup(root.id, pending.path.as_str(), now) {
             Lookup::Fresh(resolved) => {
                 let disk = context.disk;
-                let outcome = self.respond(pending, resolved, context, disk);
-                return self.settle(outcome);
+                return pending.respond(resolved, parts, context, disk);
             }
             Lookup::Stale(previous) => Some(previous),
             Lookup::Missing => None,
@@ -81,30 +79,99 @@ impl Conn {
             watcher: context.caches.watcher.clone(),
             previous,
         };
-        self.settle(Outcome::NeedJob(job, Box::new(pending)))
+        Outcome::NeedJob(job, Box::new(pending))
     }
+}
 
-    /// Respond to `pending` from its translation.
-    pub(in crate::conn) fn respond(
-        &mut self,
-        pending: Pending,
+impl Waiting for Pending {
+    fn job_done(
+        self: Box<Self>,
+        done: JobDone,
+        parts: &mut Parts<'_>,
+        context: &mut Context<'_>,
+    ) -> Outcome {
+        let pending = self;
+        match done {
+            JobDone::Resolved(resolved) => {
+                if matches!(resolved.resolution, Resolution::Exhausted) {
+                    // Out of descriptors: close cached files and translate once more before
+                    // answering 503.
+                    context.caches.relieve("open");
+                    if let (false, Some(root)) = (pending.retried, pending.root().cloned()) {
+                        let job = Job::Resolve {
+                            root,
+                            path: pending.path.clone(),
+                            watcher: context.caches.watcher.clone(),
+                            previous: None,
+                        };
+                        let pending = Pending {
+                            retried: true,
+                            ..*pending
+                        };
+                        return Outcome::NeedJob(job, Box::new(pending));
+                    }
+                }
+                let resolved = Arc::new(resolved);
+                if let Some(root) = pending.root() {
+                    context
+                        .caches
+                        .remember(root.id, pending.path.as_str(), &resolved);
+                }
+                if pending.script.is_some() {
+                    Outcome::ScriptChecked(pending, resolved)
+                } else {
+                    let disk = context.disk;
+                    pending.respond(resolved, parts, context, disk)
+                }
+            }
+            JobDone::Loaded { file, data } => {
+                // A load it did not ask for is not its own.
+                let Some(resolved) = pending.resolved.clone() else {
+                    return Outcome::Wait(pending);
+                };
+                if let Ok(data) = data {
+                    context.caches.remember_data(file.key, data, resolved.watch);
+                }
+                // The data was just read, so its pages are resident: serving inline now cannot
+                // block for long, and cannot ask for the same load again.
+                pending.respond(resolved, parts, context, DiskAccess::Inline)
+            }
+            // Page-ins are the engine's business (they serve output already queued); a
+            // verification belongs to `Authenticating`; batches are an HTTP/2 session's.
+            JobDone::PagedIn { .. } | JobDone::Verified(_) | JobDone::Batch(_) => {
+                Outcome::Wait(pending)
+            }
+        }
+    }
+}
+
+impl Pending {
+    /// Respond to this request from its translation.
+    fn respond(
+        self,
         resolved: Arc<Resolved>,
+        parts: &mut Parts<'_>,
         context: &mut Context<'_>,
         disk: DiskAccess,
     ) -> Outcome {
+        let pending = self;
         if let Some(target) = hand_over(&pending, &resolved.resolution) {
             let Pending {
                 exchange, route, ..
             } = pending;
-            return Outcome::Routed(self.route_again(exchange, &route, target, false, context));
+            return Outcome::RouteAgain {
+                exchange,
+                route,
+                target,
+            };
         }
-        let mark = self.output.mark();
+        let mark = parts.output.mark();
         let route = pending.route.clone();
         let exchange = &pending.exchange;
         let mut response =
-            response_context(context, exchange.persistence, Some(&route), self.secure);
+            response_context(context, exchange.persistence, Some(&route), parts.secure);
         response.disk = disk;
-        let out = &mut self.output;
+        let out = &mut *parts.output;
         // What was written (`Ok`), or the status page still to write (`Err`).
         let answer: Result<u16, StatusAnswer> = match &resolved.resolution {
             Resolution::File(file) => match serve::serve_file(
@@ -165,11 +232,11 @@ impl Conn {
         };
         let persistence = pending.exchange.persistence;
         match answer {
-            Ok(status) => self.record(Some(&pending.exchange), status, mark, context),
+            Ok(status) => parts.record(Some(&pending.exchange), status, mark, context),
             Err(answer) => {
                 let field = answer.field.as_ref();
                 let extra = field.map(|(name, value)| (*name, &value[..]));
-                self.answer_status(
+                parts.answer_status(
                     Some(&pending.exchange),
                     Some(&route),
                     answer.status,

@@ -13,7 +13,7 @@ use ampd_http::upstream::{ResponseBody, ResponseHead};
 use super::{Proxy, Step};
 use crate::conn::handler::Routed;
 use crate::conn::upstream::Release;
-use crate::conn::{Conn, Context, Exchange, RedirectBase, State};
+use crate::conn::{Conn, Context, Exchange, Pending, RedirectBase, State};
 use crate::content::path::{self, PathOptions};
 use crate::response::Persistence;
 use crate::site::Route;
@@ -129,7 +129,7 @@ impl Conn {
             rewritten: false,
         };
         Ok(self
-            .serve_static(
+            .start::<Pending>(
                 Routed {
                     exchange,
                     route,

@@ -231,7 +231,7 @@ impl Conn {
             {
                 Lookup::Fresh(resolved) => {
                     let outcome = self.script_checked(pending, &resolved.resolution, context);
-                    return self.settle(outcome);
+                    return self.settle(outcome, context);
                 }
                 Lookup::Stale(previous) => Some(previous),
                 Lookup::Missing => None,
@@ -242,7 +242,7 @@ impl Conn {
             watcher: context.caches.watcher.clone(),
             previous,
         };
-        self.settle(Outcome::NeedJob(job, Box::new(pending)))
+        self.settle(Outcome::NeedJob(job, Box::new(pending)), context)
     }
 
     /// The script of `pending` (a FastCGI request, `serve_fastcgi`) was looked up: run it if
@@ -751,7 +751,7 @@ impl Conn {
             context,
         );
         let persistence = proxy.exchange.persistence;
-        self.settle(crate::conn::Outcome::Responded(persistence));
+        self.settle(crate::conn::Outcome::Responded(persistence), context);
         if !proxy.request.done() {
             self.state = State::Closing(Ending::Linger);
         }
