@@ -131,7 +131,10 @@ for_each_arch!(fn application_is_kept_and_restarted(arch) {
     // its length, then the close), never one that looks whole; then the next one is answered.
     let mut conn = support::http::Conn::open(server.addr());
     conn.send(support::http::build_request("GET", "/flup/partial", &[]));
-    let cut = String::from_utf8_lossy(&conn.read_to_end().expect("read until the close")).into_owned();
+    let cut = conn
+        .read_to_end()
+        .unwrap_or_else(|error| panic!("read until the close: {error}\n{}", server.stderr()));
+    let cut = String::from_utf8_lossy(&cut).into_owned();
     assert!(cut.starts_with("HTTP/1.1 200"), "{cut}");
     let body = &cut[cut.find("\r\n\r\n").expect("a whole head") + 4..];
     assert!(!cut.to_ascii_lowercase().contains("transfer-encoding: chunked") || !body.ends_with("0\r\n\r\n"), "{cut:?}");
