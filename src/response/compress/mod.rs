@@ -12,7 +12,7 @@ mod gzip;
 mod types;
 mod zstd;
 
-use std::io;
+use std::io::{self, Write};
 
 pub use types::{CompressibleTypes, TypePatternError};
 
@@ -76,9 +76,9 @@ impl Encoding {
         let range = self.levels();
         let level = level.clamp(*range.start(), *range.end());
         Ok(match self {
-            Encoding::Gzip => Box::new(gzip::Gzip::new(level)),
-            Encoding::Brotli => Box::new(brotli::Brotli::new(level)),
-            Encoding::Zstd => Box::new(zstd::Zstd::new(level)?),
+            Encoding::Gzip => Box::new(Streaming::new(self, gzip::writer(level))),
+            Encoding::Brotli => Box::new(Streaming::new(self, brotli::writer(level))),
+            Encoding::Zstd => Box::new(Streaming::new(self, zstd::writer(level)?)),
         })
     }
 }
@@ -107,6 +107,62 @@ pub trait Encoder: Send {
     /// # Errors
     /// A second `finish`, or when the codec fails.
     fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<()>;
+}
+
+/// What the three codecs' writers share: they compress what is written into a `Vec` of their
+/// own, which `Streaming` empties into the caller's `out` after every call (so it never holds
+/// more than one call's output), and they end with a trailer.
+trait CodecWriter: Write + Send {
+    /// The compressed bytes written so far and not yet taken.
+    fn written(&mut self) -> &mut Vec<u8>;
+
+    /// Ends the stream and gives back what was not yet taken, trailer included.
+    fn end(self) -> io::Result<Vec<u8>>;
+}
+
+/// An [`Encoder`] over one codec's writer; `None` once finished.
+struct Streaming<W> {
+    encoding: Encoding,
+    writer: Option<W>,
+}
+
+impl<W: CodecWriter> Streaming<W> {
+    fn new(encoding: Encoding, writer: W) -> Streaming<W> {
+        Streaming {
+            encoding,
+            writer: Some(writer),
+        }
+    }
+
+    fn writer(&mut self) -> io::Result<&mut W> {
+        self.writer.as_mut().ok_or_else(finished)
+    }
+}
+
+impl<W: CodecWriter> Encoder for Streaming<W> {
+    fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        let writer = self.writer()?;
+        writer.write_all(input)?;
+        out.append(writer.written());
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        let writer = self.writer()?;
+        writer.flush()?;
+        out.append(writer.written());
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut rest = self.writer.take().ok_or_else(finished)?.end()?;
+        out.append(&mut rest);
+        Ok(())
+    }
 }
 
 /// The error for a call after `finish`.
