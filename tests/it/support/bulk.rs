@@ -158,10 +158,9 @@ pub fn read_pattern_body(
     let mut chunk = vec![0u8; 256 << 10];
     while got < len {
         let want = (len - got).min(chunk.len() as u64) as usize;
-        let n = match stream.read(&mut chunk[..want]) {
+        let n = match super::read_some(stream, &mut chunk[..want]) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if error.kind() == io::ErrorKind::ConnectionReset => break,
             Err(error) => return Err(error),
         };

@@ -2,7 +2,7 @@
 //! parses responses one at a time off the stream (so pipelined responses can be split).
 //! Owns: the wire format the tests expect. Must not touch: the server process (see `server.rs`).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -345,14 +345,7 @@ impl Conn {
 
     fn read_more(&mut self) -> io::Result<usize> {
         let mut chunk = vec![0u8; 256 * 1024];
-        // A read with a timeout can end in EINTR when the test process is stopped and
-        // continued (a loaded shared machine's freezer); that is not the server's answer.
-        let n = loop {
-            match self.stream.read(&mut chunk) {
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                other => break other?,
-            }
-        };
+        let n = super::read_some(&mut self.stream, &mut chunk)?;
         self.buffer.extend_from_slice(&chunk[..n]);
         Ok(n)
     }

@@ -142,16 +142,16 @@ impl Decoder {
                     .to_vec()
             };
             let value = value.get(block, &self.scratch).to_vec();
-            self.insert(&name, &value)
+            insert(&mut self.table, &name, &value)
         } else if first & 0x40 != 0 {
             // Insert With Literal Name (§4.3.3).
             let name = string::decode(block, at, 5, &mut self.scratch)?;
             let value = string::decode(block, at, 7, &mut self.scratch)?;
-            let (name, value) = (
-                name.get(block, &self.scratch).to_vec(),
-                value.get(block, &self.scratch).to_vec(),
-            );
-            self.insert(&name, &value)
+            insert(
+                &mut self.table,
+                name.get(block, &self.scratch),
+                value.get(block, &self.scratch),
+            )
         } else if first & 0x20 != 0 {
             // Set Dynamic Table Capacity (§4.3.1).
             let capacity = integer::decode(block, at, 5)?;
@@ -173,14 +173,8 @@ impl Decoder {
                 .get(absolute)
                 .map(|(name, value)| (name.to_vec(), value.to_vec()))
                 .ok_or(encoder_stream_error("a duplicate of an evicted entry"))?;
-            self.insert(&name, &value)
+            insert(&mut self.table, &name, &value)
         }
-    }
-
-    fn insert(&mut self, name: &[u8], value: &[u8]) -> Result<(), Incomplete> {
-        self.table
-            .insert(name, value)
-            .map_err(|_| encoder_stream_error("an insertion larger than the table").into())
     }
 
     /// The streams whose sections can now be decoded (their insertions arrived), removed from
@@ -336,6 +330,13 @@ impl Decoder {
         }
         Ok(required)
     }
+}
+
+/// An encoder instruction's insertion (§4.3.2–§4.3.4).
+fn insert(table: &mut DynamicTable, name: &[u8], value: &[u8]) -> Result<(), Incomplete> {
+    table
+        .insert(name, value)
+        .map_err(|_| encoder_stream_error("an insertion larger than the table").into())
 }
 
 /// Reads field lines (§4.5.2–§4.5.6) against the table as the section's prefix set it.
