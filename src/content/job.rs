@@ -378,7 +378,10 @@ mod tests {
         let bytes = received(&mut peer);
         assert_eq!(bytes.len() as u64, sent);
         assert!(bytes.iter().all(|&byte| byte == 7));
-        // A peer that is gone ends it without sending (EPIPE), and without a signal.
+        // A peer that is gone ends it without sending (EPIPE), and without a signal. Shut
+        // down, not only dropped: a child another test forks at this moment holds the peer's
+        // descriptor until it execs, and the socket stays open while any descriptor does.
+        peer.shutdown(std::net::Shutdown::Both).unwrap();
         drop(peer);
         assert_eq!(send_or_touch(&socket, &file, sent, 4096), 0);
         std::fs::remove_file(path).unwrap();
