@@ -11,10 +11,10 @@
 //!
 //! | arch | module |
 //! |---|---|
-//! | `sped`, `amped`, `reactor` | `event_loop/` (+ `helpers.rs`, `helper_process.rs`) |
+//! | `sped`, `amped`, `reactor` | `event_loop/` (+ `helpers/`, `helper_process.rs`) |
 //! | `mt`, `mp` | `blocking.rs` + `waiting_room.rs`, started by `mt.rs` / `mp/` |
 //! | `tpc` | `blocking.rs`, started by `tpc.rs` |
-//! | `uring` | `uring/` (+ `helpers.rs`) |
+//! | `uring` | `uring/` (+ `helpers/`) |
 
 pub mod blocking;
 pub mod client;
@@ -26,7 +26,6 @@ pub mod listener;
 pub mod mp;
 pub mod mt;
 pub mod phase_clock;
-pub mod read_ahead;
 pub mod slab;
 pub mod tpc;
 pub mod upstream;

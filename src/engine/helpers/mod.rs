@@ -25,6 +25,8 @@
 //! Owns: the helper threads, the job queues and the completion list of one event loop.
 //! Must not touch: connections (a completion names its connection by token only).
 
+pub mod read_ahead;
+
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,12 +37,12 @@ use std::time::{Duration, Instant};
 use ampd_sys::eventfd::EventFd;
 
 use super::helper_process::{Failure, HelperProcess};
-use super::read_ahead::{self, Lanes, ReadAhead, Reclaiming};
 use crate::config::{Config, HelperMode, Level};
 use crate::content::file::FileKey;
 use crate::content::job::{self, Job, JobDone};
 use crate::log::error::Throttle;
 use crate::sync::lock;
+use read_ahead::{Lanes, ReadAhead, Reclaiming};
 
 /// Identifies the connection (slot and generation) a job belongs to.
 pub type Token = u64;

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use ampd_sys::file::{fadvise, Advice};
 
-use super::helpers::{Place, Token};
+use super::{Place, Token};
 use crate::content::file::{FileKey, OpenFile};
 use crate::content::job::{self, Job, JobDone};
 use crate::sync::lock;
