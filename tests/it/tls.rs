@@ -8,6 +8,11 @@
 //! certificates required and optional, and what a CGI script sees of them; a certificate swapped
 //! by SIGHUP under an open keep-alive connection, a mismatched key rejected at reload and at
 //! start. Certificates are made for each test by tests/it/support/tls.rs with the `openssl` command.
+//!
+//! What the engines differ in (the handshake and records over each engine's socket I/O, resumed
+//! sessions across loops and workers, a reload under an open connection) runs under every
+//! engine; what rustls decides from the configuration (ALPN, SNI, client certificates) and a
+//! browser's view of a page runs once, on the default engine.
 
 use crate::support;
 
@@ -192,7 +197,7 @@ for_each_arch!(fn python_keep_alive_over_tls(arch) {
     assert_eq!(py.get("k", "/hello.txt")["status"], 200);
 });
 
-for_each_arch!(fn alpn_follows_the_http2_key(arch) {
+default_arch!(fn alpn_follows_the_http2_key(arch) {
     // By default `h2` is the server's first choice: a client offering both agrees on it.
     let (_root, ca, server, _big) = one_site(arch);
     let port = tls_addr(server.ready_line()).port();
@@ -309,7 +314,7 @@ default_arch!(fn redirect_https_sends_plain_requests_to_the_tls_port(arch) {
     assert_eq!(text(&followed.stdout), "site b\n", "{}", text(&followed.stderr));
 });
 
-for_each_arch!(fn sni_chooses_the_certificate(arch) {
+default_arch!(fn sni_chooses_the_certificate(arch) {
     let root = TempRoot::new();
     let ca = test_ca(&root);
     let a = ca.server("a", &["a.test", "*.a.test"], KeyKind::EcdsaP256);
@@ -447,7 +452,7 @@ fn env_value<'a>(dump: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
 }
 
-for_each_arch!(fn client_certificates_required_and_optional(arch) {
+default_arch!(fn client_certificates_required_and_optional(arch) {
     let (_root, ca, clients, strangers, server) = mtls_server(arch);
     let port = tls_addr(server.ready_line()).port();
     let alice = clients.client("alice", "alice");
@@ -783,7 +788,7 @@ fn chromium_dump_dom(url: &str, resolve: &str, profile: &Path) -> (Option<i32>, 
     )
 }
 
-for_each_arch!(fn chromium_renders_a_page_over_https(arch) {
+default_arch!(fn chromium_renders_a_page_over_https(arch) {
     let root = TempRoot::new();
     let ca = test_ca(&root);
     let a = ca.server("a", &["a.test"], KeyKind::EcdsaP256);
