@@ -244,6 +244,7 @@ impl ServeArgs {
                 config.sites[0].locations.push(Location {
                     path,
                     exact: true,
+                    regex: None,
                     settings: LocationSettings {
                         handler,
                         ..base.clone()

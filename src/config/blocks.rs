@@ -83,6 +83,7 @@ impl Loader<'_> {
             if !locations.iter().any(|location| {
                 location.path == "/"
                     && !location.exact
+                    && location.regex.is_none()
                     && location.settings.script.extension.is_none()
             }) {
                 let settings = merge::finish(Partial::default(), &site_settings)
@@ -90,6 +91,7 @@ impl Loader<'_> {
                 locations.push(Location {
                     path: "/".to_owned(),
                     exact: false,
+                    regex: None,
                     settings,
                 });
             }
@@ -132,8 +134,10 @@ impl Loader<'_> {
             return Err(self.error(0..0, "site.location.location", "locations do not nest"));
         }
         self.site_tls_key_in_location(block)?;
-        // An extension location matches below "/" unless it says otherwise.
+        // An extension location matches below "/" unless it says otherwise; a regex location
+        // has no prefix.
         let path = match (&block.path, &block.extension) {
+            (None, _) if block.regex.is_some() => "/".to_owned(),
             (Some(path), _) => {
                 if !path.get_ref().starts_with('/') {
                     return Err(self.error(
@@ -149,12 +153,13 @@ impl Loader<'_> {
                 return Err(self.hinted(
                     first_span(block),
                     "site.location.path",
-                    "a location needs a path (or an extension)",
-                    "path = \"/static/\" (a prefix), with exact = true for one path only; or extension = \".php\"",
+                    "a location needs a path (or an extension, or a regex)",
+                    "path = \"/static/\" (a prefix), with exact = true for one path only; extension = \".php\"; or regex = \"^/img/[0-9]+\\\\.png$\"",
                 ));
             }
         };
-        let partial = self.settings(block, "site.location")?;
+        let mut partial = self.settings(block, "site.location")?;
+        let regex = partial.regex.take();
         self.handler_has_a_target(block, "site.location", &partial, Some(site))?;
         if let Some(alias) = &block.alias {
             if block.root.is_some() {
@@ -172,6 +177,7 @@ impl Loader<'_> {
         Ok(Location {
             path,
             exact: block.exact.as_ref().is_some_and(|exact| *exact.get_ref()),
+            regex,
             settings,
         })
     }
@@ -275,13 +281,14 @@ impl Loader<'_> {
             (block.exact.as_ref().map(Spanned::span), "exact"),
             (block.alias.as_ref().map(Spanned::span), "alias"),
             (block.extension.as_ref().map(Spanned::span), "extension"),
+            (block.regex.as_ref().map(Spanned::span), "regex"),
         ] {
             if let Some(span) = present {
                 return Err(self.hinted(
                     span,
                     &format!("{table}.{key}"),
                     "only valid in a [[site.location]]",
-                    "a site uses root; put path/exact/alias/extension in a [[site.location]]",
+                    "a site uses root; put path/exact/alias/extension/regex in a [[site.location]]",
                 ));
             }
         }
@@ -291,7 +298,10 @@ impl Loader<'_> {
     /// The settings a block sets itself (inheritance happens in `merge`).
     fn settings(&self, block: &RawBlock, table: &str) -> Loaded<Partial> {
         let key = |name: &str| format!("{table}.{name}");
-        let mut partial = Partial::default();
+        let mut partial = Partial {
+            regex: self.location_regex(block, table)?,
+            ..Partial::default()
+        };
         if let Some(root) = &block.root {
             partial.root = Some((self.directory(root, &key("root"))?, false));
         }
@@ -391,6 +401,7 @@ impl Loader<'_> {
         self.proxy_keys(block, table, &mut partial)?;
         self.gateway_keys(block, table, &mut partial)?;
         self.type_keys(block, table, &mut partial)?;
+        self.routing_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 

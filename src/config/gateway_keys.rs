@@ -102,7 +102,8 @@ impl Loader<'_> {
             )?);
         }
         if let Some(value) = &block.fallback {
-            partial.fallback = Some(self.url_path(value, &key("fallback"))?);
+            let uri = self.url_path(value, &key("fallback"))?;
+            partial.try_files = Some(crate::config::TryFiles::fallback(uri));
         }
         if let Some(value) = &block.cgi_timeout {
             partial.cgi_timeout = Some(self.duration(value, &key("cgi_timeout"), false)?);
@@ -144,6 +145,7 @@ impl Loader<'_> {
         for (other, set) in [
             ("redirect", block.redirect.is_some()),
             ("rewrite", block.rewrite.is_some()),
+            ("return", block.return_.is_some()),
         ] {
             if set {
                 return Err(self.hinted(
@@ -255,7 +257,7 @@ impl Loader<'_> {
         let gateway = handlers
             .iter()
             .any(|handler| matches!(handler, HandlerKind::FastCgi | HandlerKind::Cgi));
-        let checks: [(Option<Range<usize>>, &str, bool, &str); 5] = [
+        let checks: [(Option<Range<usize>>, &str, bool, &str); 6] = [
             (
                 block.script.as_ref().map(Spanned::span),
                 "script",
@@ -285,6 +287,12 @@ impl Loader<'_> {
                 "fallback",
                 handlers.contains(&HandlerKind::Static),
                 "only for a static location: it names what a request finds no file for",
+            ),
+            (
+                block.try_files.as_ref().map(Spanned::span),
+                "try_files",
+                handlers.contains(&HandlerKind::Static),
+                "only for a static location: it names the files a request is answered with",
             ),
         ];
         for (span, name, used, message) in checks {
@@ -468,7 +476,10 @@ mod tests {
         let fast = location(&config, "/cgi-fast/", None);
         assert_eq!(fast.handler.cgi().unwrap().timeout, Duration::from_secs(1));
         let app = location(&config, "/app/", None);
-        assert_eq!(app.fallback.as_deref(), Some("/index.php"));
+        assert_eq!(
+            app.try_files,
+            Some(crate::config::TryFiles::fallback("/index.php".to_owned()))
+        );
         assert!(app.handler.fastcgi().is_none());
     }
 
@@ -482,7 +493,7 @@ mod tests {
         assert_eq!(cgi.handler.cgi(), Some(&CgiSettings::default()));
         assert_eq!(cgi.handler.cgi().unwrap().timeout, Duration::from_secs(60));
         assert!(cgi.script.params.is_empty());
-        assert_eq!(cgi.fallback, None);
+        assert_eq!(cgi.try_files, None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! appended, so a location reads the same whatever its site says about keys it sets itself. A
 //! `proxy_pass` implies `handler = "proxy"` (a `fastcgi_pass`, `handler = "fastcgi"`) in the
 //! block that sets it, so a location's own handler wins over its site's `proxy_pass` (a
-//! `/status` beside a proxied site). `extension` is a location's own: it decides routing.
+//! `/status` beside a proxied site). `extension` and `regex` are a location's own: they decide routing.
 //! Must not touch: the file's text (errors are placed by `load`).
 
 use std::path::PathBuf;
@@ -16,6 +16,7 @@ use crate::mime::TypeOptions;
 
 use super::gateway::{CgiSettings, FastCgiSettings, ScriptSettings};
 use super::pools::ProxyPass;
+use super::routing::{Return, TryFiles};
 use super::upstream::{ProxyHost, ProxySettings};
 use super::{AddressRange, BasicAuth, Handler, HandlerKind, LocationSettings, Redirect};
 
@@ -35,6 +36,8 @@ pub(super) struct Partial {
     pub expires: Option<Duration>,
     pub redirect: Option<Redirect>,
     pub rewrite: Option<String>,
+    /// `return`.
+    pub answer: Option<Return>,
     pub allow: Option<Vec<AddressRange>>,
     pub deny: Option<Vec<AddressRange>>,
     pub basic_auth: Option<BasicAuth>,
@@ -53,9 +56,12 @@ pub(super) struct Partial {
     pub fastcgi_pass: Option<usize>,
     /// Never inherited (a location's routing): only a location sets it.
     pub extension: Option<String>,
+    /// Never inherited (a location's routing): only a location sets it.
+    pub regex: Option<regex::Regex>,
     pub script: Option<String>,
     pub params: Option<Vec<(String, String)>>,
-    pub fallback: Option<String>,
+    /// `try_files`, or what `fallback` stands for.
+    pub try_files: Option<TryFiles>,
     pub cgi_timeout: Option<Duration>,
     pub fastcgi_check_script: Option<bool>,
     pub default_type: Option<String>,
@@ -146,12 +152,15 @@ pub(super) fn finish(
             .or_else(|| site.params.clone())
             .unwrap_or_default(),
     };
-    let fallback = location.fallback.take().or_else(|| site.fallback.clone());
+    let try_files = location.try_files.take().or_else(|| site.try_files.clone());
     let redirect = location.redirect.or_else(|| site.redirect.clone());
     let rewrite = location.rewrite.or_else(|| site.rewrite.clone());
+    let answer = location.answer.or_else(|| site.answer.clone());
     let root = location.root.or_else(|| site.root.clone());
-    // Only a static location that is neither redirected nor rewritten reads files.
-    let needs_root = kind == HandlerKind::Static && redirect.is_none() && rewrite.is_none();
+    // Only a static location that is neither redirected, rewritten nor answered by `return`
+    // reads files.
+    let needs_root =
+        kind == HandlerKind::Static && redirect.is_none() && rewrite.is_none() && answer.is_none();
     let (root, alias) = match root {
         Some(root) => root,
         None if needs_root => return Err(Unfinished::MissingRoot),
@@ -191,6 +200,7 @@ pub(super) fn finish(
     settings.expires = location.expires.or(site.expires);
     settings.redirect = redirect;
     settings.rewrite = rewrite;
+    settings.answer = answer;
     settings.access.allow = location
         .allow
         .or_else(|| site.allow.clone())
@@ -205,7 +215,7 @@ pub(super) fn finish(
     settings.max_body = location.max_body.or(site.max_body);
     settings.internal = location.internal.or(site.internal).unwrap_or(false);
     settings.script = script;
-    settings.fallback = fallback;
+    settings.try_files = try_files;
     let default_type = location.default_type.or_else(|| site.default_type.clone());
     let charset = location.charset.or_else(|| site.charset.clone());
     if default_type.is_some() || charset.is_some() {

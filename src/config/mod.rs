@@ -21,6 +21,8 @@ mod pools;
 mod proxy_keys;
 mod proxy_protocol;
 mod raw;
+pub mod routing;
+mod routing_keys;
 mod targets;
 mod text;
 pub mod tls;
@@ -35,6 +37,7 @@ use std::time::Duration;
 
 pub use gateway::{Application, CgiLimits, CgiSettings, FastCgiSettings, ScriptSettings};
 pub use load::{check_file, load_file, pid_file_setting, ConfigError};
+pub use routing::{Return, ReturnBody, TryFiles, TryLast};
 pub use text::{
     missing_file_hint, parse_duration, parse_listen, parse_size, plain, size_hint, LISTEN_FORMS,
 };
@@ -567,27 +570,33 @@ pub struct LocationSettings {
     /// Internal rewrite: the request is routed again under this path (`{rest}` as in
     /// redirects).
     pub rewrite: Option<String>,
+    /// `return`: answered here, after access control, without a handler.
+    pub answer: Option<Return>,
     pub access: Access,
     pub handler: Handler,
     /// Whether `admission.requests_per_second` applies here.
     pub rate_limit: bool,
     /// How CGI and FastCGI locations name the script and its meta-variables.
     pub script: ScriptSettings,
-    /// `fallback = "/index.php"`: a request this (static) location finds no file or directory
-    /// for is routed again under this path, its query kept (nginx's `try_files $uri $uri/
-    /// /index.php?$query_string`, the front controller PHP frameworks use).
-    pub fallback: Option<String>,
+    /// `try_files`, or `fallback = "/index.php"` (`TryFiles::fallback`): what a static
+    /// location looks up for a request, in order, and where a request that finds nothing goes;
+    /// `None`: the path asked for, else `404`.
+    pub try_files: Option<TryFiles>,
     /// Reachable only by an upstream's `X-Accel-Redirect`; a client asking gets `404`.
     pub internal: bool,
     /// Largest request body this location reads; `None`: `limits.max_body`. Past it `413`.
     pub max_body: Option<u64>,
 }
 
-/// A `[[site.location]]`: a path prefix (or exact path) and its settings.
+/// A `[[site.location]]`: a path prefix (or exact path, or a regex) and its settings.
 #[derive(Clone, Debug)]
 pub struct Location {
+    /// `/` for a regex location (it has no prefix: `{rest}` is the path after its `/`).
     pub path: String,
     pub exact: bool,
+    /// `regex`: matched against the decoded, normalised path after the exact locations and
+    /// before the prefixes, in file order with the `extension` locations (nginx `location ~`).
+    pub regex: Option<regex::Regex>,
     pub settings: LocationSettings,
 }
 
@@ -665,11 +674,12 @@ impl LocationSettings {
             expires: None,
             redirect: None,
             rewrite: None,
+            answer: None,
             access: Access::default(),
             handler: Handler::Static,
             rate_limit: true,
             script: ScriptSettings::default(),
-            fallback: None,
+            try_files: None,
             internal: false,
             max_body: None,
         }
@@ -782,6 +792,7 @@ impl Config {
                 locations: vec![Location {
                     path: "/".to_owned(),
                     exact: false,
+                    regex: None,
                     settings: LocationSettings::new(root),
                 }],
                 tls: SiteTls::default(),

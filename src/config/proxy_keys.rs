@@ -54,6 +54,7 @@ impl Loader<'_> {
             for (other, set) in [
                 ("redirect", block.redirect.is_some()),
                 ("rewrite", block.rewrite.is_some()),
+                ("return", block.return_.is_some()),
             ] {
                 if set {
                     return Err(self.hinted(

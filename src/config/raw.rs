@@ -307,6 +307,16 @@ pub(super) struct RawAuth {
     pub(super) users: Spanned<BTreeMap<String, Spanned<String>>>,
 }
 
+/// A block's `return` (`config::Return`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReturn {
+    pub(super) status: Spanned<i64>,
+    pub(super) location: Field<String>,
+    pub(super) body: Field<String>,
+    pub(super) content_type: Field<String>,
+}
+
 /// `[upstream.NAME]`: a pool of servers (`config::UpstreamPool`).
 #[derive(Deserialize)]
 #[serde(
@@ -405,6 +415,7 @@ pub(super) struct RawBlock {
     pub(super) path: Field<String>,
     pub(super) exact: Field<bool>,
     pub(super) alias: Field<String>,
+    pub(super) regex: Field<String>,
     // Both: a location inherits what it does not set from its site.
     pub(super) root: Field<String>,
     pub(super) index: Field<Vec<String>>,
@@ -419,6 +430,9 @@ pub(super) struct RawBlock {
     pub(super) redirect: Field<String>,
     pub(super) redirect_status: Field<i64>,
     pub(super) rewrite: Field<String>,
+    #[serde(rename = "return")]
+    pub(super) return_: Option<Spanned<RawReturn>>,
+    pub(super) try_files: Field<Vec<String>>,
     pub(super) allow: Field<Vec<String>>,
     pub(super) deny: Field<Vec<String>>,
     pub(super) basic_auth: Option<Spanned<RawAuth>>,

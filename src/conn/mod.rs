@@ -195,6 +195,8 @@ struct Pending {
     /// A FastCGI request whose script `path` is looked up below `route.script_root` before
     /// the application hears of it (`handler::proxy`); `None`: a static file's translation.
     script: Option<handler::proxy::ScriptCheck>,
+    /// Where a static request is in its location's `try_files`.
+    trying: handler::Trying,
 }
 
 impl Pending {

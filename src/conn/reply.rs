@@ -223,15 +223,66 @@ impl Parts<'_> {
         body: &[u8],
         context: &mut Context<'_>,
     ) {
+        let persistence = exchange.persistence;
+        let fields: &[(&str, &[u8])] = &[("Cache-Control", b"no-store")];
+        let body = (content_type, body);
+        self.write_body(exchange, route, status, persistence, fields, body, context);
+    }
+
+    /// Answer with a body the configuration gives (`return`), and `fields`; the outcome goes
+    /// on per the exchange's persistence, as `answer`'s.
+    pub(in crate::conn) fn answer_body(
+        &mut self,
+        exchange: &Exchange,
+        route: &Route,
+        status: u16,
+        fields: &[(&str, &[u8])],
+        body: (&[u8], &[u8]),
+        context: &mut Context<'_>,
+    ) -> Outcome {
+        // A body left unread (a location of a proxied site) may still be arriving.
+        let unread = exchange.body.is_some();
+        let persistence = if unread {
+            Persistence::Close
+        } else {
+            exchange.persistence
+        };
+        self.write_body(exchange, route, status, persistence, fields, body, context);
+        if unread {
+            Outcome::RespondedUnread
+        } else {
+            Outcome::Responded(persistence)
+        }
+    }
+
+    /// Write a response with `body` (its content type, its bytes; none for `HEAD`) and
+    /// `fields` under `route`'s headers, and account for it.
+    #[allow(clippy::too_many_arguments)]
+    fn write_body(
+        &mut self,
+        exchange: &Exchange,
+        route: &Route,
+        status: u16,
+        persistence: Persistence,
+        fields: &[(&str, &[u8])],
+        (content_type, body): (&[u8], &[u8]),
+        context: &mut Context<'_>,
+    ) {
         let mark = self.output.mark();
         {
-            let response =
-                response_context(context, exchange.persistence, Some(route), self.secure);
+            let mut response = response_context(context, persistence, Some(route), self.secure);
+            if !(200..300).contains(&status) {
+                // The location's cache headers belong on successes only.
+                response.head.cache_control = None;
+                response.head.expires = None;
+            }
             let out = self.output.bytes();
             write_status_line(out, status);
             common_headers(out, &response.head);
             write_header(out, "Content-Type", content_type);
-            out.extend_from_slice(b"Cache-Control: no-store\r\n");
+            for (name, value) in fields {
+                write_header(out, name, value);
+            }
             write_content_length(out, body.len() as u64);
             out.extend_from_slice(b"\r\n");
             if exchange.head.method != Method::Head {

@@ -1,11 +1,12 @@
 //! The phases of a request, top to bottom (SWS `handler.rs`; nginx's phase order): method →
-//! path → site and location → rewrite → rate limit → access → redirect → handler → (static)
-//! path cache or translation job → response. A request over plain HTTP to a `redirect_https`
+//! path → site and location → rewrite → rate limit → access → redirect or `return` → handler →
+//! (static) path cache or translation job (`try_files`) → response. A request over plain HTTP to a `redirect_https`
 //! site is sent to HTTPS as soon as it is located, whatever its method, then the site's
 //! client-certificate check applies (`https.rs`).
 //!
-//! Owns: that order and each phase's answer (`405`, `400`, `429`, `403`, `401`, `3xx`, the
-//! status and health handlers, the static response).
+//! Owns: that order and each phase's answer (`405`, `400`, `429`, `403`, `401`, `3xx`, a
+//! `return`, the status and health handlers, the static response), and filling the templates
+//! of `rewrite`, `redirect`, `return` and `try_files` (`expand`).
 //! Must not touch: sockets, the disk (a translation is a `Job`).
 
 use std::sync::Arc;
@@ -82,7 +83,7 @@ impl Conn {
             if rewrites > MAX_REWRITES {
                 return Err(NotLocated::Looping(clean));
             }
-            let rewritten = expand(template, found.route.rest(clean.as_str()), &head.target);
+            let rewritten = expand(template, found.route, clean.as_str(), &head.target);
             clean = path::normalize(&rewritten, &ROUTING)
                 .map_err(|error| NotLocated::Status(error.status()))?;
             found = sites.find(host, clean.as_str());
@@ -315,7 +316,7 @@ impl Conn {
         self.after_access(exchange, route, clean, redirect_base, context)
     }
 
-    /// The phases after access control: redirect, handler, static files.
+    /// The phases after access control: redirect or `return`, handler, static files.
     pub(super) fn after_access(
         &mut self,
         exchange: Exchange,
@@ -324,12 +325,33 @@ impl Conn {
         redirect_base: RedirectBase,
         context: &mut Context<'_>,
     ) -> Option<Job> {
+        if let Some(answer) = &route.settings.answer {
+            let location = answer
+                .location
+                .as_ref()
+                .map(|template| expand(template, &route, clean.as_str(), &exchange.head.target));
+            let fields: Vec<(&str, &[u8])> = location
+                .iter()
+                .map(|location| ("Location", location.as_bytes()))
+                .collect();
+            let outcome = match &answer.body {
+                Some(body) => self.parts().answer_body(
+                    &exchange,
+                    &route,
+                    answer.status,
+                    &fields,
+                    (body.content_type.as_bytes(), body.text.as_bytes()),
+                    context,
+                ),
+                None => {
+                    self.parts()
+                        .answer(&exchange, Some(&route), answer.status, &fields, context)
+                }
+            };
+            return self.settle(outcome, context);
+        }
         if let Some(redirect) = &route.settings.redirect {
-            let location = expand(
-                &redirect.to,
-                route.rest(clean.as_str()),
-                &exchange.head.target,
-            );
+            let location = expand(&redirect.to, &route, clean.as_str(), &exchange.head.target);
             return self.answer(
                 &exchange,
                 Some(&route),
@@ -382,11 +404,39 @@ pub(super) fn with_slash(clean: &CleanPath, query: Option<&str>) -> String {
     location
 }
 
-/// A redirect or rewrite target with `{rest}` (the path after the location's prefix,
-/// percent-encoded again) and `{uri}` (the request target as sent) filled in.
-fn expand(template: &str, rest: &str, uri: &str) -> String {
-    let rest = path::encode_path(rest.trim_start_matches('/'));
-    template.replace("{rest}", &rest).replace("{uri}", uri)
+/// A template of `rewrite`, `redirect`, `return` or `try_files` filled in for a request
+/// routed to `route` by `clean` (config/routing.rs): `{path}` the path, `{rest}` the path after
+/// the location's prefix, a regex location's groups by number or name (`{1}`, `{id}`; a group
+/// that took no part is empty), each percent-encoded again (a decoded `%0D%0A` or `?` must not
+/// end a header or start a query); `{uri}` the request target as sent. Anything else in
+/// braces stays as written (the loader refuses unknown names).
+pub(in crate::conn) fn expand(template: &str, route: &Route, clean: &str, uri: &str) -> String {
+    let captures = route.captures(clean);
+    crate::config::routing::fill(template, |name| match name {
+        "path" => Some(path::encode_path(clean)),
+        "rest" => Some(path::encode_path(route.rest(clean).trim_start_matches('/'))),
+        "uri" => Some(uri.to_owned()),
+        _ => {
+            let captures = captures.as_ref()?;
+            let group = match name.parse::<usize>() {
+                Ok(number) if number < captures.len() => captures.get(number),
+                Ok(_) => return None,
+                Err(_) => {
+                    let named = route
+                        .regex
+                        .as_ref()?
+                        .capture_names()
+                        .flatten()
+                        .any(|group| group == name);
+                    if !named {
+                        return None;
+                    }
+                    captures.name(name)
+                }
+            };
+            Some(group.map_or_else(String::new, |group| path::encode_path(group.as_str())))
+        }
+    })
 }
 
 /// The access phase's wait: a helper checks the request's password (`Job::Verify`).
@@ -428,13 +478,53 @@ impl Waiting for Authenticating {
 #[cfg(test)]
 mod tests {
     use super::expand;
+    use crate::config::{Config, Location, LocationSettings};
+    use crate::site::Sites;
 
     #[test]
     fn placeholders_are_filled_and_encoded() {
+        let dir = std::env::temp_dir();
+        let mut config = Config::new(dir.clone());
+        config.sites[0].locations.extend([
+            Location {
+                path: "/old/".to_owned(),
+                exact: false,
+                regex: None,
+                settings: LocationSettings::new(dir.clone()),
+            },
+            Location {
+                path: "/".to_owned(),
+                exact: false,
+                regex: Some(regex::Regex::new("^/img/(?<id>[^/]+)(/x)?\\.png$").unwrap()),
+                settings: LocationSettings::new(dir),
+            },
+        ]);
+        let sites = Sites::build(&config).unwrap();
+        let old = sites.route(None, "/old/a b/c");
         assert_eq!(
-            expand("/new/{rest}", "a b/c", "/old/a%20b/c"),
-            "/new/a%20b/c"
+            expand("/new/{rest}{path}", old, "/old/a b/c", "/old/a%20b/c"),
+            "/new/a%20b/c/old/a%20b/c"
         );
-        assert_eq!(expand("https://x{uri}", "", "/p?q=1"), "https://x/p?q=1");
+        assert_eq!(
+            expand("https://x{uri}", old, "/old/", "/p?q=1"),
+            "https://x/p?q=1"
+        );
+        assert_eq!(
+            expand("/{1}", old, "/old/", "/old/"),
+            "/{1}",
+            "no captures here"
+        );
+        let image = sites.route(None, "/img/a\r\n?.png");
+        assert!(image.regex.is_some());
+        assert_eq!(
+            expand(
+                "/i/{id}/{1}/{2}/{0}/{3}{other}",
+                image,
+                "/img/a\r\n?.png",
+                "/"
+            ),
+            "/i/a%0D%0A%3F/a%0D%0A%3F///img/a%0D%0A%3F.png/{3}{other}",
+            "encoded; a group that took no part is empty; unknown names stay"
+        );
     }
 }

@@ -5,8 +5,8 @@
 //! it: opened document roots, pre-rendered headers (a location's, its site's HSTS), the HTTPS
 //! redirect's port, access checks) and
 //! `Sites::route` (site by `Host`: exact name, then the longest `*.suffix`, then the default;
-//! location by path: an exact location, then the first `extension` location in file order
-//! that matches (`script.rs`), then the longest prefix).
+//! location by path: an exact location, then the first `extension` or `regex` location in file
+//! order that matches (`script.rs`, `Route::matches_pattern`), then the longest prefix).
 //! Must not touch: sockets, threads. Building a generation opens the document roots (it runs
 //! at start-up and on reload, never on a loop).
 //! Sources: Abyss §3 (per-server sections); nginx `server_name` and `location` matching.
@@ -104,8 +104,11 @@ impl Generation {
 /// Where a location's requests go, with everything the request path needs pre-built.
 #[derive(Debug)]
 pub struct Route {
+    /// `/` for a regex location.
     pub path: String,
     pub exact: bool,
+    /// A regex location's pattern (`config::Location::regex`).
+    pub regex: Option<regex::Regex>,
     pub settings: LocationSettings,
     /// The opened root (or alias directory) of a static location.
     pub root: Option<Arc<DocRoot>>,
@@ -198,6 +201,23 @@ impl Route {
     pub fn rest<'p>(&self, path: &'p str) -> &'p str {
         path.get(self.path.len()..).unwrap_or("")
     }
+
+    /// Whether `path` is this pattern location's: its `extension` or its `regex` matches.
+    fn matches_pattern(&self, path: &str) -> bool {
+        match &self.regex {
+            Some(regex) => regex.is_match(path),
+            None => self.matches_extension(path),
+        }
+    }
+
+    /// A regex location's groups as matched in `path` (the path it was routed by), for the
+    /// templates of its `rewrite`, `redirect`, `return` and `try_files`; `None` for another
+    /// location. Matched again rather than kept from routing: only these phases need them,
+    /// and the match is linear in the path.
+    #[must_use]
+    pub fn captures<'p>(&self, path: &'p str) -> Option<regex::Captures<'p>> {
+        self.regex.as_ref()?.captures(path)
+    }
 }
 
 #[derive(Debug)]
@@ -206,8 +226,8 @@ struct SiteRoutes {
     /// The locations (exact or prefix) whose path ends in '/', by that path without it: a
     /// request for `/api` is sent to the location `/api/` (`Found::add_slash`).
     with_slash: HashMap<String, Arc<Route>>,
-    /// `extension` locations, in file order (nginx tries its regex locations so).
-    extensions: Vec<Arc<Route>>,
+    /// `extension` and `regex` locations, in file order (nginx tries its regex locations so).
+    patterns: Vec<Arc<Route>>,
     /// Longest prefix first.
     prefixes: Vec<Arc<Route>>,
     /// Whether the site asks TLS clients for certificates (its handshake policy,
@@ -252,7 +272,7 @@ impl Sites {
             let mut routes = SiteRoutes {
                 exact: HashMap::new(),
                 with_slash: HashMap::new(),
-                extensions: Vec::new(),
+                patterns: Vec::new(),
                 prefixes: Vec::new(),
                 client_certificates: match site.tls.client_certificates {
                     ClientCertificates::Off => CertificatePolicy::Off,
@@ -270,7 +290,8 @@ impl Sites {
                 let root = match location.settings.handler {
                     Handler::Static
                         if location.settings.redirect.is_none()
-                            && location.settings.rewrite.is_none() =>
+                            && location.settings.rewrite.is_none()
+                            && location.settings.answer.is_none() =>
                     {
                         let mut options = location.settings.static_files.clone();
                         options.script_indexes.clone_from(&script_indexes);
@@ -334,6 +355,7 @@ impl Sites {
                 let route = Arc::new(Route {
                     path: location.path.clone(),
                     exact: location.exact,
+                    regex: location.regex.clone(),
                     access: Access::new(&location.settings.access),
                     settings: location.settings.clone(),
                     root,
@@ -342,9 +364,10 @@ impl Sites {
                     strict_transport_security: strict_transport_security.clone(),
                     https_redirect: https_redirect.clone(),
                 });
-                let extension = location.settings.script.extension.is_some();
+                let pattern =
+                    location.settings.script.extension.is_some() || location.regex.is_some();
                 if let Some(without) = location.path.strip_suffix('/') {
-                    if !without.is_empty() && !extension {
+                    if !without.is_empty() && !pattern {
                         routes
                             .with_slash
                             .entry(without.to_owned())
@@ -359,8 +382,8 @@ impl Sites {
                 }
                 if location.exact {
                     routes.exact.insert(location.path.clone(), route);
-                } else if extension {
-                    routes.extensions.push(route);
+                } else if pattern {
+                    routes.patterns.push(route);
                 } else {
                     routes.prefixes.push(route);
                 }
@@ -388,7 +411,7 @@ impl Sites {
     /// The location of a normalised request path, in this order: an exact location for the
     /// path, or for the path without its trailing '/' (`/secret.txt/` is the same resource as
     /// `/secret.txt`, and a static file answers it `404`: one resource, one set of rules); the
-    /// first extension location that matches; a location whose path is this one with a '/'
+    /// first extension or regex location that matches; a location whose path is this one with a '/'
     /// added (`add_slash`: the request is sent there, nginx's answer for `/api` with a
     /// `location /api/`); the longest prefix.
     #[must_use]
@@ -403,9 +426,9 @@ impl Sites {
             return Found::at(route);
         }
         if let Some(route) = site
-            .extensions
+            .patterns
             .iter()
-            .find(|route| route.matches_extension(path))
+            .find(|route| route.matches_pattern(path))
         {
             return Found::at(route);
         }
@@ -533,12 +556,17 @@ fn script_options(root: std::path::PathBuf) -> StaticOptions {
 /// be answered by another location: every one for an exact location (it answers the
 /// directory alone), else those that a longer location below it names (an exact one by its
 /// last segment, a prefix one by a last segment the name begins with: `/docs/index.html`,
-/// `/docs/ind`). Extension locations are `script_indexes`' business.
+/// `/docs/ind`), and every one where the site has a regex location (a pattern may match any
+/// such path: the index is routed as a path of its own rather than guessed). Extension
+/// locations are `script_indexes`' business.
 fn claimed_indexes(
     location: &crate::config::Location,
     all: &[crate::config::Location],
 ) -> Vec<String> {
     let claims = |other: &crate::config::Location, index: &str| {
+        if other.regex.is_some() {
+            return !std::ptr::eq(other, location);
+        }
         if other.settings.script.extension.is_some()
             || other.path.len() <= location.path.len()
             || !other.path.starts_with(location.path.as_str())
@@ -602,6 +630,7 @@ mod tests {
         Location {
             path: path.to_owned(),
             exact,
+            regex: None,
             settings: LocationSettings::new(root.to_path_buf()),
         }
     }

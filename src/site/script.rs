@@ -181,6 +181,7 @@ mod tests {
         Route {
             path: path.to_owned(),
             exact: false,
+            regex: None,
             access: Access::new(&settings.access),
             settings,
             root: None,

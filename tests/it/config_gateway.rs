@@ -139,7 +139,10 @@ fn a_gateway_configuration_loads_into_the_typed_settings() {
     );
     let app = location(&config, "/app/", None);
     assert_eq!(app.handler.kind(), HandlerKind::Static);
-    assert_eq!(app.fallback.as_deref(), Some("/index.php"));
+    assert_eq!(
+        app.try_files,
+        Some(ampd::config::TryFiles::fallback("/index.php".to_owned()))
+    );
     assert_eq!(
         location(&config, "/flup/", None)
             .handler

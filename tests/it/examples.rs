@@ -6,7 +6,9 @@
 //! `cgi.toml` too) passes `ampd check` as it is (`tls.toml` and `http2.toml` once the
 //! certificates their comments have the reader make exist); `examples/http2.toml` has a TLS
 //! listener offering `h2` and an `h2c` one, with the `[http2]` keys it shows;
-//! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`.
+//! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`;
+//! `examples/routing.toml` rewrites and redirects with a regex's captures, answers a `return`
+//! and falls back through `try_files`.
 
 use crate::support;
 
@@ -54,6 +56,7 @@ fn every_shipped_example_passes_ampd_check() {
             "http2.toml",
             "php-fpm.toml",
             "proxy.toml",
+            "routing.toml",
             "tls.toml",
             "types.toml"
         ],
@@ -290,6 +293,32 @@ fn the_types_example_sends_its_types() {
         assert_eq!(response.status, 200, "{path}");
         assert_eq!(response.header("content-type"), Some(expected), "{path}");
     }
+}
+
+#[test]
+fn the_routing_example_rewrites_returns_and_falls_back() {
+    let dir = TempRoot::new();
+    let server = Server::start(Options::config_file(&example_copy(
+        &dir,
+        "routing.toml",
+        &[],
+    )));
+    let addr = server.addr();
+    let hello = std::fs::read(examples().join("www/hello.txt")).unwrap();
+    let note = get(addr, "/notes/hello");
+    assert_eq!((note.status, &note.body), (200, &hello));
+    let moved = get(addr, "/blog/2024/news");
+    assert_eq!(moved.status, 301);
+    assert_eq!(
+        moved.header("location"),
+        Some("https://blog.example.com/2024/news")
+    );
+    let gone = get(addr, "/beta/");
+    assert_eq!(gone.status, 410);
+    assert_eq!(gone.body_text(), "The beta has ended: see /.\n");
+    let index = std::fs::read(examples().join("www/index.html")).unwrap();
+    let page = get(addr, "/app/any/route");
+    assert_eq!((page.status, &page.body), (200, &index));
 }
 
 #[test]

@@ -65,6 +65,7 @@ mod proxy_websocket;
 mod range;
 mod real_clients;
 mod refusals;
+mod regex_routing;
 mod residency_test;
 mod revalidate;
 mod signals;

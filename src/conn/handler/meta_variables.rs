@@ -263,6 +263,7 @@ mod tests {
         settings.script = script;
         Route {
             path: path.to_owned(),
+            regex: None,
             exact: false,
             access: Access::new(&settings.access),
             settings,

@@ -18,6 +18,8 @@ mod health;
 mod meta_variables;
 pub(super) mod proxy;
 mod static_files;
+
+pub(super) use static_files::Trying;
 mod status;
 
 use std::fmt::Debug;

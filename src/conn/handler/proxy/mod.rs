@@ -223,6 +223,7 @@ impl Conn {
             resolved: None,
             retried: false,
             script: Some(ScriptCheck(Box::new(application))),
+            trying: super::Trying::default(),
         };
         let previous =
             match context
