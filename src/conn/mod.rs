@@ -133,7 +133,7 @@ pub enum Phase {
     Busy,
     /// Output is queued (send timeout, reset by progress; minimum send rate).
     Sending,
-    /// Finished: flushing and closing.
+    /// Finished, the last byte out: closing (the lingering close's linger timeout).
     Closing,
     /// Waiting on an upstream server (its own timeouts govern: `Conn::upstream_deadline`).
     Upstream,
@@ -397,8 +397,12 @@ impl Conn {
     #[must_use]
     pub fn phase(&self) -> Phase {
         match self.state {
-            State::Closing(_) => Phase::Closing,
+            // The last response still going out is sending (send timeout, reset by progress;
+            // minimum send rate), not closing: the linger timeout never restarts, and would cut
+            // such a response (a `Connection: close` download, one cut short by its upstream)
+            // however fast it moves.
             _ if !self.output.is_empty() => Phase::Sending,
+            State::Closing(_) => Phase::Closing,
             State::Http2Agreed => Phase::Head,
             State::Http2(ref session) => session.phase(self.input.len() - self.consumed),
             // The header is due at once: the header timeout runs from the accept.

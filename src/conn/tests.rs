@@ -2,7 +2,7 @@
 //! and the keep-alive / close decision (RFC 9112 §9), with no socket.
 
 use super::harness::{big_body, Harness, INDEX};
-use super::{Ending, Need, OUTPUT_HIGH_WATER};
+use super::{Ending, Need, Phase, OUTPUT_HIGH_WATER};
 
 fn get(path: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n")
@@ -203,6 +203,22 @@ fn connection_close_closes_plainly_after_the_response() {
     assert_eq!(responses.len(), 1);
     assert_eq!(responses[0].status, 200);
     assert_eq!(responses[0].header("connection"), Some("close"));
+}
+
+/// The engines time a connection by its phase: the last response still queued is sending (the
+/// send timeout, restarted by progress, and the minimum send rate), never closing, whose
+/// linger timeout does not restart and cut such a download after 2 s.
+#[test]
+fn a_last_response_still_going_out_is_sending_not_closing() {
+    let mut harness = Harness::new(|_| {});
+    let need =
+        harness.feed_unread(b"GET /big.bin HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+    assert_eq!(closes(&need), Some(Ending::Close));
+    assert!(!harness.conn.output.is_empty());
+    assert_eq!(harness.conn.phase(), Phase::Sending);
+    harness.run();
+    assert_eq!(harness.conn.phase(), Phase::Closing);
+    assert_eq!(harness.take()[0].body, big_body());
 }
 
 #[test]

@@ -72,3 +72,38 @@ for_each_arch!(fn timeout_answer_is_followed_by_lingering_close(arch) {
         std::thread::sleep(Duration::from_millis(20));
     }
 });
+
+// A `Connection: close` download still going out when the linger timeout has passed arrives
+// whole under every engine: until its last byte is out the connection is sending (the send
+// timeout, restarted by progress, and the minimum send rate govern), not closing. The linger
+// timeout never restarts, and the event-loop engines cut such a download when it ran out (2 s by
+// default), wherever it was; a response cut short by its upstream too.
+for_each_arch!(fn a_last_response_outlasting_the_linger_timeout_arrives_whole(arch) {
+    let root = TempRoot::new();
+    // More than a kernel socket buffer holds (`tcp_wmem` max 4 MiB), so that the response is
+    // still queued in ampd while it is read.
+    let big = support::root::pattern_bytes(6 << 20, 9);
+    root.file("big.bin", &big);
+    let config = write_config(&root, arch, "[limits]\nlinger_timeout = \"200ms\"\n\n[[site]]\nroot = \"www\"\n");
+    let server = Server::start(Options::config_file(&config));
+    let mut stream = std::net::TcpStream::connect(server.addr()).unwrap();
+    ampd_sys::socket::set_recv_buffer(std::os::fd::AsFd::as_fd(&stream), 32 << 10).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    std::io::Write::write_all(&mut stream, b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    // About 3 MB/s: two seconds for the whole, far above the minimum send rate.
+    let mut received = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        match support::read_some(&mut stream, &mut chunk) {
+            Ok(0) => break,
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(error) => panic!("{arch}: {error} after {} bytes", received.len()),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let head_end = support::http::find(&received, b"\r\n\r\n").expect("a response head") + 4;
+    assert_eq!(received.len() - head_end, big.len(), "{arch}: the whole body, then the close");
+    assert!(received[head_end..] == big[..], "{arch}: the body as on disk");
+});

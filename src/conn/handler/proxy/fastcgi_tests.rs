@@ -5,8 +5,11 @@ use ampd_http::fastcgi::{
     self, EndRequest, Event, ProtocolStatus, RecordHeader, RecordReader, RecordType,
 };
 
+use std::io::ErrorKind;
+
 use crate::conn::harness::Harness;
-use crate::conn::Release;
+use crate::conn::upstream::LinkId;
+use crate::conn::{Need, Release};
 
 /// What ampd sent: `(type, request id, content)` per record.
 fn records(mut bytes: &[u8]) -> Vec<(RecordType, u16, Vec<u8>)> {
@@ -226,6 +229,43 @@ fn an_application_that_dies_before_answering_is_a_502_and_after_its_head_a_cut_r
     let raw = String::from_utf8(harness.take_raw()).unwrap();
     assert!(raw.starts_with("HTTP/1.1 200 OK\r\n"), "{raw}");
     assert!(raw.ends_with("4\r\npart\r\n"), "no last chunk: {raw}");
+}
+
+/// An application killed after writing its head with the request not all read resets the
+/// connection, and the reset often comes in the same wake-up as the bytes before it: they are
+/// used first, so the head reaches the client and the response is cut short (the client sees
+/// the close), instead of a `502` on a connection kept open.
+#[test]
+fn a_reset_read_with_the_head_before_it_cuts_the_response_short() {
+    let mut harness = Harness::fastcgi(|_| {});
+    let need = harness.feed(b"GET /a.php HTTP/1.1\r\nHost: a\r\n\r\n");
+    harness.connect(&need);
+    harness.upstream_take();
+    let mut stdout = Vec::new();
+    fastcgi::write_stream(
+        &mut stdout,
+        RecordType::Stdout,
+        1,
+        b"Content-Type: text/plain\r\nContent-Length: 1000\r\n\r\npartial\n",
+    );
+    harness.conn.upstream_receive(LinkId::FIRST, &stdout);
+    let need = harness.upstream_fail(ErrorKind::ConnectionReset);
+    assert!(matches!(need, Need::Close(_)), "{need:?}");
+    let raw = String::from_utf8(harness.take_raw()).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 200 OK\r\n"), "{raw}");
+    assert!(raw.ends_with("\r\n\r\npartial\n"), "{raw}");
+    assert_eq!(harness.release(), Some(Release::Close));
+
+    // Only part of a head before the reset: nothing went to the client, so a `502`.
+    let mut harness = Harness::fastcgi(|_| {});
+    let need = harness.feed(b"GET /a.php HTTP/1.1\r\nHost: a\r\n\r\n");
+    harness.connect(&need);
+    harness.upstream_take();
+    let mut stdout = Vec::new();
+    fastcgi::write_stream(&mut stdout, RecordType::Stdout, 1, b"Content-Type: te");
+    harness.conn.upstream_receive(LinkId::FIRST, &stdout);
+    harness.upstream_fail(ErrorKind::ConnectionReset);
+    assert_eq!(harness.statuses(), vec![502]);
 }
 
 #[test]

@@ -357,14 +357,40 @@ impl Conn {
         else {
             return None;
         };
+        // The link failed and the bytes it left could not be used: its failure is acted on.
+        let mut stuck = false;
         loop {
+            // What the upstream sent before it failed is used first: a reset often comes in
+            // the same wake-up as the bytes before it (a FastCGI application killed after
+            // writing its head, with the rest of the request unread), and a head among them
+            // must reach the client and then be cut short, not be taken for no answer at all
+            // (a `502` on a kept-alive connection, or a retry of a request already answered).
             let step = match self.failure() {
-                Some(failure) => self.proxy_failed(proxy, failure, context),
-                None => self.proxy_step(proxy, context),
+                Some(failure) if stuck || !self.upstream_bytes_left(&proxy) => {
+                    self.proxy_failed(proxy, failure, context)
+                }
+                _ => self.proxy_step(proxy, context),
             };
+            stuck = false;
             match step {
                 Step::Again(next) => proxy = next,
                 Step::Wait(next, need) => {
+                    let failed = self
+                        .link
+                        .as_ref()
+                        .is_some_and(|link| link.failure.is_some());
+                    if failed && self.upstream_bytes_left(&next) && self.output_full() {
+                        // They wait for room towards the client (`relay_body`, `tunnel`); no
+                        // socket event will come for them, so the connection asks to be
+                        // advanced again once its output has drained.
+                        self.state = State::Proxying(next);
+                        return Some(Need::Flush);
+                    }
+                    if failed {
+                        stuck = true;
+                        proxy = next;
+                        continue;
+                    }
                     self.state = State::Proxying(next);
                     return Some(need);
                 }
@@ -767,6 +793,21 @@ impl Conn {
             self.link_buffers = link.into_buffers();
             self.release = Some(release);
         }
+    }
+
+    /// Whether the upstream's bytes are not all used yet: read and not taken apart, or (FastCGI)
+    /// standard output not yet passed on.
+    fn upstream_bytes_left(&self, proxy: &Proxy) -> bool {
+        let Some(link) = &self.link else {
+            return false;
+        };
+        !link.input.is_empty()
+            || matches!(&proxy.backend, Backend::FastCgi(application) if application.buffered() > 0)
+    }
+
+    /// Whether the client's output has no room for more of the upstream's bytes (`HIGH_WATER`).
+    fn output_full(&self) -> bool {
+        self.output.pending() >= HIGH_WATER as u64
     }
 
     /// Whether reading from the upstream is useful now.
