@@ -15,6 +15,8 @@
 //! * [`request`]: resumable request-head parser ([`HeadParser`]).
 //! * [`error`]: [`ParseError`], each variant with the status to answer.
 //! * [`response`]: status line and header encoder into a caller's buffer.
+//! * [`response_head`]: a response head as data ([`response_head::Head`]), written as HTTP/1
+//!   here and HPACK-encoded by [`h2`].
 //! * [`date`]: IMF-fixdate formatting and HTTP-date parsing.
 //! * [`range`], [`multipart`]: `Range` requests and `multipart/byteranges` framing.
 //! * [`conditional`]: entity tags and the RFC 9110 §13.2.2 precondition order.
@@ -55,6 +57,7 @@ pub mod proxy_protocol;
 pub mod range;
 pub mod request;
 pub mod response;
+pub mod response_head;
 mod token;
 pub mod upstream;
 

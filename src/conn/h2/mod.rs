@@ -29,7 +29,7 @@ use super::upstream::{LinkId, Release};
 use super::{Context, Ending, Need, Phase, State};
 use crate::conn::Conn;
 use crate::content::job::{Job, JobDone};
-use crate::response::Persistence;
+use crate::response::{Head, Persistence};
 use crate::tls::TlsInfo;
 use stream::{BodyFeed, Framing, Queued, Stream};
 
@@ -79,8 +79,10 @@ pub(super) struct Session {
     /// Requests without a body received but not started yet (`OPEN_BATCH`), in arrival order.
     deferred: VecDeque<(StreamId, RequestHead)>,
     origin: Origin,
-    /// The response head being converted (reused for every response).
-    head: Vec<u8>,
+    /// The response head being encoded (reused for every response).
+    head: Head,
+    /// An HTTP/1 head being converted (reused for every response).
+    http1_head: Vec<u8>,
     /// The streams whose jobs are out, in the order of the job handed (the engine runs one
     /// per connection: a single job, or a `Job::Batch` of every stream that needed one).
     job_owners: Vec<StreamId>,
@@ -118,7 +120,8 @@ impl Session {
                 secure: conn.secure,
                 tls: conn.tls.clone(),
             },
-            head: Vec::new(),
+            head: Head::default(),
+            http1_head: Vec::new(),
             job_owners: Vec::new(),
             links: Vec::new(),
             max_links: context
@@ -300,6 +303,8 @@ impl Session {
         };
         // The PROXY protocol header, if any, was the connection's, read before the preface.
         conn.state = State::ReadingHead;
+        // The stream encodes the response head as HPACK fields, straight from the data.
+        conn.output.set_structured_heads(true);
         conn.peer_port = self.origin.peer_port;
         conn.local = self.origin.local;
         conn.secure = self.origin.secure;
@@ -468,7 +473,12 @@ impl Session {
                 if output.pending() >= FRAMED_HIGH_WATER {
                     return true;
                 }
-                let framed = stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
+                let framed = stream.frame(
+                    &mut self.connection,
+                    (&mut self.head, &mut self.http1_head),
+                    output,
+                    QUANTUM,
+                );
                 *moved += framed;
                 if framed == 0 {
                     break;
@@ -485,7 +495,12 @@ impl Session {
             }
             let stream = &mut self.streams[(self.cursor + turn) % count];
             if at_level(stream) {
-                *moved += stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
+                *moved += stream.frame(
+                    &mut self.connection,
+                    (&mut self.head, &mut self.http1_head),
+                    output,
+                    QUANTUM,
+                );
             }
         }
         false

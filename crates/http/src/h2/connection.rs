@@ -28,6 +28,7 @@ use super::hpack::{Decoder, Encoder};
 use super::stream::{Closure, RecentlyClosed, RecvState, SendState, Streams};
 use super::PREFACE;
 use crate::request::RequestHead;
+use crate::response_head::Head;
 
 mod closing;
 mod control;
@@ -177,6 +178,8 @@ pub struct Connection {
     encoder: Encoder,
     /// The last HTTP/1 head's block, for `write_http1_head`.
     heads: HeadBlocks,
+    /// The last head's block, for `write_head`.
+    blocks: head_block::Blocks,
     streams: Streams,
     closed: RecentlyClosed,
     /// The highest client stream id opened (or refused, or ignored): ids above it are idle.
@@ -252,6 +255,7 @@ impl Connection {
             decoder: Decoder::new(limits.header_table_size as usize),
             encoder: Encoder::new(),
             heads: HeadBlocks::default(),
+            blocks: head_block::Blocks::default(),
             streams: Streams::default(),
             closed: RecentlyClosed::new(remembered),
             highest: 0,
@@ -348,6 +352,21 @@ impl Connection {
         out.extend_from_slice(&[0; HEADER_LEN]);
         let block_start = out.len();
         head_block::encode(&mut self.encoder, response, out);
+        self.finish_headers(stream, block_start, end_stream, out);
+    }
+
+    /// Append the HEADERS frame (and CONTINUATIONs, at the client's SETTINGS_MAX_FRAME_SIZE)
+    /// of `head`. `last`: nothing follows it, so END_STREAM is set unless the status is
+    /// informational (1xx, after which the final head follows). A head repeated on the
+    /// connection is sent from the block remembered for it (`head_block.rs`).
+    pub fn write_head(&mut self, stream: StreamId, head: &Head, last: bool, out: &mut Vec<u8>) {
+        if !self.may_send(stream) {
+            return;
+        }
+        out.extend_from_slice(&[0; HEADER_LEN]);
+        let block_start = out.len();
+        self.blocks.encode(&mut self.encoder, head, out);
+        let end_stream = last && !(100..200).contains(&head.status);
         self.finish_headers(stream, block_start, end_stream, out);
     }
 
