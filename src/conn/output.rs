@@ -13,17 +13,11 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::sync::{Arc, LazyLock};
-
-use memchr::memmem::Finder;
+use std::sync::Arc;
 
 use crate::content::file::OpenFile;
 use crate::content::sink::Sink;
 use crate::response::{write_http1_head, Head, Http1Framing};
-
-/// The blank line that ends a head, its searcher built once: `memmem::find` builds one per
-/// call, which was 5 % of a cached response's instructions (callgrind).
-static HEAD_END: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\r\n\r\n"));
 
 #[derive(Debug)]
 enum Segment {
@@ -90,7 +84,6 @@ pub struct Output {
 #[derive(Clone, Copy, Debug)]
 pub struct Mark {
     pending: u64,
-    buffer_len: usize,
     head_bytes: u64,
 }
 
@@ -111,7 +104,6 @@ impl Output {
     pub fn mark(&self) -> Mark {
         Mark {
             pending: self.pending(),
-            buffer_len: self.buffer.len(),
             head_bytes: self.head_bytes,
         }
     }
@@ -199,13 +191,7 @@ impl Output {
     #[must_use]
     pub fn written_since(&self, mark: Mark) -> (u64, u64) {
         let total = self.written_total_since(mark);
-        let head = self.head_bytes - mark.head_bytes;
-        if head > 0 {
-            return (head.min(total), total.saturating_sub(head));
-        }
-        let written = self.buffer.get(mark.buffer_len..).unwrap_or_default();
-        let head = HEAD_END.find(written).map_or(written.len(), |at| at + 4) as u64;
-        let head = head.min(total);
+        let head = (self.head_bytes - mark.head_bytes).min(total);
         (head, total - head)
     }
 
@@ -344,41 +330,6 @@ impl Output {
         }
     }
 
-    /// Move the response head at the front of the queue (up to and including its blank line)
-    /// into `head`, replacing what it held. `false`, and nothing moved, when the front does
-    /// not hold a complete head in memory (HTTP/2 turns the head into a HEADERS frame).
-    pub fn take_http1_head(&mut self, head: &mut Vec<u8>) -> bool {
-        self.seal();
-        head.clear();
-        let mut found = None;
-        for segment in &self.segments {
-            let bytes = match segment {
-                Segment::Buffer { start, end } => &self.buffer[*start..*end],
-                Segment::Shared { data, start, end } => &data[*start..*end],
-                Segment::File { .. } | Segment::Head => break,
-            };
-            let before = head.len();
-            head.extend_from_slice(bytes);
-            // The blank line may straddle two segments: look from just before this one.
-            let from = before.saturating_sub(3);
-            if let Some(at) = HEAD_END.find(&head[from..]) {
-                found = Some(from + at + 4);
-                break;
-            }
-        }
-        match found {
-            Some(len) => {
-                head.truncate(len);
-                self.advance(len as u64);
-                true
-            }
-            None => {
-                head.clear();
-                false
-            }
-        }
-    }
-
     /// Move up to `max` bytes from the front of the queue to the back of `into`, by reference
     /// where they are shared data or file ranges (HTTP/2 puts a stream's body behind a DATA
     /// frame header in the connection's queue). Returns the bytes moved.
@@ -474,34 +425,6 @@ impl Sink for Output {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_head_is_taken_whole_and_the_body_moves_by_reference() {
-        let mut output = Output::default();
-        output
-            .bytes()
-            .extend_from_slice(b"HTTP/1.1 200 OK\r\nA: b\r\n\r");
-        let data: Arc<[u8]> = Arc::from(&b"\nbody"[..]);
-        output.shared(data, 0, 5);
-        let mut head = Vec::new();
-        assert!(output.take_http1_head(&mut head));
-        assert_eq!(head, b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n");
-        let mut into = Output::default();
-        assert_eq!(output.move_front_into(&mut into, 3), 3);
-        assert_eq!(output.move_front_into(&mut into, 100), 1);
-        assert!(output.is_empty());
-        let sent: Vec<u8> = into
-            .memory_slices()
-            .iter()
-            .flat_map(|slice| slice.to_vec())
-            .collect();
-        assert_eq!(sent, b"body");
-
-        let mut partial = Output::default();
-        partial.bytes().extend_from_slice(b"HTTP/1.1 200 OK\r\n");
-        assert!(!partial.take_http1_head(&mut head));
-        assert_eq!(partial.pending(), 17);
-    }
 
     fn queue_response(output: &mut Output) {
         let head = output.begin_head(200);

@@ -81,8 +81,6 @@ pub(super) struct Session {
     origin: Origin,
     /// The response head being encoded (reused for every response).
     head: Head,
-    /// An HTTP/1 head being converted (reused for every response).
-    http1_head: Vec<u8>,
     /// The streams whose jobs are out, in the order of the job handed (the engine runs one
     /// per connection: a single job, or a `Job::Batch` of every stream that needed one).
     job_owners: Vec<StreamId>,
@@ -121,7 +119,6 @@ impl Session {
                 tls: conn.tls.clone(),
             },
             head: Head::default(),
-            http1_head: Vec::new(),
             job_owners: Vec::new(),
             links: Vec::new(),
             max_links: context
@@ -473,12 +470,7 @@ impl Session {
                 if output.pending() >= FRAMED_HIGH_WATER {
                     return true;
                 }
-                let framed = stream.frame(
-                    &mut self.connection,
-                    (&mut self.head, &mut self.http1_head),
-                    output,
-                    QUANTUM,
-                );
+                let framed = stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
                 *moved += framed;
                 if framed == 0 {
                     break;
@@ -495,12 +487,7 @@ impl Session {
             }
             let stream = &mut self.streams[(self.cursor + turn) % count];
             if at_level(stream) {
-                *moved += stream.frame(
-                    &mut self.connection,
-                    (&mut self.head, &mut self.http1_head),
-                    output,
-                    QUANTUM,
-                );
+                *moved += stream.frame(&mut self.connection, &mut self.head, output, QUANTUM);
             }
         }
         false

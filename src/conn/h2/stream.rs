@@ -130,27 +130,16 @@ impl Stream {
     pub(super) fn frame(
         &mut self,
         connection: &mut Connection,
-        head: (&mut Head, &mut Vec<u8>),
+        head: &mut Head,
         output: &mut Output,
         quantum: u32,
     ) -> u64 {
         let before = output.pending();
-        let (head, http1_head) = head;
         while self.framing == Framing::Head {
             let status = if self.conn.output.take_head(head) {
                 let last = self.answered && self.conn.output.is_empty();
                 connection.write_head(self.id, head, last, output_bytes(output));
                 head.status
-            } else if self.conn.output.take_http1_head(http1_head) {
-                let last = self.answered && self.conn.output.is_empty();
-                let Some(status) =
-                    connection.write_http1_head(self.id, http1_head, last, output_bytes(output))
-                else {
-                    connection.reset_stream(self.id, ampd_http::h2::ErrorCode::InternalError);
-                    self.framing = Framing::Ended;
-                    return output.pending() - before;
-                };
-                status
             } else {
                 // A stream answered with nothing at all cannot happen (every path writes a
                 // status); cut it rather than leave the client waiting.

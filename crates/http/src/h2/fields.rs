@@ -13,7 +13,6 @@ mod response;
 mod tests;
 
 pub use request::{MalformedRequest, RequestBuilder};
-pub(crate) use response::status_of_http1;
 pub use response::ResponseFields;
 
 /// The fields of HTTP/1 that describe a connection, not a message: HTTP/2 has none (§8.2.2).
