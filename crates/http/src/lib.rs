@@ -30,7 +30,7 @@
 //! * [`upstream`]: the reverse proxy's side of HTTP/1.1: the upstream's response head
 //!   ([`upstream::ResponseParser`]), its body framing, and the request head written for it.
 //! * [`h2`]: HTTP/2 (RFC 9113) and HPACK (RFC 7541): frames, header compression, one
-//!   connection's streams and flow control, and the fields ↔ HTTP/1 head mapping.
+//!   connection's streams and flow control, request fields → `RequestHead`, a `Head` → HEADERS.
 //! * [`h3`]: HTTP/3 (RFC 9114) and QPACK (RFC 9204) over the streams of a QUIC connection
 //!   the server runs: frames, settings, field sections, typed errors.
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.

@@ -1,11 +1,11 @@
 //! Between HTTP/2 fields and the HTTP/1 types ampd serves with (RFC 9113 §8).
 //!
 //! Owns: a request's decoded field list → `RequestHead` (pseudo-headers, §8.3.1; fields that
-//! are malformed in HTTP/2, §8.2; `Cookie` crumbs joined, §8.2.3), and an HTTP/1 response
-//! head, as ampd's handlers write it, → the `:status` and fields of a HEADERS frame
-//! (connection-specific fields dropped, §8.2.2). Must not touch: HPACK, frames, streams.
+//! are malformed in HTTP/2, §8.2; `Cookie` crumbs joined, §8.2.3), a field list built for
+//! `Connection::write_headers`, and which fields are connection-specific (§8.2.2). Must not
+//! touch: HPACK, frames, streams.
 //!
-//! Files: `request.rs` (fields → `RequestHead`), `response.rs` (HTTP/1 head → fields).
+//! Files: `request.rs` (fields → `RequestHead`), `response.rs` (a list of response fields).
 
 mod request;
 mod response;
