@@ -1,23 +1,23 @@
 //! The bytes a connection owes its client, in order: heads and small bodies in one buffer,
 //! shared file-cache bodies by reference, large bodies as file ranges for `sendfile`.
 //!
-//! Owns: the send queue and what has been sent of it. Pipelined responses queue up behind each
-//! other so the engine can send them in one `writev` (AFPA's batching, without copies).
+//! Owns: the send queue and what has been sent of it, and how a response head enters it: a
+//! handler fills a `Head` (`begin_head`) and queues it (`end_head`); an HTTP/1 connection
+//! serialises it into the buffer there, once; an HTTP/2 stream's queue keeps it as data
+//! (`structured_heads`) for the stream to HPACK-encode (`take_head`). Either way the queue
+//! counts head bytes apart from body bytes (`written_since`, for the access log). Pipelined
+//! responses queue up behind each other so the engine can send them in one `writev` (AFPA's
+//! batching, without copies).
 //! Must not touch: sockets — the engine asks `memory_slices` / `front_file` and reports
 //! progress with `advance`.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::sync::{Arc, LazyLock};
-
-use memchr::memmem::Finder;
+use std::sync::Arc;
 
 use crate::content::file::OpenFile;
 use crate::content::sink::Sink;
-
-/// The blank line that ends a head, its searcher built once: `memmem::find` builds one per
-/// call, which was 5 % of a cached response's instructions (callgrind).
-static HEAD_END: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\r\n\r\n"));
+use crate::response::{write_http1_head, Head, Http1Framing};
 
 #[derive(Debug)]
 enum Segment {
@@ -33,6 +33,8 @@ enum Segment {
         start: u64,
         end: u64,
     },
+    /// The front of `Output::heads` (a structured queue's, `structured_heads`): no bytes.
+    Head,
 }
 
 impl Segment {
@@ -42,6 +44,7 @@ impl Segment {
                 (end - start) as u64
             }
             Segment::File { start, end, .. } => end - start,
+            Segment::Head => 0,
         }
     }
 }
@@ -61,13 +64,27 @@ pub struct Output {
     pending: u64,
     /// `buffer[..sealed]` is covered by segments (or already sent).
     sealed: usize,
+    /// Heads stay data until the protocol encodes them (an HTTP/2 stream's queue), instead of
+    /// being serialised as HTTP/1 by `end_head`.
+    structured: bool,
+    /// The head a handler fills between `begin_head` and `end_head` (kept for its memory).
+    building: Head,
+    /// Structured heads queued, in the order of their `Segment::Head`s.
+    heads: VecDeque<Head>,
+    /// Heads taken, kept for their memory.
+    spare_heads: Vec<Head>,
+    /// Bytes of every head queued so far: as serialised, or for a structured head as HTTP/1
+    /// would have had them (status line, fields, blank line).
+    head_bytes: u64,
+    /// Where a pre-serialised head began in `buffer` (`http1_head`).
+    raw_head_start: usize,
 }
 
 /// Where the queue stood before a response was written (see `Output::written_since`).
 #[derive(Clone, Copy, Debug)]
 pub struct Mark {
     pending: u64,
-    buffer_len: usize,
+    head_bytes: u64,
 }
 
 /// Sent bytes at the front of the buffer past which it is compacted (`compact`).
@@ -87,25 +104,94 @@ impl Output {
     pub fn mark(&self) -> Mark {
         Mark {
             pending: self.pending(),
-            buffer_len: self.buffer.len(),
+            head_bytes: self.head_bytes,
         }
+    }
+
+    /// Keep heads as data for the protocol to encode (an HTTP/2 stream), or serialise them as
+    /// HTTP/1 as they are queued (the default).
+    pub fn set_structured_heads(&mut self, structured: bool) {
+        self.structured = structured;
+    }
+
+    /// Whether heads are kept as data (`set_structured_heads`).
+    #[must_use]
+    pub fn structured_heads(&self) -> bool {
+        self.structured
+    }
+
+    /// Start a response head with `status`: the handler adds its fields to what this returns,
+    /// then calls `end_head`.
+    pub fn begin_head(&mut self, status: u16) -> &mut Head {
+        self.building.reset(status);
+        &mut self.building
+    }
+
+    /// Queue the head begun with `begin_head`, before any body bytes written after this:
+    /// serialised for HTTP/1 with the fields `framing` calls for, or kept as data.
+    pub fn end_head(&mut self, framing: Http1Framing) {
+        if self.structured {
+            self.seal();
+            let spare = self.spare_heads.pop().unwrap_or_default();
+            let head = std::mem::replace(&mut self.building, spare);
+            self.head_bytes += head.http1_len() as u64 + 2;
+            self.heads.push_back(head);
+            self.segments.push_back(Segment::Head);
+        } else {
+            let written = write_http1_head(&self.building, framing, &mut self.buffer);
+            self.head_bytes += written as u64;
+        }
+    }
+
+    /// The buffer to write an already serialised HTTP/1 head into (the header cache's `200`),
+    /// `None` when heads are kept as data. `end_http1_head` ends it.
+    pub fn http1_head(&mut self) -> Option<&mut Vec<u8>> {
+        if self.structured {
+            return None;
+        }
+        self.raw_head_start = self.buffer.len();
+        Some(&mut self.buffer)
+    }
+
+    /// The head written into `http1_head`'s buffer is complete.
+    pub fn end_http1_head(&mut self) {
+        self.head_bytes += (self.buffer.len() - self.raw_head_start) as u64;
+    }
+
+    /// Move the structured head at the front of the queue into `into`, replacing what it
+    /// held. `false`, and nothing moved, when the front is not one.
+    pub fn take_head(&mut self, into: &mut Head) -> bool {
+        self.seal();
+        if !matches!(self.segments.front(), Some(Segment::Head)) {
+            return false;
+        }
+        self.segments.pop_front();
+        let Some(head) = self.heads.pop_front() else {
+            return false;
+        };
+        let old = std::mem::replace(into, head);
+        self.spare_heads.push(old);
+        true
     }
 
     /// The bytes of the response written since `mark`, head and body.
     #[must_use]
     pub fn written_total_since(&self, mark: Mark) -> u64 {
-        self.pending().saturating_sub(mark.pending)
+        let queued = self.pending().saturating_sub(mark.pending);
+        if self.structured {
+            // Structured heads are not in the byte count.
+            queued + (self.head_bytes - mark.head_bytes)
+        } else {
+            queued
+        }
     }
 
-    /// `(head bytes, body bytes)` of the response written since `mark`: every response starts
-    /// with its head in the buffer, ended by the first blank line. Valid until the engine
-    /// next sends (nothing is sent between a mark and this call).
+    /// `(head bytes, body bytes)` of the response written since `mark`. Valid until the
+    /// engine next sends (nothing is sent between a mark and this call).
     #[must_use]
     pub fn written_since(&self, mark: Mark) -> (u64, u64) {
         let total = self.written_total_since(mark);
-        let written = self.buffer.get(mark.buffer_len..).unwrap_or_default();
-        let head = HEAD_END.find(written).map_or(written.len(), |at| at + 4) as u64;
-        let head = head.min(total);
+        let head = (self.head_bytes - mark.head_bytes).min(total);
         (head, total - head)
     }
 
@@ -125,6 +211,7 @@ impl Output {
     pub fn clear(&mut self) {
         self.buffer.clear();
         self.segments.clear();
+        self.spare_heads.extend(self.heads.drain(..));
         self.pending = 0;
         self.sealed = 0;
     }
@@ -135,6 +222,9 @@ impl Output {
             self.buffer = Vec::new();
             self.segments = VecDeque::new();
             self.sealed = 0;
+            self.building = Head::default();
+            self.heads = VecDeque::new();
+            self.spare_heads = Vec::new();
         }
     }
 
@@ -179,6 +269,7 @@ impl Output {
                     slices.push(IoSlice::new(&data[*start..*end]))
                 }
                 Segment::File { .. } => break,
+                Segment::Head => {}
             }
         }
         slices
@@ -213,6 +304,10 @@ impl Output {
             let Some(front) = self.segments.front_mut() else {
                 break;
             };
+            if matches!(front, Segment::Head) {
+                // Taken by `take_head`, never sent as bytes.
+                break;
+            }
             let len = front.len();
             if sent < len {
                 match front {
@@ -220,6 +315,7 @@ impl Output {
                         *start += usize::try_from(sent).unwrap_or(usize::MAX);
                     }
                     Segment::File { start, .. } => *start += sent,
+                    Segment::Head => {}
                 }
                 break;
             }
@@ -234,41 +330,6 @@ impl Output {
         }
     }
 
-    /// Move the response head at the front of the queue (up to and including its blank line)
-    /// into `head`, replacing what it held. `false`, and nothing moved, when the front does
-    /// not hold a complete head in memory (HTTP/2 turns the head into a HEADERS frame).
-    pub fn take_head(&mut self, head: &mut Vec<u8>) -> bool {
-        self.seal();
-        head.clear();
-        let mut found = None;
-        for segment in &self.segments {
-            let bytes = match segment {
-                Segment::Buffer { start, end } => &self.buffer[*start..*end],
-                Segment::Shared { data, start, end } => &data[*start..*end],
-                Segment::File { .. } => break,
-            };
-            let before = head.len();
-            head.extend_from_slice(bytes);
-            // The blank line may straddle two segments: look from just before this one.
-            let from = before.saturating_sub(3);
-            if let Some(at) = HEAD_END.find(&head[from..]) {
-                found = Some(from + at + 4);
-                break;
-            }
-        }
-        match found {
-            Some(len) => {
-                head.truncate(len);
-                self.advance(len as u64);
-                true
-            }
-            None => {
-                head.clear();
-                false
-            }
-        }
-    }
-
     /// Move up to `max` bytes from the front of the queue to the back of `into`, by reference
     /// where they are shared data or file ranges (HTTP/2 puts a stream's body behind a DATA
     /// frame header in the connection's queue). Returns the bytes moved.
@@ -276,7 +337,7 @@ impl Output {
         self.seal();
         let mut moved = 0;
         for segment in &self.segments {
-            if moved == max {
+            if moved == max || matches!(segment, Segment::Head) {
                 break;
             }
             let take = segment.len().min(max - moved);
@@ -292,6 +353,7 @@ impl Output {
                 Segment::File { file, start, .. } => {
                     into.file(file.clone(), *start, *start + take);
                 }
+                Segment::Head => {}
             }
             moved += take;
         }
@@ -322,6 +384,22 @@ impl Output {
 }
 
 impl Sink for Output {
+    fn begin_head(&mut self, status: u16) -> &mut Head {
+        Output::begin_head(self, status)
+    }
+
+    fn end_head(&mut self, framing: Http1Framing) {
+        Output::end_head(self, framing);
+    }
+
+    fn http1_head(&mut self) -> Option<&mut Vec<u8>> {
+        Output::http1_head(self)
+    }
+
+    fn end_http1_head(&mut self) {
+        Output::end_http1_head(self);
+    }
+
     fn bytes(&mut self) -> &mut Vec<u8> {
         &mut self.buffer
     }
@@ -348,32 +426,55 @@ impl Sink for Output {
 mod tests {
     use super::*;
 
+    fn queue_response(output: &mut Output) {
+        let head = output.begin_head(200);
+        head.push("Content-Type", b"text/plain");
+        head.push_decimal("Content-Length", 4);
+        output.end_head(Http1Framing::delimited(crate::response::Persistence::Close));
+        output.bytes().extend_from_slice(b"body");
+    }
+
     #[test]
-    fn a_head_is_taken_whole_and_the_body_moves_by_reference() {
+    fn an_http1_queue_serialises_the_head_once_and_counts_it_apart_from_the_body() {
         let mut output = Output::default();
-        output
-            .bytes()
-            .extend_from_slice(b"HTTP/1.1 200 OK\r\nA: b\r\n\r");
-        let data: Arc<[u8]> = Arc::from(&b"\nbody"[..]);
-        output.shared(data, 0, 5);
-        let mut head = Vec::new();
-        assert!(output.take_head(&mut head));
-        assert_eq!(head, b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n");
-        let mut into = Output::default();
-        assert_eq!(output.move_front_into(&mut into, 3), 3);
-        assert_eq!(output.move_front_into(&mut into, 100), 1);
-        assert!(output.is_empty());
-        let sent: Vec<u8> = into
+        let mark = output.mark();
+        queue_response(&mut output);
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\
+                     Connection: close\r\n\r\n";
+        assert_eq!(output.written_since(mark), (head.len() as u64, 4));
+        let sent: Vec<u8> = output
             .memory_slices()
             .iter()
-            .flat_map(|slice| slice.to_vec())
+            .flat_map(|s| s.to_vec())
             .collect();
-        assert_eq!(sent, b"body");
+        assert_eq!(&sent[..head.len()], head);
+        assert_eq!(&sent[head.len()..], b"body");
+    }
 
-        let mut partial = Output::default();
-        partial.bytes().extend_from_slice(b"HTTP/1.1 200 OK\r\n");
-        assert!(!partial.take_head(&mut head));
-        assert_eq!(partial.pending(), 17);
+    #[test]
+    fn a_structured_queue_keeps_the_head_as_data_in_front_of_its_body() {
+        let mut output = Output::default();
+        output.set_structured_heads(true);
+        let mark = output.mark();
+        queue_response(&mut output);
+        // Counted as HTTP/1 would have it, without the connection's own fields.
+        let http1 = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\n";
+        assert_eq!(output.written_since(mark), (http1.len() as u64, 4));
+        assert_eq!(output.pending(), 4, "the head is no bytes of the queue");
+        let mut into = Output::default();
+        assert_eq!(
+            output.move_front_into(&mut into, 100),
+            0,
+            "the head goes first"
+        );
+        let mut head = Head::default();
+        assert!(output.take_head(&mut head));
+        assert_eq!(head.status, 200);
+        assert_eq!(head.get("content-length"), Some(&b"4"[..]));
+        assert!(head.get("connection").is_none());
+        assert!(!output.take_head(&mut head));
+        assert_eq!(output.move_front_into(&mut into, 100), 4);
+        assert!(output.is_empty());
     }
 
     #[test]

@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use ampd_http::request::Method;
-use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 use super::output::Mark;
 use std::net::IpAddr;
@@ -19,7 +18,7 @@ use crate::config::Level;
 use crate::content::sink::{ResponseContext, Sink};
 use crate::log::access::{Entry, TlsEntry};
 use crate::log::error::Throttle;
-use crate::response::{common_headers, status_page, HeadContext, Persistence};
+use crate::response::{common_fields, status_page, HeadContext, Http1Framing, Persistence};
 use crate::site::Route;
 use crate::tls::TlsInfo;
 
@@ -182,13 +181,12 @@ impl Parts<'_> {
             response.head.extra_headers = route.map_or(&[][..], |route| &route.extra_headers);
             response.head.strict_transport_security =
                 self.strict_transport_security(exchange, route, context);
-            status_page::write(
-                self.output.bytes(),
-                status,
-                &response.head,
-                extra,
-                with_body,
-            );
+            let head = self.output.begin_head(status);
+            let page = status_page::fill(head, status, &response.head, extra);
+            self.output.end_head(Http1Framing::delimited(persistence));
+            if let (Some(page), true) = (page, with_body) {
+                self.output.bytes().extend_from_slice(page.as_bytes());
+            }
         }
         self.record(exchange, status, mark, context);
     }
@@ -276,23 +274,23 @@ impl Parts<'_> {
                 response.head.cache_control = None;
                 response.head.expires = None;
             }
-            let out = self.output.bytes();
-            write_status_line(out, status);
-            common_headers(out, &response.head);
-            write_header(out, "Content-Type", content_type);
+            let head = self.output.begin_head(status);
+            common_fields(head, &response.head);
+            head.push("Content-Type", content_type);
             for (name, value) in fields {
-                write_header(out, name, value);
+                head.push(name, value);
             }
-            write_content_length(out, body.len() as u64);
-            out.extend_from_slice(b"\r\n");
+            head.push_decimal("Content-Length", body.len() as u64);
+            self.output.end_head(Http1Framing::delimited(persistence));
             if exchange.head.method != Method::Head {
-                out.extend_from_slice(body);
+                self.output.bytes().extend_from_slice(body);
             }
         }
         self.record(Some(exchange), status, mark, context);
     }
 
-    /// Count the response written since `mark` and log it.
+    /// Count the response written since `mark` and log it (head and body sizes as the output
+    /// queue counted them).
     pub(in crate::conn) fn record(
         &mut self,
         exchange: Option<&Exchange>,
@@ -300,13 +298,8 @@ impl Parts<'_> {
         mark: Mark,
         context: &mut Context<'_>,
     ) {
-        let (head, body) = if context.log.enabled() {
-            self.output.written_since(mark)
-        } else {
-            // Only the access log tells head from body; the counters want the total, and the
-            // search for the blank line was 3 % of a cached response's instructions.
-            (self.output.written_total_since(mark), 0)
-        };
+        // Heads are counted as they are queued: no search for where one ends.
+        let (head, body) = self.output.written_since(mark);
         self.record_sizes(exchange, status, head, body, context);
     }
 

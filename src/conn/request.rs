@@ -9,7 +9,6 @@ use ampd_http::chunked::ChunkedDecoder;
 use ampd_http::request::{BodyFraming, RequestHead, Version};
 
 use super::{BodyLeft, Conn, Context, Ending, Exchange, Job, Need, State};
-use crate::content::sink::Sink;
 use crate::response::Persistence;
 
 impl Conn {
@@ -115,9 +114,8 @@ impl Conn {
                 self.state = State::Closing(Ending::Linger);
                 return None;
             }
-            self.output
-                .bytes()
-                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.output.begin_head(100);
+            self.output.end_head(crate::response::Http1Framing::INTERIM);
         }
         let exchange = Exchange {
             head,

@@ -1,19 +1,29 @@
 //! Flash's response header cache (§5.3): the head of a `200` for a file, rendered once.
 //!
-//! Owns: prebuilt head prefixes — status line and every header that depends only on the file
-//! (type, length, validators, `Vary`), in shards. `Date` (rendered once a second by the engine)
-//! and the per-request `Connection` are appended by `serve` (AFPA's pre-built responses); how
-//! those file-dependent fields are written (`serve`'s `304` and `206` heads write the same).
+//! Owns: prebuilt heads — status and every field that depends only on the file (type, length,
+//! validators, `Vary`), in shards, each kept twice: serialised as HTTP/1 (copied whole into an
+//! HTTP/1 connection's buffer, AFPA's pre-built responses) and as data beside it (an HTTP/2
+//! stream's head starts from a copy of its fields, nothing parsed). `Date` (rendered once a
+//! second by the engine) and the per-request `Connection` are added by `serve`; how those
+//! file-dependent fields are written (`serve`'s `304` and `206` heads write the same).
 //! Must not touch: the disk, the clock.
 
 use std::sync::Arc;
 
 use ampd_http::coding::Coding;
-use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 use super::file::{FileKey, Representation, StaticFile};
 use super::lru::Lru;
 use super::sharded::Sharded;
+use crate::response::Head;
+
+/// The file-dependent head of a full `200`, serialised as HTTP/1 (without the blank line) and
+/// as data.
+#[derive(Debug)]
+pub struct CachedHead {
+    pub http1: Box<[u8]>,
+    pub head: Head,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct HeadKey {
@@ -25,7 +35,7 @@ struct HeadKey {
 
 #[derive(Debug)]
 struct Shard {
-    entries: Lru<HeadKey, Arc<[u8]>>,
+    entries: Lru<HeadKey, Arc<CachedHead>>,
     hits: u64,
     misses: u64,
 }
@@ -65,7 +75,11 @@ impl HeadCache {
     }
 
     /// The head prefix of a full `200` for this representation of `file`.
-    pub fn full_response(&self, file: &StaticFile, representation: &Representation) -> Arc<[u8]> {
+    pub fn full_response(
+        &self,
+        file: &StaticFile,
+        representation: &Representation,
+    ) -> Arc<CachedHead> {
         let key = HeadKey {
             file: representation.file.key,
             coding: representation.coding,
@@ -73,7 +87,7 @@ impl HeadCache {
             varies: file.varies(),
         };
         let Some(shards) = self.shards.as_ref() else {
-            return Arc::from(render(file, representation));
+            return Arc::new(render(file, representation));
         };
         {
             let mut shard = shards.lock(&key);
@@ -84,7 +98,7 @@ impl HeadCache {
             shard.misses += 1;
         }
         // Rendered outside the lock; two threads that miss together both render, harmlessly.
-        let head: Arc<[u8]> = Arc::from(render(file, representation));
+        let head = Arc::new(render(file, representation));
         let evicted = shards.lock(&key).entries.insert(key, head.clone(), 1);
         drop(evicted);
         head
@@ -108,51 +122,37 @@ impl HeadCache {
     }
 }
 
-/// Every header of a `200` that depends on the file alone, in the order nginx sends them.
-fn render(file: &StaticFile, representation: &Representation) -> Vec<u8> {
-    let mut head = Vec::with_capacity(256);
-    write_representation_headers(
-        &mut head,
-        200,
-        file,
-        representation,
-        representation.file.size(),
-    );
-    head
+/// Every field of a `200` that depends on the file alone, in the order nginx sends them.
+fn render(file: &StaticFile, representation: &Representation) -> CachedHead {
+    let mut head = Head::new(200);
+    head.push("Server", b"ampd");
+    head.push("Content-Type", file.content_type.as_bytes());
+    head.push_decimal("Content-Length", representation.file.size());
+    validator_fields(&mut head, file, representation);
+    let mut http1 = Vec::with_capacity(head.http1_len());
+    head.write_http1(&mut http1);
+    CachedHead {
+        http1: http1.into_boxed_slice(),
+        head,
+    }
 }
 
 /// The validators and representation fields of a file's head: the same in a `200` from this
 /// cache and in the `304` and `206` heads `serve` writes itself.
-pub(super) fn validator_headers(
-    out: &mut Vec<u8>,
+pub(super) fn validator_fields(
+    head: &mut Head,
     file: &StaticFile,
     representation: &Representation,
 ) {
-    write_header(out, "Last-Modified", &representation.last_modified_text);
-    write_header(out, "ETag", &representation.etag);
-    out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+    head.push("Last-Modified", &representation.last_modified_text);
+    head.push("ETag", &representation.etag);
+    head.push("Accept-Ranges", b"bytes");
     if file.varies() {
-        out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+        head.push("Vary", b"Accept-Encoding");
     }
     match representation.coding {
         Coding::Identity => {}
-        Coding::Gzip => out.extend_from_slice(b"Content-Encoding: gzip\r\n"),
-        Coding::Brotli => out.extend_from_slice(b"Content-Encoding: br\r\n"),
+        Coding::Gzip => head.push("Content-Encoding", b"gzip"),
+        Coding::Brotli => head.push("Content-Encoding", b"br"),
     }
-}
-
-/// The file-dependent part of a full `200` head, without `Date`/`Connection` and the final
-/// CRLF: what the header cache stores.
-pub fn write_representation_headers(
-    out: &mut Vec<u8>,
-    status: u16,
-    file: &StaticFile,
-    representation: &Representation,
-    content_length: u64,
-) {
-    write_status_line(out, status);
-    out.extend_from_slice(b"Server: ampd\r\n");
-    write_header(out, "Content-Type", file.content_type.as_bytes());
-    write_content_length(out, content_length);
-    validator_headers(out, file, representation);
 }

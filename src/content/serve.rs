@@ -17,14 +17,17 @@ use ampd_http::conditional::{self, Precondition, Validators};
 use ampd_http::multipart::Multipart;
 use ampd_http::range::{self, ByteRange, RangeOutcome};
 use ampd_http::request::{Method, RequestHead};
-use ampd_http::response::{write_content_length, write_header, write_status_line};
+use ampd_http::response::write_decimal;
 
 use super::caches::Caches;
 use super::file::{OpenFile, Representation, StaticFile};
-use super::head_cache::validator_headers;
+use super::head_cache::validator_fields;
 use super::job::{self, Job};
 use super::sink::{DiskAccess, ResponseContext, Sink};
-use crate::response::{cache_headers, common_headers, date_and_persistence, StatusAnswer};
+use crate::response::{
+    cache_fields, cache_headers, common_fields, date_and_added_fields, date_and_persistence,
+    Http1Framing, StatusAnswer,
+};
 
 /// The outcome of `serve_file`.
 #[derive(Debug)]
@@ -58,15 +61,15 @@ pub fn serve_file(
         etag: Some(&representation.etag),
         last_modified: Some(representation.last_modified),
     };
+    let framing = Http1Framing::delimited(context.head.persistence);
     match conditional::evaluate(request, &validators) {
         Precondition::Proceed => {}
         Precondition::NotModified => {
-            let out = sink.bytes();
-            write_status_line(out, 304);
-            common_headers(out, &context.head);
-            cache_headers(out, &context.head);
-            validator_headers(out, file, representation);
-            out.extend_from_slice(b"\r\n");
+            let head = sink.begin_head(304);
+            common_fields(head, &context.head);
+            cache_fields(head, &context.head);
+            validator_fields(head, file, representation);
+            sink.end_head(framing);
             return Served::Sent { status: 304 };
         }
         Precondition::Failed => return Served::Status(StatusAnswer::new(412)),
@@ -101,33 +104,33 @@ pub fn serve_file(
     match ranges {
         RangeOutcome::Partial(ranges) if ranges.len() == 1 => {
             let range = ranges[0];
-            let out = sink.bytes();
-            write_status_line(out, 206);
-            common_headers(out, &context.head);
-            write_header(out, "Content-Type", file.content_type.as_bytes());
-            write_content_length(out, range.len());
-            let content_range = format!("bytes {}-{}/{size}", range.start, range.end);
-            write_header(out, "Content-Range", content_range.as_bytes());
-            cache_headers(out, &context.head);
-            validator_headers(out, file, representation);
-            out.extend_from_slice(b"\r\n");
+            let head = sink.begin_head(206);
+            common_fields(head, &context.head);
+            head.push("Content-Type", file.content_type.as_bytes());
+            head.push_decimal("Content-Length", range.len());
+            head.push_with("Content-Range", |value| {
+                value.extend_from_slice(b"bytes ");
+                write_decimal(value, range.start);
+                value.push(b'-');
+                write_decimal(value, range.end);
+                value.push(b'/');
+                write_decimal(value, size);
+            });
+            cache_fields(head, &context.head);
+            validator_fields(head, file, representation);
+            sink.end_head(framing);
             body.push(sink, range);
             Served::Sent { status: 206 }
         }
         RangeOutcome::Partial(ranges) => {
             let multipart = Multipart::new(boundary(), file.content_type, &ranges, size);
-            let out = sink.bytes();
-            write_status_line(out, 206);
-            common_headers(out, &context.head);
-            write_header(
-                out,
-                "Content-Type",
-                multipart.content_type_value().as_bytes(),
-            );
-            write_content_length(out, multipart.body_len());
-            cache_headers(out, &context.head);
-            validator_headers(out, file, representation);
-            out.extend_from_slice(b"\r\n");
+            let head = sink.begin_head(206);
+            common_fields(head, &context.head);
+            head.push("Content-Type", multipart.content_type_value().as_bytes());
+            head.push_decimal("Content-Length", multipart.body_len());
+            cache_fields(head, &context.head);
+            validator_fields(head, file, representation);
+            sink.end_head(framing);
             if !head_only {
                 for (index, range) in ranges.iter().enumerate() {
                     sink.bytes().extend_from_slice(&multipart.part_head(index));
@@ -138,12 +141,21 @@ pub fn serve_file(
             Served::Sent { status: 206 }
         }
         _ => {
-            let prefix = caches.heads.full_response(file, representation);
-            let out = sink.bytes();
-            out.extend_from_slice(&prefix);
-            date_and_persistence(out, &context.head);
-            cache_headers(out, &context.head);
-            out.extend_from_slice(b"\r\n");
+            let cached = caches.heads.full_response(file, representation);
+            if let Some(out) = sink.http1_head() {
+                // The fast path: the cached bytes whole, then what varies per request.
+                out.extend_from_slice(&cached.http1);
+                date_and_persistence(out, &context.head);
+                cache_headers(out, &context.head);
+                out.extend_from_slice(b"\r\n");
+                sink.end_http1_head();
+            } else {
+                let head = sink.begin_head(200);
+                head.extend(&cached.head);
+                date_and_added_fields(head, &context.head);
+                cache_fields(head, &context.head);
+                sink.end_head(framing);
+            }
             if size > 0 {
                 body.push(
                     sink,

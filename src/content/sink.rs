@@ -8,10 +8,19 @@
 use std::sync::Arc;
 
 use super::file::OpenFile;
-use crate::response::HeadContext;
+use crate::response::{Head, HeadContext, Http1Framing};
 
-/// Where the response goes: a head buffer and body segments, in order.
+/// Where the response goes: a head, then body bytes and segments, in order.
 pub trait Sink {
+    /// Start the response head: fill what this returns, then `end_head`.
+    fn begin_head(&mut self, status: u16) -> &mut Head;
+    /// Queue the head begun, serialised per the connection's protocol (`framing` is what an
+    /// HTTP/1 connection adds to it).
+    fn end_head(&mut self, framing: Http1Framing);
+    /// A buffer for an HTTP/1 head already serialised (the header cache's), `None` where
+    /// heads go as data (HTTP/2); `end_http1_head` ends it.
+    fn http1_head(&mut self) -> Option<&mut Vec<u8>>;
+    fn end_http1_head(&mut self);
     /// Bytes appended here are sent before any body segment pushed after them.
     fn bytes(&mut self) -> &mut Vec<u8>;
     fn shared(&mut self, data: Arc<[u8]>, start: usize, end: usize);

@@ -2,13 +2,13 @@
 //!
 //! Owns: the bodies of error pages (one per status with a reason phrase, rendered once per
 //! process: nothing is formatted per request but the head) and the shape of such responses.
-//! Must not touch: anything but the output buffer.
+//! Must not touch: anything but the head it fills.
 
 use std::sync::OnceLock;
 
-use ampd_http::response::{reason, write_content_length, write_header, write_status_line};
+use ampd_http::response::reason;
 
-use super::{common_headers, HeadContext};
+use super::{common_fields, Head, HeadContext};
 
 /// A status page that `content` decides on but does not write: the connection writes it, in
 /// the one place every status page passes through (`Conn::answer_status`), so that what
@@ -36,29 +36,27 @@ impl StatusAnswer {
     }
 }
 
-/// Write a complete response with a small HTML body explaining `status` (the head alone when
-/// `with_body` is false, as for `HEAD`).
-pub fn write(
-    out: &mut Vec<u8>,
+/// Fill `head` (status set) for a response with a small HTML body explaining `status`, and
+/// return that body (`None` for a `204` or `304`, which have none; a response to `HEAD` leaves
+/// it out, with the fields kept).
+pub fn fill(
+    head: &mut Head,
     status: u16,
     context: &HeadContext<'_>,
     extra: &[(&str, &[u8])],
-    with_body: bool,
-) {
+) -> Option<&'static str> {
     let has_body = status != 304 && status != 204;
-    write_status_line(out, status);
-    common_headers(out, context);
+    common_fields(head, context);
     for (name, value) in extra {
-        write_header(out, name, value);
+        head.push(name, value);
     }
-    if has_body {
-        out.extend_from_slice(b"Content-Type: text/html; charset=utf-8\r\n");
-        write_content_length(out, page(status).len() as u64);
+    if !has_body {
+        return None;
     }
-    out.extend_from_slice(b"\r\n");
-    if has_body && with_body {
-        out.extend_from_slice(page(status).as_bytes());
-    }
+    let page = page(status);
+    head.push("Content-Type", b"text/html; charset=utf-8");
+    head.push_decimal("Content-Length", page.len() as u64);
+    Some(page)
 }
 
 /// The page for `status`: titled `CODE Reason` for every status that has a reason phrase

@@ -15,6 +15,8 @@
 //! * [`request`]: resumable request-head parser ([`HeadParser`]).
 //! * [`error`]: [`ParseError`], each variant with the status to answer.
 //! * [`response`]: status line and header encoder into a caller's buffer.
+//! * [`response_head`]: a response head as data ([`response_head::Head`]), written as HTTP/1
+//!   here and HPACK-encoded by [`h2`].
 //! * [`date`]: IMF-fixdate formatting and HTTP-date parsing.
 //! * [`range`], [`multipart`]: `Range` requests and `multipart/byteranges` framing.
 //! * [`conditional`]: entity tags and the RFC 9110 §13.2.2 precondition order.
@@ -28,7 +30,7 @@
 //! * [`upstream`]: the reverse proxy's side of HTTP/1.1: the upstream's response head
 //!   ([`upstream::ResponseParser`]), its body framing, and the request head written for it.
 //! * [`h2`]: HTTP/2 (RFC 9113) and HPACK (RFC 7541): frames, header compression, one
-//!   connection's streams and flow control, and the fields ↔ HTTP/1 head mapping.
+//!   connection's streams and flow control, request fields → `RequestHead`, a `Head` → HEADERS.
 //! * [`h3`]: HTTP/3 (RFC 9114) and QPACK (RFC 9204) over the streams of a QUIC connection
 //!   the server runs: frames, settings, field sections, typed errors.
 //! * [`fuzz`]: the entry point shared by the fuzz target and the corpus replay test.
@@ -55,6 +57,7 @@ pub mod proxy_protocol;
 pub mod range;
 pub mod request;
 pub mod response;
+pub mod response_head;
 mod token;
 pub mod upstream;
 

@@ -29,7 +29,7 @@ use super::upstream::{LinkId, Release};
 use super::{Context, Ending, Need, Phase, State};
 use crate::conn::Conn;
 use crate::content::job::{Job, JobDone};
-use crate::response::Persistence;
+use crate::response::{Head, Persistence};
 use crate::tls::TlsInfo;
 use stream::{BodyFeed, Framing, Queued, Stream};
 
@@ -79,8 +79,8 @@ pub(super) struct Session {
     /// Requests without a body received but not started yet (`OPEN_BATCH`), in arrival order.
     deferred: VecDeque<(StreamId, RequestHead)>,
     origin: Origin,
-    /// The response head being converted (reused for every response).
-    head: Vec<u8>,
+    /// The response head being encoded (reused for every response).
+    head: Head,
     /// The streams whose jobs are out, in the order of the job handed (the engine runs one
     /// per connection: a single job, or a `Job::Batch` of every stream that needed one).
     job_owners: Vec<StreamId>,
@@ -118,7 +118,7 @@ impl Session {
                 secure: conn.secure,
                 tls: conn.tls.clone(),
             },
-            head: Vec::new(),
+            head: Head::default(),
             job_owners: Vec::new(),
             links: Vec::new(),
             max_links: context
@@ -300,6 +300,8 @@ impl Session {
         };
         // The PROXY protocol header, if any, was the connection's, read before the preface.
         conn.state = State::ReadingHead;
+        // The stream encodes the response head as HPACK fields, straight from the data.
+        conn.output.set_structured_heads(true);
         conn.peer_port = self.origin.peer_port;
         conn.local = self.origin.local;
         conn.secure = self.origin.secure;

@@ -15,6 +15,7 @@ use crate::conn::output::Output;
 use crate::conn::upstream::Connect;
 use crate::conn::Conn;
 use crate::content::job::Job;
+use crate::response::Head;
 
 /// How DATA payloads reach the inner `Conn`'s body reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,13 +130,17 @@ impl Stream {
     pub(super) fn frame(
         &mut self,
         connection: &mut Connection,
-        head: &mut Vec<u8>,
+        head: &mut Head,
         output: &mut Output,
         quantum: u32,
     ) -> u64 {
         let before = output.pending();
         while self.framing == Framing::Head {
-            if !self.conn.output.take_head(head) {
+            let status = if self.conn.output.take_head(head) {
+                let last = self.answered && self.conn.output.is_empty();
+                connection.write_head(self.id, head, last, output_bytes(output));
+                head.status
+            } else {
                 // A stream answered with nothing at all cannot happen (every path writes a
                 // status); cut it rather than leave the client waiting.
                 if self.answered && self.conn.output.is_empty() {
@@ -143,15 +148,8 @@ impl Stream {
                     self.framing = Framing::Ended;
                 }
                 return output.pending() - before;
-            }
-            let last = self.answered && self.conn.output.is_empty();
-            let Some(status) =
-                connection.write_http1_head(self.id, head, last, output_bytes(output))
-            else {
-                connection.reset_stream(self.id, ampd_http::h2::ErrorCode::InternalError);
-                self.framing = Framing::Ended;
-                return output.pending() - before;
             };
+            let last = self.answered && self.conn.output.is_empty();
             let informational = (100..200).contains(&status);
             let end = last && !informational;
             if end {

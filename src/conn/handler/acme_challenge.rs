@@ -8,13 +8,12 @@
 //! tokens themselves (`tls::acme` reads them from its state directory).
 
 use ampd_http::request::{split_target, Method, RequestHead};
-use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 use crate::config::{CertificateSource, Config};
 use crate::conn::reply::response_context;
 use crate::conn::{Conn, Context, Exchange, Job, Outcome};
 use crate::content::sink::Sink;
-use crate::response::common_headers;
+use crate::response::{common_fields, Http1Framing};
 use crate::tls::acme;
 
 /// The key authorization `head` asks for, if it is an HTTP-01 request for a pending token.
@@ -46,15 +45,17 @@ impl Conn {
         let mark = self.output.mark();
         {
             let response = response_context(context, exchange.persistence, None, self.secure);
-            let out = self.output.bytes();
-            write_status_line(out, 200);
-            common_headers(out, &response.head);
-            write_header(out, "Content-Type", b"text/plain");
-            out.extend_from_slice(b"Cache-Control: no-store\r\n");
-            write_content_length(out, key_authorization.len() as u64);
-            out.extend_from_slice(b"\r\n");
+            let head = self.output.begin_head(200);
+            common_fields(head, &response.head);
+            head.push("Content-Type", b"text/plain");
+            head.push("Cache-Control", b"no-store");
+            head.push_decimal("Content-Length", key_authorization.len() as u64);
+            self.output
+                .end_head(Http1Framing::delimited(response.head.persistence));
             if exchange.head.method != Method::Head {
-                out.extend_from_slice(key_authorization.as_bytes());
+                self.output
+                    .bytes()
+                    .extend_from_slice(key_authorization.as_bytes());
             }
         }
         self.record(Some(exchange), 200, mark, context);

@@ -15,12 +15,11 @@ use std::fmt;
 
 use ampd_http::conditional::{self, Precondition, Validators};
 use ampd_http::request::{Method, RequestHead};
-use ampd_http::response::{write_content_length, write_header, write_status_line};
 
 pub use super::listing::{DirEntry, Listing};
 use super::path::{self, CleanPath, PathOptions};
 use super::sink::{ResponseContext, Sink};
-use crate::response::{cache_headers, common_headers, StatusAnswer};
+use crate::response::{cache_fields, common_fields, Http1Framing, StatusAnswer};
 
 /// Whether a link to `name` in a listing would fetch it: the name survives the server's own path
 /// rules unchanged (no control character or backslash, which `path::normalize` refuses as
@@ -266,23 +265,23 @@ pub fn respond(
         Precondition::NotModified => 304,
         Precondition::Failed => return Err(StatusAnswer::new(412)),
     };
-    let out = sink.bytes();
-    write_status_line(out, status);
-    common_headers(out, &context.head);
-    cache_headers(out, &context.head);
-    write_header(out, "ETag", etag.as_bytes());
+    let framing = Http1Framing::delimited(context.head.persistence);
+    let head = sink.begin_head(status);
+    common_fields(head, &context.head);
+    cache_fields(head, &context.head);
+    head.push("ETag", etag.as_bytes());
     if status == 304 {
-        out.extend_from_slice(b"\r\n");
+        sink.end_head(framing);
         return Ok(304);
     }
-    write_header(out, "Content-Type", page.content_type.as_bytes());
+    head.push("Content-Type", page.content_type.as_bytes());
     if page.content_type.starts_with("text/html") {
-        write_header(out, "Content-Security-Policy", HTML_POLICY);
+        head.push("Content-Security-Policy", HTML_POLICY);
     }
-    write_content_length(out, page.body.len() as u64);
-    out.extend_from_slice(b"\r\n");
+    head.push_decimal("Content-Length", page.body.len() as u64);
+    sink.end_head(framing);
     if !head_only {
-        out.extend_from_slice(&page.body);
+        sink.bytes().extend_from_slice(&page.body);
     }
     Ok(200)
 }

@@ -23,11 +23,12 @@ use super::error::ErrorCode;
 use super::fields::ResponseFields;
 use super::flood::Budgets;
 use super::frame::{self, setting, FrameHeader, HEADER_LEN, MAX_WINDOW};
-use super::head_block::{self, HeadBlocks};
+use super::head_block;
 use super::hpack::{Decoder, Encoder};
 use super::stream::{Closure, RecentlyClosed, RecvState, SendState, Streams};
 use super::PREFACE;
 use crate::request::RequestHead;
+use crate::response_head::Head;
 
 mod closing;
 mod control;
@@ -175,8 +176,8 @@ pub struct Connection {
     control: Vec<u8>,
     decoder: Decoder,
     encoder: Encoder,
-    /// The last HTTP/1 head's block, for `write_http1_head`.
-    heads: HeadBlocks,
+    /// The last head's block, for `write_head`.
+    blocks: head_block::Blocks,
     streams: Streams,
     closed: RecentlyClosed,
     /// The highest client stream id opened (or refused, or ignored): ids above it are idle.
@@ -251,7 +252,7 @@ impl Connection {
             control,
             decoder: Decoder::new(limits.header_table_size as usize),
             encoder: Encoder::new(),
-            heads: HeadBlocks::default(),
+            blocks: head_block::Blocks::default(),
             streams: Streams::default(),
             closed: RecentlyClosed::new(remembered),
             highest: 0,
@@ -351,32 +352,19 @@ impl Connection {
         self.finish_headers(stream, block_start, end_stream, out);
     }
 
-    /// Append the HEADERS frame (and CONTINUATIONs) of `head`, an HTTP/1 response head as
-    /// ampd's handlers write it (connection-specific fields left out, §8.2.2). `last`: nothing
-    /// follows it, so END_STREAM is set unless the status is informational (1xx, after which
-    /// the final head follows). Returns the status, or `None`, with nothing appended, when
-    /// `head` is not a complete head. A head repeated on the connection is sent from the
-    /// block remembered for it (`head_block.rs`).
-    pub fn write_http1_head(
-        &mut self,
-        stream: StreamId,
-        head: &[u8],
-        last: bool,
-        out: &mut Vec<u8>,
-    ) -> Option<u16> {
+    /// Append the HEADERS frame (and CONTINUATIONs, at the client's SETTINGS_MAX_FRAME_SIZE)
+    /// of `head`. `last`: nothing follows it, so END_STREAM is set unless the status is
+    /// informational (1xx, after which the final head follows). A head repeated on the
+    /// connection is sent from the block remembered for it (`head_block.rs`).
+    pub fn write_head(&mut self, stream: StreamId, head: &Head, last: bool, out: &mut Vec<u8>) {
         if !self.may_send(stream) {
-            return super::fields::status_of_http1(head);
+            return;
         }
-        let frame_start = out.len();
         out.extend_from_slice(&[0; HEADER_LEN]);
         let block_start = out.len();
-        let Some(status) = self.heads.encode_http1(&mut self.encoder, head, out) else {
-            out.truncate(frame_start);
-            return None;
-        };
-        let end_stream = last && !(100..200).contains(&status);
+        self.blocks.encode(&mut self.encoder, head, out);
+        let end_stream = last && !(100..200).contains(&head.status);
         self.finish_headers(stream, block_start, end_stream, out);
-        Some(status)
     }
 
     /// Whether `stream` may still send: reset meanwhile (or already ended), nothing may be

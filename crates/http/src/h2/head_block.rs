@@ -1,19 +1,20 @@
 //! A response's header block: `:status` and the fields, HPACK-encoded (RFC 9113 §8.3.2), from
-//! `ResponseFields` or from an HTTP/1 head as ampd's handlers write it.
+//! `ResponseFields` or from a `response_head::Head` as ampd's handlers fill it.
 //!
 //! Owns: the order fields are encoded in, which of them are never indexed, and a memo of the
-//! last HTTP/1 head's block. A block that left the encoder's table as it found it (every
-//! field sent as an index, or as a literal not added) is exactly what the encoder would write
-//! again for the same head while the table stays as it is; a connection that is asked for the
-//! same resource over and over (a page's repeated requests, a load test, a polling client)
-//! then pays one compare and one copy per response instead of parsing the head and searching
-//! the tables field by field. `Date` changes once a second, which costs one full encoding (the
-//! new value enters the table) and one more to remember the block.
+//! last head's block. A block that left the encoder's table as it found it (every field sent
+//! as an index, or as a literal not added) is exactly what the encoder would write again for
+//! the same head while the table stays as it is; a connection that is asked for the same
+//! resource over and over (a page's repeated requests, a load test, a polling client) then
+//! pays one compare and one copy per response instead of searching the tables field by field.
+//! `Date` changes once a second, which costs one full encoding (the new value enters the
+//! table) and one more to remember the block.
 //! Must not touch: frames and streams (`connection.rs` wraps the block in HEADERS and
 //! CONTINUATION frames).
 
-use super::fields::ResponseFields;
+use super::fields::{is_connection_specific, ResponseFields};
 use super::hpack::Encoder;
+use crate::response_head::Head;
 
 /// Append the block of `response` (a pending table size update first, then `:status`, then
 /// the fields in order). Credentials are never indexed: the encoder sees to that for every
@@ -32,48 +33,61 @@ pub(super) fn encode(encoder: &mut Encoder, response: &ResponseFields, out: &mut
     }
 }
 
-/// The last HTTP/1 head converted, and its block if that block can be sent again.
+/// Append the block of `head`: `:status`, then its fields with names lower-cased (RFC 9113
+/// §8.2: upper case makes a response malformed), lower-cased into `name` (kept for its
+/// capacity). A connection-specific field is left out (§8.2.2), though a `Head` should never
+/// hold one.
+fn encode_head(encoder: &mut Encoder, head: &Head, name: &mut Vec<u8>, out: &mut Vec<u8>) {
+    encoder.begin(out);
+    let status = head.status.min(999);
+    let digits = [
+        b'0' + (status / 100) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ];
+    encoder.field(b":status", &digits, false, out);
+    for (field, value) in head.fields() {
+        name.clear();
+        name.extend(field.iter().map(u8::to_ascii_lowercase));
+        if is_connection_specific(name) {
+            continue;
+        }
+        encoder.field(name, value, false, out);
+    }
+}
+
+/// The last head encoded, and its block if that block can be sent again.
 #[derive(Debug, Default)]
-pub(super) struct HeadBlocks {
-    fields: ResponseFields,
-    head: Vec<u8>,
+pub(super) struct Blocks {
+    head: Head,
     block: Vec<u8>,
-    status: u16,
+    /// A field name being lower-cased.
+    name: Vec<u8>,
     /// The encoder's generation the block is valid at; `None`: no block to reuse.
     generation: Option<u64>,
 }
 
-impl HeadBlocks {
-    /// Append the block of `head` (an HTTP/1 response head, `HTTP/1.1 200 OK\r\n...\r\n\r\n`).
-    /// Returns its status, or `None`, with nothing appended, when `head` is not a complete
-    /// head.
-    pub(super) fn encode_http1(
-        &mut self,
-        encoder: &mut Encoder,
-        head: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Option<u16> {
+impl Blocks {
+    /// Append the block of `head`, from the memo when the last head was the same and the
+    /// table has not changed since.
+    pub(super) fn encode(&mut self, encoder: &mut Encoder, head: &Head, out: &mut Vec<u8>) {
         if self.generation == Some(encoder.generation())
             && !encoder.has_pending_size_update()
-            && self.head == head
+            && self.head == *head
         {
             out.extend_from_slice(&self.block);
-            return Some(self.status);
+            return;
         }
-        self.fields.from_http1(head)?;
         let before = encoder.generation();
         let start = out.len();
-        encode(encoder, &self.fields, out);
+        encode_head(encoder, head, &mut self.name, out);
         let unchanged = encoder.generation() == before && !encoder.has_pending_size_update();
         self.generation = unchanged.then_some(before);
         if unchanged {
-            self.head.clear();
-            self.head.extend_from_slice(head);
+            self.head.clone_from(head);
             self.block.clear();
             self.block.extend_from_slice(&out[start..]);
         }
-        self.status = self.fields.status;
-        Some(self.status)
     }
 }
 
@@ -81,10 +95,6 @@ impl HeadBlocks {
 mod tests {
     use super::*;
     use crate::h2::hpack::Decoder;
-
-    const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nDate: Mon, 21 Oct 2013 20:13:21 GMT\r\n\
-        Server: ampd\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\
-        ETag: \"5f-400\"\r\nConnection: keep-alive\r\n\r\n";
 
     fn decode(decoder: &mut Decoder, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut fields = Vec::new();
@@ -96,76 +106,79 @@ mod tests {
         fields
     }
 
-    /// What the block must say, whether it was encoded or remembered.
-    fn expected(head: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut fields = ResponseFields::default();
-        fields.from_http1(head).unwrap();
-        let mut list = vec![(b":status".to_vec(), fields.status.to_string().into_bytes())];
-        list.extend(fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())));
+    /// What the block of `structured()` must say, whether it was encoded or remembered.
+    fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut list = vec![(b":status".to_vec(), b"200".to_vec())];
+        list.extend(
+            structured()
+                .fields()
+                .map(|(n, v)| (n.to_ascii_lowercase(), v.to_vec())),
+        );
         list
     }
 
-    #[test]
-    fn a_repeated_head_is_sent_from_the_memo_and_decodes_the_same() {
-        let (mut encoder, mut decoder, mut heads) =
-            (Encoder::new(), Decoder::new(4096), HeadBlocks::default());
-        let mut blocks = Vec::new();
-        for _ in 0..4 {
-            let mut out = Vec::new();
-            assert_eq!(heads.encode_http1(&mut encoder, HEAD, &mut out), Some(200));
-            assert_eq!(decode(&mut decoder, &out), expected(HEAD));
-            blocks.push(out);
-        }
-        // The first block adds fields to the table; from the second on every field is an
-        // index or a literal not added, so the second is remembered and sent again.
-        assert!(blocks[1].len() < blocks[0].len());
-        assert_eq!(blocks[1], blocks[2]);
-        assert_eq!(blocks[2], blocks[3]);
-        assert!(heads.generation.is_some());
+    fn structured() -> Head {
+        let mut head = Head::new(200);
+        head.push("Date", b"Mon, 21 Oct 2013 20:13:21 GMT");
+        head.push("Server", b"ampd");
+        head.push("Content-Type", b"text/plain");
+        head.push_decimal("Content-Length", 1024);
+        head.push("ETag", b"\"5f-400\"");
+        head
     }
 
     #[test]
-    fn the_memo_is_not_used_after_the_table_changed() {
-        let (mut encoder, mut decoder, mut heads) =
-            (Encoder::new(), Decoder::new(4096), HeadBlocks::default());
-        for _ in 0..2 {
+    fn a_structured_head_is_encoded_lower_cased_and_repeated_from_the_memo() {
+        let (mut encoder, mut decoder, mut blocks) =
+            (Encoder::new(), Decoder::new(4096), Blocks::default());
+        let head = structured();
+        let mut sent = Vec::new();
+        for _ in 0..3 {
             let mut out = Vec::new();
-            heads.encode_http1(&mut encoder, HEAD, &mut out).unwrap();
-            decode(&mut decoder, &out);
+            blocks.encode(&mut encoder, &head, &mut out);
+            assert_eq!(decode(&mut decoder, &out), expected());
+            sent.push(out);
         }
-        // Another head adds its Date to the table: the first head's block must be made
-        // again (its indices moved).
-        let other = String::from_utf8(HEAD.to_vec())
-            .unwrap()
-            .replace("20:13:21", "20:13:22");
+        assert!(sent[1].len() < sent[0].len());
+        assert_eq!(sent[1], sent[2]);
+
+        // Another Date enters the table: the memo is not used, and the block still decodes.
+        let mut other = structured();
+        other.reset(404);
+        other.push("Date", b"Mon, 21 Oct 2013 20:13:22 GMT");
         let mut out = Vec::new();
-        heads
-            .encode_http1(&mut encoder, other.as_bytes(), &mut out)
-            .unwrap();
-        assert_eq!(decode(&mut decoder, &out), expected(other.as_bytes()));
+        blocks.encode(&mut encoder, &other, &mut out);
+        let fields = decode(&mut decoder, &out);
+        assert_eq!(fields[0], (b":status".to_vec(), b"404".to_vec()));
+        assert_eq!(fields[1].0, b"date");
         let mut out = Vec::new();
-        heads.encode_http1(&mut encoder, HEAD, &mut out).unwrap();
-        assert_eq!(decode(&mut decoder, &out), expected(HEAD));
+        blocks.encode(&mut encoder, &head, &mut out);
+        assert_eq!(decode(&mut decoder, &out), expected());
 
         // A table size change is signalled first, not replayed from the memo.
         encoder.set_max_table_size(256);
         let mut out = Vec::new();
-        heads.encode_http1(&mut encoder, HEAD, &mut out).unwrap();
+        blocks.encode(&mut encoder, &head, &mut out);
         assert_eq!(out[0] & 0xe0, 0x20, "a size update opens the block");
-        assert_eq!(decode(&mut decoder, &out), expected(HEAD));
-        let mut out = Vec::new();
-        heads.encode_http1(&mut encoder, HEAD, &mut out).unwrap();
-        assert_eq!(decode(&mut decoder, &out), expected(HEAD));
+        assert_eq!(decode(&mut decoder, &out), expected());
     }
 
     #[test]
-    fn a_head_that_is_not_one_appends_nothing() {
-        let (mut encoder, mut heads) = (Encoder::new(), HeadBlocks::default());
-        let mut out = vec![1, 2, 3];
+    fn a_connection_specific_field_never_reaches_a_block() {
+        let (mut encoder, mut decoder, mut blocks) =
+            (Encoder::new(), Decoder::new(4096), Blocks::default());
+        let mut head = Head::new(204);
+        head.push("Connection", b"close");
+        head.push("Transfer-Encoding", b"chunked");
+        head.push("X-Kept", b"1");
+        let mut out = Vec::new();
+        blocks.encode(&mut encoder, &head, &mut out);
         assert_eq!(
-            heads.encode_http1(&mut encoder, b"HTTP/1.1 200 OK\r\n", &mut out),
-            None
+            decode(&mut decoder, &out),
+            [
+                (b":status".to_vec(), b"204".to_vec()),
+                (b"x-kept".to_vec(), b"1".to_vec())
+            ]
         );
-        assert_eq!(out, [1, 2, 3]);
     }
 }

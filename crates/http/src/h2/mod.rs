@@ -4,8 +4,8 @@
 //! state (`connection`: the preface, SETTINGS, stream states, flow control both ways, PING,
 //! GOAWAY, RST_STREAM, the flood budgets of `flood`), and the mapping between HTTP/2 fields
 //! and the HTTP/1 types the rest of ampd serves (`fields`: a request's pseudo-headers into a
-//! `RequestHead`, a response head into the fields HEADERS carries), the `priority` field of
-//! RFC 9218 (`priority`).
+//! `RequestHead`; a response's `response_head::Head` is HPACK-encoded by `head_block`), the
+//! `priority` field of RFC 9218 (`priority`).
 //! Must not touch: sockets, clocks (the caller passes `Instant`s), configuration files, what
 //! a request is answered with. The server (`src/conn/h2/`) feeds a `Connection` the bytes it
 //! reads and writes the frames it is handed.

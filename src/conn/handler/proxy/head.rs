@@ -8,7 +8,6 @@
 use std::net::IpAddr;
 
 use ampd_http::request::{Method, RequestHead};
-use ampd_http::response::{write_content_length, write_header, write_status_line};
 use ampd_http::upstream::{
     write_request, ForwardBody, ForwardRequest, Limits as ResponseLimits, ResponseHead,
 };
@@ -16,7 +15,7 @@ use ampd_http::upstream::{
 use super::relay::ClientFraming;
 use crate::config::{Config, ProxyHost, ProxySettings, UpstreamAddress};
 use crate::conn::Exchange;
-use crate::response::{common_headers, HeadContext};
+use crate::response::{common_fields, Head, HeadContext, Http1Framing};
 
 /// Limits on an upstream's response head: the client's request limits, with room for the
 /// larger heads applications send (cookies, security policies).
@@ -111,40 +110,39 @@ fn ampds_own(name: &str) -> bool {
 /// The upstream's end-to-end fields but ampd's own; with `site_hsts`, its
 /// `Strict-Transport-Security` too: the site's policy is the one a browser keeps (RFC 6797
 /// §8.1 keeps only the first field).
-fn end_to_end_headers(out: &mut Vec<u8>, head: &ResponseHead, site_hsts: bool) {
+fn end_to_end_headers(out: &mut Head, head: &ResponseHead, site_hsts: bool) {
     for header in head.end_to_end_headers() {
         let replaced = site_hsts
             && header
                 .name
                 .eq_ignore_ascii_case("strict-transport-security");
         if !ampds_own(&header.name) && !replaced {
-            write_header(out, &header.name, &header.value);
+            out.push(&header.name, &header.value);
         }
     }
 }
 
-/// The client's response head for an upstream `head` answering `request`, whose body goes out
-/// as `framing`.
-pub(super) fn write_response_head(
-    out: &mut Vec<u8>,
+/// Fill the client's response head (`out`, its status set) for an upstream `head` answering
+/// `request`, whose body goes out as `framing`; returns what an HTTP/1 connection adds to it
+/// (`Transfer-Encoding: chunked` for a body of unknown length, the connection's persistence).
+pub(super) fn response_head(
+    out: &mut Head,
     head: &ResponseHead,
     request: &RequestHead,
     framing: ClientFraming,
     response: &HeadContext<'_>,
-) {
-    write_status_line(out, head.status);
-    common_headers(out, response);
+) -> Http1Framing {
+    common_fields(out, response);
     end_to_end_headers(out, head, !response.strict_transport_security.is_empty());
-    match framing {
-        ClientFraming::Length | ClientFraming::None => {
-            if let Some(length) = passed_length(head, request) {
-                write_content_length(out, length);
-            }
+    if let ClientFraming::Length | ClientFraming::None = framing {
+        if let Some(length) = passed_length(head, request) {
+            out.push_decimal("Content-Length", length);
         }
-        ClientFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
-        ClientFraming::Close => {}
     }
-    out.extend_from_slice(b"\r\n");
+    Http1Framing {
+        persistence: response.persistence,
+        chunked: framing == ClientFraming::Chunked,
+    }
 }
 
 /// The upstream's `Content-Length` as the client may get it: the body's, or for a response to
@@ -169,11 +167,12 @@ fn passed_length(head: &ResponseHead, request: &RequestHead) -> Option<u64> {
 
 /// The `101` passed to the client when a WebSocket tunnel opens.
 pub(super) fn write_switching_head(out: &mut Vec<u8>, head: &ResponseHead, date: &[u8; 29]) {
-    write_status_line(out, 101);
-    out.extend_from_slice(b"Server: ampd\r\nDate: ");
-    out.extend_from_slice(date);
-    out.extend_from_slice(b"\r\n");
-    end_to_end_headers(out, head, false);
+    let mut fields = Head::new(101);
+    fields.push("Server", b"ampd");
+    fields.push("Date", date);
+    end_to_end_headers(&mut fields, head, false);
+    fields.write_http1(out);
+    // Connection-specific, so HTTP/1's alone (a WebSocket tunnel is opened over HTTP/1 only).
     out.extend_from_slice(b"Connection: upgrade\r\nUpgrade: websocket\r\n\r\n");
 }
 
@@ -182,6 +181,7 @@ mod tests {
     use ampd_http::upstream::{Limits, ResponseParse, ResponseParser};
 
     use super::end_to_end_headers;
+    use crate::response::Head;
 
     #[test]
     fn hop_by_hop_framing_and_connection_named_headers_stay_behind() {
@@ -197,8 +197,10 @@ mod tests {
         let Ok(ResponseParse::Complete { head, .. }) = parser.parse(wire) else {
             panic!("the head parses");
         };
+        let mut fields = Head::new(200);
+        end_to_end_headers(&mut fields, &head, false);
         let mut out = Vec::new();
-        end_to_end_headers(&mut out, &head, false);
+        fields.write_http1(&mut out);
         let out = String::from_utf8(out).unwrap().to_ascii_lowercase();
         for name in [
             "connection:",

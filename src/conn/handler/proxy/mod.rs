@@ -316,9 +316,8 @@ impl Conn {
         if body.is_some() && exchange.head.expect_continue {
             // The client waits for this before it sends the body (RFC 9110 §10.1.1); the
             // upstream's own `100` is not passed on.
-            self.output
-                .bytes()
-                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.output.begin_head(100);
+            self.output.end_head(crate::response::Http1Framing::INTERIM);
         }
         let encoding = match backend {
             Backend::Http { .. } => BodyEncoding::Http,
@@ -731,16 +730,17 @@ impl Conn {
             Some(&proxy.route),
             self.is_secure(),
         );
-        let out = self.output.bytes();
-        let before = out.len();
-        head::write_response_head(
-            out,
+        let mark = self.output.mark();
+        let fields = self.output.begin_head(head.status);
+        let framing = head::response_head(
+            fields,
             head,
             &proxy.exchange.head,
             relay.framing,
             &response.head,
         );
-        let head_bytes = (out.len() - before) as u64;
+        self.output.end_head(framing);
+        let (head_bytes, _) = self.output.written_since(mark);
         proxy.stage = Stage::Body {
             relay,
             status: head.status,
