@@ -391,6 +391,7 @@ impl Loader<'_> {
         self.proxy_keys(block, table, &mut partial)?;
         self.gateway_keys(block, table, &mut partial)?;
         self.type_keys(block, table, &mut partial)?;
+        self.negotiation_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use ampd_http::coding::Coding;
 use ampd_http::response::{write_content_length, write_header, write_status_line};
 
-use super::file::{FileKey, Representation, StaticFile};
+use super::file::{FileKey, Negotiated, Representation, StaticFile};
 use super::lru::Lru;
 use super::sharded::Sharded;
 
@@ -21,6 +21,7 @@ struct HeadKey {
     coding: Coding,
     content_type: &'static str,
     varies: bool,
+    negotiated: Option<Negotiated>,
 }
 
 #[derive(Debug)]
@@ -71,6 +72,7 @@ impl HeadCache {
             coding: representation.coding,
             content_type: file.content_type,
             varies: file.varies(),
+            negotiated: file.negotiated.clone(),
         };
         let Some(shards) = self.shards.as_ref() else {
             return Arc::from(render(file, representation));
@@ -131,8 +133,11 @@ pub(super) fn validator_headers(
     write_header(out, "Last-Modified", &representation.last_modified_text);
     write_header(out, "ETag", &representation.etag);
     out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
-    if file.varies() {
-        out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+    if let Some(vary) = file.vary() {
+        write_header(out, "Vary", vary.as_bytes());
+    }
+    if let Some(language) = file.language() {
+        write_header(out, "Content-Language", language.as_bytes());
     }
     match representation.coding {
         Coding::Identity => {}
