@@ -6,7 +6,8 @@
 //! `cgi.toml` too) passes `ampd check` as it is (`tls.toml` and `http2.toml` once the
 //! certificates their comments have the reader make exist); `examples/http2.toml` has a TLS
 //! listener offering `h2` and an `h2c` one, with the `[http2]` keys it shows;
-//! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`.
+//! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`;
+//! `examples/negotiation.toml` answers `/welcome/hello` in the reader's language.
 
 use crate::support;
 
@@ -52,6 +53,7 @@ fn every_shipped_example_passes_ampd_check() {
             "ampd.toml",
             "cgi.toml",
             "http2.toml",
+            "negotiation.toml",
             "php-fpm.toml",
             "proxy.toml",
             "tls.toml",
@@ -289,6 +291,46 @@ fn the_types_example_sends_its_types() {
         let response = get(addr, path);
         assert_eq!(response.status, 200, "{path}");
         assert_eq!(response.header("content-type"), Some(expected), "{path}");
+    }
+}
+
+#[test]
+fn the_negotiation_example_answers_in_the_readers_language() {
+    let dir = TempRoot::new();
+    let config = example_copy(&dir, "negotiation.toml", &[]);
+    let server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    for (path, fields, status, language) in [
+        ("/welcome/hello", &[][..], 200, None),
+        (
+            "/welcome/hello",
+            &[("Accept-Language", "fr-CA, en;q=0.5")][..],
+            200,
+            Some("fr"),
+        ),
+        (
+            "/welcome/hello",
+            &[("Accept-Language", "de")][..],
+            200,
+            Some("de"),
+        ),
+        (
+            "/strict/hello",
+            &[("Accept", "application/json")][..],
+            406,
+            None,
+        ),
+    ] {
+        let response = request(addr, "GET", path, fields);
+        assert_eq!(response.status, status, "{path} {fields:?}");
+        assert_eq!(
+            response.header("content-language"),
+            language,
+            "{path} {fields:?}"
+        );
+        assert!(response
+            .header("vary")
+            .is_some_and(|vary| vary.contains("Accept-Language")));
     }
 }
 
