@@ -387,3 +387,43 @@ fn an_unknown_negotiation_is_a_config_error() {
         "names the key: {stderr}"
     );
 }
+
+/// The sample `name` of the status page's text (`ampd_cache_hits_total{cache="path"} 5`).
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+default_arch!(fn the_variant_set_is_cached_with_the_path(arch) {
+    let root = TempRoot::new();
+    root.file("nego/doc.en.html", "english");
+    root.file("nego/doc.fr.html", "french");
+    let config = write_config(
+        &root,
+        arch,
+        "[[site]]\nroot = \"www\"\n\n  [[site.location]]\n  path = \"/nego/\"\n  multiviews = true\n\n  [[site.location]]\n  path = \"/status\"\n  exact = true\n  handler = \"status\"\n",
+    );
+    let server = Server::start(Options::config_file(&config));
+    // One connection: every request meets the same loop's cache.
+    let mut conn = Conn::open(server.addr());
+    for language in ["fr", "en", "fr", "en", "fr", "en"] {
+        let response = conn.get("/nego/doc", &[("Accept-Language", language)]);
+        assert_eq!(response.header("content-language"), Some(language));
+    }
+    // Counters are published by the loop a few times a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let (hits, misses) = loop {
+        let text = get(server.addr(), "/status").body_text();
+        let hits = sample(&text, "ampd_cache_hits_total{cache=\"path\"}");
+        let misses = sample(&text, "ampd_cache_misses_total{cache=\"path\"}");
+        if hits >= 5.0 || std::time::Instant::now() > deadline {
+            break (hits, misses);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // One translation (one directory read) answered all six; a set that was not cached would
+    // miss every time.
+    assert!(hits >= 5.0, "hits {hits}, misses {misses}");
+    assert!(misses <= 2.0, "hits {hits}, misses {misses}");
+});
