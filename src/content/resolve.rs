@@ -528,6 +528,24 @@ fn directory(
             Err(exhausted) => return exhausted,
         }
     }
+    if options.multiviews {
+        // An index named by its variants (`index.html.en`, `index.html.fr`), as Apache's
+        // `DirectoryIndex` under `MultiViews`; never one another location answers.
+        for index in &options.index {
+            if is_script(index, options) || options.routed_indexes.contains(index) {
+                continue;
+            }
+            let candidate = if relative == "." {
+                index.clone()
+            } else {
+                format!("{relative}/{index}")
+            };
+            match variants(base, &candidate, options) {
+                Resolution::NotFound => {}
+                found => return found,
+            }
+        }
+    }
     if !options.autoindex {
         return Resolution::DirectoryForbidden;
     }

@@ -46,6 +46,8 @@ fn start(arch: &str) -> (TempRoot, Server) {
         ("strict/doc.en.html", "strict english"),
         ("strict/doc.fr.html", "strict french"),
         ("off/doc.en.html", "not negotiated"),
+        ("nego/dir/index.html.en", "english index"),
+        ("nego/dir/index.html.fr", "french index"),
     ] {
         root.file(name, body);
     }
@@ -204,6 +206,25 @@ const TABLE: &[Row] = &[
         b"",
         None,
         None,
+        None,
+    ),
+    // A directory's index by its variants.
+    (
+        "/nego/dir/",
+        &[("Accept-Language", "fr, en;q=0.5")],
+        200,
+        b"french index",
+        ALL_VARY,
+        Some("fr"),
+        None,
+    ),
+    (
+        "/nego/dir/",
+        &[],
+        200,
+        b"english index",
+        ALL_VARY,
+        Some("en"),
         None,
     ),
     // Multiviews on, but nothing of that name.
