@@ -391,6 +391,11 @@ fn variants(base: Anchor<'_>, relative: &str, options: &StaticOptions) -> Resolu
     };
     let mut opened = Vec::new();
     for candidate in negotiate::candidates(name, entries, &options.types) {
+        // A script another location runs (`doc.pl` beside `extension = ".pl"`) is never a
+        // variant: its source would be sent.
+        if is_script(&candidate.file_name, options) {
+            continue;
+        }
         let below = if directory == "." {
             candidate.file_name.clone()
         } else {

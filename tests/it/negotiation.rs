@@ -26,6 +26,11 @@ root = "www"
   path = "/nego/"
   multiviews = true
 
+  # Its scripts are never variants: `/nego/doc` must not send `doc.pl`'s source.
+  [[site.location]]
+  extension = ".pl"
+  handler = "cgi"
+
   [[site.location]]
   path = "/strict/"
   multiviews = true
@@ -39,6 +44,10 @@ fn start(arch: &str) -> (TempRoot, Server) {
         ("nego/doc.en.html", "english"),
         ("nego/doc.fr.html", "french"),
         ("nego/doc.bak", "a backup, never a variant"),
+        (
+            "nego/doc.pl",
+            "#!/usr/bin/perl\n# a script's source, never a variant",
+        ),
         ("nego/data.html", "<p>data</p>"),
         ("nego/data.json", "{\"data\": 1}"),
         ("nego/exact", "the file itself"),
