@@ -469,17 +469,26 @@ impl TypeOptions {
     /// The `Content-Type` for `path`, by its extension.
     #[must_use]
     pub fn content_type(&self, path: &str) -> &'static str {
+        self.known_type(path).unwrap_or_else(|| {
+            let value = self.default_type;
+            self.charset_applied.get(value).copied().unwrap_or(value)
+        })
+    }
+
+    /// The `Content-Type` a table (the configuration's, then the built-in one) gives `path`'s
+    /// extension; `None` where no table knows it (content negotiation tells a type extension
+    /// from a language one by this: `content::negotiate`).
+    #[must_use]
+    pub fn known_type(&self, path: &str) -> Option<&'static str> {
         let mut buffer = [0u8; MAX_EXTENSION];
-        let value = extension(path, &mut buffer)
-            .and_then(|extension| {
-                self.table
-                    .entries
-                    .get(extension)
-                    .copied()
-                    .or_else(|| builtin(extension))
-            })
-            .unwrap_or(self.default_type);
-        self.charset_applied.get(value).copied().unwrap_or(value)
+        let value = extension(path, &mut buffer).and_then(|extension| {
+            self.table
+                .entries
+                .get(extension)
+                .copied()
+                .or_else(|| builtin(extension))
+        })?;
+        Some(self.charset_applied.get(value).copied().unwrap_or(value))
     }
 }
 

@@ -402,6 +402,7 @@ impl Loader<'_> {
         self.gateway_keys(block, table, &mut partial)?;
         self.type_keys(block, table, &mut partial)?;
         self.routing_keys(block, table, &mut partial)?;
+        self.negotiation_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 

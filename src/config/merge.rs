@@ -28,6 +28,9 @@ pub(super) struct Partial {
     pub index: Option<Vec<String>>,
     pub autoindex: Option<bool>,
     pub precompressed: Option<bool>,
+    pub multiviews: Option<bool>,
+    /// `negotiation = "strict"` (`true`) or `"lenient"`.
+    pub strict_negotiation: Option<bool>,
     pub dotfiles: Option<bool>,
     pub follow_symlinks: Option<bool>,
     pub userdir: Option<String>,
@@ -181,6 +184,14 @@ pub(super) fn finish(
         .precompressed
         .or(site.precompressed)
         .unwrap_or(files.precompressed);
+    files.multiviews = location
+        .multiviews
+        .or(site.multiviews)
+        .unwrap_or(files.multiviews);
+    files.strict_negotiation = location
+        .strict_negotiation
+        .or(site.strict_negotiation)
+        .unwrap_or(files.strict_negotiation);
     files.dotfiles = location
         .dotfiles
         .or(site.dotfiles)

@@ -16,6 +16,7 @@ pub mod http2;
 mod http2_keys;
 pub mod load;
 mod merge;
+mod negotiation_keys;
 mod pool_table;
 mod pools;
 mod proxy_keys;
@@ -190,6 +191,12 @@ pub struct StaticOptions {
     pub userdir: Option<String>,
     /// Serve `.br`/`.gz` siblings chosen by `Accept-Encoding`.
     pub precompressed: bool,
+    /// Content negotiation (Apache `MultiViews`): a path that names no file is answered with
+    /// the best of its variants beside it (`doc.en.html`, `doc.fr.html` for `/doc`).
+    pub multiviews: bool,
+    /// With `multiviews`: `406` when no variant is acceptable, rather than the server's
+    /// default variant (`negotiation = "strict"`).
+    pub strict_negotiation: bool,
     /// Index files ending in one of these are scripts the site runs (its `extension`
     /// locations' suffixes, filled in when the site is built): such an index is routed to its
     /// location, never sent as a file.
@@ -664,6 +671,8 @@ impl LocationSettings {
                 follow_symlinks: false,
                 userdir: None,
                 precompressed: true,
+                multiviews: false,
+                strict_negotiation: false,
                 script_indexes: Vec::new(),
                 routed_indexes: Vec::new(),
                 types: crate::mime::TypeOptions::default(),

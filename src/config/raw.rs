@@ -421,6 +421,8 @@ pub(super) struct RawBlock {
     pub(super) index: Field<Vec<String>>,
     pub(super) autoindex: Field<bool>,
     pub(super) precompressed: Field<bool>,
+    pub(super) multiviews: Field<bool>,
+    pub(super) negotiation: Field<String>,
     pub(super) dotfiles: Field<bool>,
     pub(super) follow_symlinks: Field<bool>,
     pub(super) userdir: Field<String>,

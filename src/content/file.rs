@@ -167,6 +167,9 @@ pub struct StaticFile {
     /// from it, so siblings that were absent still are (`resolve::revalidate`). `None` when
     /// siblings are not looked for, or the directory could not be examined.
     pub directory: Option<FileKey>,
+    /// Set when the file is a variant content negotiation chose among (`VariantSet`): what its
+    /// head says beyond the file itself.
+    pub negotiated: Option<Negotiated>,
 }
 
 impl StaticFile {
@@ -174,6 +177,29 @@ impl StaticFile {
     #[must_use]
     pub fn varies(&self) -> bool {
         !self.encoded.is_empty()
+    }
+
+    /// The `Vary` value of this file's responses: the request fields that chose it among its
+    /// variants and among its codings (RFC 9110 §12.5.5), `None` when no field did.
+    #[must_use]
+    pub fn vary(&self) -> Option<&'static str> {
+        let fields = self.negotiated.as_ref().map(|n| n.vary).unwrap_or_default();
+        match (fields.accept, fields.accept_language, self.varies()) {
+            (false, false, false) => None,
+            (false, false, true) => Some("Accept-Encoding"),
+            (true, false, false) => Some("Accept"),
+            (true, false, true) => Some("Accept, Accept-Encoding"),
+            (false, true, false) => Some("Accept-Language"),
+            (false, true, true) => Some("Accept-Language, Accept-Encoding"),
+            (true, true, false) => Some("Accept, Accept-Language"),
+            (true, true, true) => Some("Accept, Accept-Language, Accept-Encoding"),
+        }
+    }
+
+    /// The `Content-Language` of a negotiated variant named with a language (`doc.fr.html`).
+    #[must_use]
+    pub fn language(&self) -> Option<&str> {
+        self.negotiated.as_ref()?.language.as_deref()
     }
 
     /// The codings this file can be served in, for `ampd_http::coding::negotiate`.
@@ -193,10 +219,37 @@ impl StaticFile {
     }
 }
 
+/// Which request fields content negotiation consulted to choose among a resource's variants:
+/// those the variants differ in, or both where a location answers `406` (RFC 9110 §12.5.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct VaryFields {
+    pub accept: bool,
+    pub accept_language: bool,
+}
+
+/// What a file reached by content negotiation carries beyond the file itself.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Negotiated {
+    pub vary: VaryFields,
+    /// Its language tag, from its name (`fr` of `doc.fr.html`): `Content-Language`.
+    pub language: Option<Arc<str>>,
+}
+
+/// The variants of a path that names no file (Apache `MultiViews`): the files `name.*` beside
+/// it whose extensions all name a type or a language, in the server's order of preference
+/// (`content::negotiate`), each with its precompressed siblings. Never empty.
+#[derive(Debug)]
+pub struct VariantSet {
+    pub variants: Vec<Arc<StaticFile>>,
+}
+
 /// What a request path translates to. Cached by `PathCache` (negative answers too).
 #[derive(Clone, Debug)]
 pub enum Resolution {
     File(Arc<StaticFile>),
+    /// No such file, but variants of it to choose among by the request's `Accept` and
+    /// `Accept-Language` (a location with `multiviews`).
+    Variants(Arc<VariantSet>),
     /// A directory named without its trailing slash: `301` to the same path plus `/`.
     AddSlash,
     /// A directory without an index file, listed (autoindex on): its entries, rendered per

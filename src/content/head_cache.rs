@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use ampd_http::coding::Coding;
 
-use super::file::{FileKey, Representation, StaticFile};
+use super::file::{FileKey, Negotiated, Representation, StaticFile};
 use super::lru::Lru;
 use super::sharded::Sharded;
 use crate::response::Head;
@@ -31,6 +31,7 @@ struct HeadKey {
     coding: Coding,
     content_type: &'static str,
     varies: bool,
+    negotiated: Option<Negotiated>,
 }
 
 #[derive(Debug)]
@@ -85,6 +86,7 @@ impl HeadCache {
             coding: representation.coding,
             content_type: file.content_type,
             varies: file.varies(),
+            negotiated: file.negotiated.clone(),
         };
         let Some(shards) = self.shards.as_ref() else {
             return Arc::new(render(file, representation));
@@ -147,8 +149,11 @@ pub(super) fn validator_fields(
     head.push("Last-Modified", &representation.last_modified_text);
     head.push("ETag", &representation.etag);
     head.push("Accept-Ranges", b"bytes");
-    if file.varies() {
-        head.push("Vary", b"Accept-Encoding");
+    if let Some(vary) = file.vary() {
+        head.push("Vary", vary.as_bytes());
+    }
+    if let Some(language) = file.language() {
+        head.push("Content-Language", language.as_bytes());
     }
     match representation.coding {
         Coding::Identity => {}

@@ -17,6 +17,7 @@ pub mod job;
 pub mod listing;
 pub mod lru;
 pub mod memory;
+pub mod negotiate;
 pub mod path;
 pub mod path_cache;
 pub mod resolve;

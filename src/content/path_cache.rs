@@ -91,11 +91,16 @@ impl Shard {
     }
 }
 
-/// Descriptors a translation holds open: the file and each precompressed sibling.
+/// Descriptors a translation holds open: the file (each variant) and each precompressed sibling.
 #[must_use]
 pub fn descriptors_held(resolved: &Resolved) -> u64 {
     match &resolved.resolution {
         Resolution::File(file) => 1 + file.encoded.len() as u64,
+        Resolution::Variants(set) => set
+            .variants
+            .iter()
+            .map(|file| 1 + file.encoded.len() as u64)
+            .sum(),
         _ => 0,
     }
 }
@@ -295,6 +300,7 @@ mod tests {
                     .collect(),
                 content_type: "text/plain",
                 directory: None,
+                negotiated: None,
             })),
             watch: None,
             at: Instant::now(),

@@ -4,8 +4,8 @@
 //! Owns: turning a normalised path into a `Resolution` by opening and `fstat`ing beneath the
 //! document root (`openat2(RESOLVE_BENEATH)`: a symlink, `..` or magic link cannot lead out of
 //! it; an absolute symlink naming a place inside it by the root's path is followed,
-//! `file::open_inside`), index files, precompressed siblings, directory listings, and `~user`
-//! directories. A path with a trailing '/' names a directory or nothing.
+//! `file::open_inside`), index files, precompressed siblings, the variants of a path that names
+//! no file (`multiviews`), directory listings, and `~user` directories. A path with a trailing '/' names a directory or nothing.
 //! Must not touch: the caches (the event loop inserts what this returns).
 
 use std::ffi::OsStr;
@@ -22,7 +22,10 @@ use ampd_sys::file::{self, FileKind, ResolveFlags};
 use ampd_sys::inotify::{self, Inotify};
 
 use super::autoindex::{self, DirEntry, Listing};
-use super::file::{FileKey, OpenFile, Representation, Resolution, Resolved, StaticFile};
+use super::file::{
+    FileKey, Negotiated, OpenFile, Representation, Resolution, Resolved, StaticFile, VariantSet,
+};
+use super::negotiate;
 use super::path::{self, CleanPath};
 use crate::config::StaticOptions;
 
@@ -79,7 +82,19 @@ pub fn resolve(root: &DocRoot, clean: &CleanPath, watcher: Option<&Inotify>) -> 
     let flags = resolve_flags(options);
     let fd = match anchor.open(relative, flags) {
         Ok(fd) => fd,
-        Err(err) => return finish(open_error(&err), watch),
+        Err(err) => {
+            let resolution = match open_error(&err) {
+                // The variants beside it are looked for here, on the helper, and cached with
+                // the translation: a negotiated hit reads no directory.
+                Resolution::NotFound
+                    if options.multiviews && !clean.ends_with_slash() && relative != "." =>
+                {
+                    variants(anchor, relative, options)
+                }
+                other => other,
+            };
+            return finish(resolution, watch);
+        }
     };
     let stat = match file::fstat(fd.as_fd()) {
         Ok(stat) => stat,
@@ -311,7 +326,29 @@ fn static_file(
     key: FileKey,
     options: &StaticOptions,
 ) -> Resolution {
-    let identity = Representation::new(Coding::Identity, OpenFile::new(file, key));
+    let content_type = options.types.content_type(relative);
+    match open_static(
+        base,
+        relative,
+        OpenFile::new(file, key),
+        options,
+        content_type,
+    ) {
+        Ok(file) => Resolution::File(Arc::new(file)),
+        Err(resolution) => resolution,
+    }
+}
+
+/// `file` (found at `relative`) with its precompressed siblings; `Err(Resolution::Exhausted)`
+/// when no descriptor was left to look for them.
+fn open_static(
+    base: Anchor<'_>,
+    relative: &str,
+    file: OpenFile,
+    options: &StaticOptions,
+    content_type: &'static str,
+) -> Result<StaticFile, Resolution> {
+    let identity = Representation::new(Coding::Identity, file);
     let mut encoded = Vec::new();
     let mut directory = None;
     if options.precompressed {
@@ -325,17 +362,94 @@ fn static_file(
                 Ok(None) => {}
                 // Not "absent": a translation without a sibling that exists would be kept
                 // while the directory is unchanged.
-                Err(exhausted) => return exhausted,
+                Err(exhausted) => return Err(exhausted),
             }
         }
     }
-    let content_type = options.types.content_type(relative);
-    Resolution::File(Arc::new(StaticFile {
+    Ok(StaticFile {
         identity,
         encoded,
         content_type,
         directory,
-    }))
+        negotiated: None,
+    })
+}
+
+/// The variants of `relative`, a path that names nothing (Apache `MultiViews`): the files
+/// `name.*` of its directory that `negotiate::candidates` takes, opened beneath `base` as a
+/// request for each would be, with their siblings. `NotFound` when there are none.
+fn variants(base: Anchor<'_>, relative: &str, options: &StaticOptions) -> Resolution {
+    let (directory, name) = relative.rsplit_once('/').unwrap_or((".", relative));
+    let flags = resolve_flags(options);
+    let dir = match base.open(directory, flags) {
+        Ok(dir) => dir,
+        Err(error) => return not_found_unless_exhausted(&error),
+    };
+    let entries = match entry_names(&dir) {
+        Ok(entries) => entries,
+        Err(error) => return not_found_unless_exhausted(&error),
+    };
+    let mut opened = Vec::new();
+    for candidate in negotiate::candidates(name, entries, &options.types) {
+        // A script another location runs (`doc.pl` beside `extension = ".pl"`) is never a
+        // variant: its source would be sent.
+        if is_script(&candidate.file_name, options) {
+            continue;
+        }
+        let below = if directory == "." {
+            candidate.file_name.clone()
+        } else {
+            format!("{directory}/{}", candidate.file_name)
+        };
+        match open_regular(base, &below, options) {
+            Ok(Some(file)) => opened.push((candidate, below, file)),
+            Ok(None) => {}
+            Err(exhausted) => return exhausted,
+        }
+    }
+    if opened.is_empty() {
+        return Resolution::NotFound;
+    }
+    let found: Vec<_> = opened
+        .iter()
+        .map(|(candidate, ..)| candidate.clone())
+        .collect();
+    let vary = negotiate::vary_fields(&found, options.strict_negotiation);
+    let mut variants = Vec::with_capacity(opened.len());
+    for (candidate, below, file) in opened {
+        match open_static(base, &below, file, options, candidate.media_type) {
+            Ok(mut file) => {
+                file.negotiated = Some(Negotiated {
+                    vary,
+                    language: candidate.language,
+                });
+                variants.push(Arc::new(file));
+            }
+            Err(exhausted) => return exhausted,
+        }
+    }
+    Resolution::Variants(Arc::new(VariantSet { variants }))
+}
+
+fn not_found_unless_exhausted(error: &io::Error) -> Resolution {
+    match open_error(error) {
+        Resolution::Exhausted => Resolution::Exhausted,
+        _ => Resolution::NotFound,
+    }
+}
+
+/// The names in a directory, read through its open descriptor (`/proc/self/fd/N`, as `list`
+/// does), so they are of the directory that passed the `RESOLVE_BENEATH` check.
+fn entry_names(dir: &OwnedFd) -> io::Result<Vec<String>> {
+    use std::os::fd::AsRawFd;
+    let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&path)? {
+        if let Ok(name) = entry?.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    Ok(names)
 }
 
 /// The key of `relative` below `base` if it is of `kind`, found without opening it.
@@ -417,6 +531,24 @@ fn directory(
             Ok(None) => {}
             // Not a listing or a 403 for want of a descriptor to open the index with.
             Err(exhausted) => return exhausted,
+        }
+    }
+    if options.multiviews {
+        // An index named by its variants (`index.html.en`, `index.html.fr`), as Apache's
+        // `DirectoryIndex` under `MultiViews`; never one another location answers.
+        for index in &options.index {
+            if is_script(index, options) || options.routed_indexes.contains(index) {
+                continue;
+            }
+            let candidate = if relative == "." {
+                index.clone()
+            } else {
+                format!("{relative}/{index}")
+            };
+            match variants(base, &candidate, options) {
+                Resolution::NotFound => {}
+                found => return found,
+            }
         }
     }
     if !options.autoindex {
@@ -539,6 +671,8 @@ mod tests {
                 follow_symlinks: false,
                 userdir: None,
                 precompressed,
+                multiviews: false,
+                strict_negotiation: false,
                 script_indexes: Vec::new(),
                 routed_indexes: Vec::new(),
                 types: crate::mime::TypeOptions::default(),

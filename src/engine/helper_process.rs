@@ -27,7 +27,10 @@ use ampd_sys::inotify::Inotify;
 use ampd_sys::{child, socket, unix};
 
 use crate::config::StaticOptions;
-use crate::content::file::{FileKey, OpenFile, Representation, Resolution, Resolved, StaticFile};
+use crate::content::file::{
+    FileKey, Negotiated, OpenFile, Representation, Resolution, Resolved, StaticFile, VariantSet,
+    VaryFields,
+};
 use crate::content::job::{self, Job, JobDone};
 use crate::content::path::CleanPath;
 use crate::content::resolve::{self, Basis, DocRoot, Revalidated};
@@ -516,6 +519,8 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>, sent_types: &mut u64) -> Vec<
             writer.bool(options.follow_symlinks);
             writer.optional_text(options.userdir.as_deref());
             writer.bool(options.precompressed);
+            writer.bool(options.multiviews);
+            writer.bool(options.strict_negotiation);
             writer.u32(u32::try_from(options.script_indexes.len()).unwrap_or(0));
             for extension in &options.script_indexes {
                 writer.text(extension);
@@ -643,6 +648,8 @@ fn decode_job(frame: &[u8], fds: Vec<OwnedFd>, types: &mut HelperTypes) -> Optio
                 follow_symlinks: reader.bool()?,
                 userdir: reader.optional_text()?,
                 precompressed: reader.bool()?,
+                multiviews: reader.bool()?,
+                strict_negotiation: reader.bool()?,
                 script_indexes: {
                     let count = reader.u32()?;
                     let mut extensions = Vec::new();
@@ -729,17 +736,13 @@ fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std
     match &resolved.resolution {
         Resolution::File(file) => {
             writer.u8(0);
-            writer.text(file.content_type);
-            writer.optional_key(file.directory.as_ref());
-            let representations: Vec<&Representation> = std::iter::once(&file.identity)
-                .chain(&file.encoded)
-                .collect();
-            writer.u32(representations.len() as u32);
-            for representation in representations {
-                let key = representation.file.key;
-                writer.u8(coding_byte(representation.coding));
-                writer.key(&key);
-                files.push(&representation.file.file);
+            encode_file(file, &mut writer, &mut files);
+        }
+        Resolution::Variants(set) => {
+            writer.u8(9);
+            writer.u32(set.variants.len() as u32);
+            for file in &set.variants {
+                encode_file(file, &mut writer, &mut files);
             }
         }
         Resolution::AddSlash => writer.u8(1),
@@ -760,6 +763,82 @@ fn encode_resolved<'a>(resolved: &'a Resolved, out: &mut Vec<u8>) -> Vec<&'a std
         }
     }
     files
+}
+
+/// A static file: its type, directory key, negotiation and representations (identity first);
+/// their descriptors go into `files` in the same order.
+fn encode_file<'a>(
+    file: &'a StaticFile,
+    writer: &mut Writer<'_>,
+    files: &mut Vec<&'a std::fs::File>,
+) {
+    writer.text(file.content_type);
+    writer.optional_key(file.directory.as_ref());
+    match &file.negotiated {
+        None => writer.u8(0),
+        Some(negotiated) => {
+            writer.u8(1
+                | u8::from(negotiated.vary.accept) << 1
+                | u8::from(negotiated.vary.accept_language) << 2
+                | u8::from(negotiated.language.is_some()) << 3);
+            if let Some(language) = &negotiated.language {
+                writer.text(language);
+            }
+        }
+    }
+    let representations: Vec<&Representation> = std::iter::once(&file.identity)
+        .chain(&file.encoded)
+        .collect();
+    writer.u32(representations.len() as u32);
+    for representation in representations {
+        let key = representation.file.key;
+        writer.u8(coding_byte(representation.coding));
+        writer.key(&key);
+        files.push(&representation.file.file);
+    }
+}
+
+/// What `encode_file` wrote, its descriptors taken from `fds` in order.
+fn decode_file(
+    reader: &mut Reader<'_>,
+    fds: &mut impl Iterator<Item = OwnedFd>,
+) -> Option<StaticFile> {
+    let content_type = mime::known(&reader.text()?)?;
+    let directory = reader.optional_key()?;
+    let flags = reader.u8()?;
+    let negotiated = if flags & 1 == 0 {
+        None
+    } else {
+        let language = if flags & 8 == 0 {
+            None
+        } else {
+            Some(Arc::from(reader.text()?))
+        };
+        Some(Negotiated {
+            vary: VaryFields {
+                accept: flags & 2 != 0,
+                accept_language: flags & 4 != 0,
+            },
+            language,
+        })
+    };
+    let count = reader.u32()?;
+    let mut representations = Vec::new();
+    for _ in 0..count {
+        let coding = coding_of(reader.u8()?)?;
+        let key = reader.key()?;
+        let file = OpenFile::new(std::fs::File::from(fds.next()?), key);
+        representations.push(Representation::new(coding, file));
+    }
+    let mut representations = representations.into_iter();
+    let identity = representations.next()?;
+    Some(StaticFile {
+        identity,
+        encoded: representations.collect(),
+        content_type,
+        directory,
+        negotiated,
+    })
 }
 
 fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
@@ -789,27 +868,7 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
         (REPLY_RESOLVED, Job::Resolve { .. }) => {
             let watch = reader.watch()?;
             let resolution = match reader.u8()? {
-                0 => {
-                    let content_type = mime::known(&reader.text()?)?;
-                    let directory = reader.optional_key()?;
-                    let count = reader.u32()?;
-                    let mut fds = fds.into_iter();
-                    let mut representations = Vec::new();
-                    for _ in 0..count {
-                        let coding = coding_of(reader.u8()?)?;
-                        let key = reader.key()?;
-                        let file = OpenFile::new(std::fs::File::from(fds.next()?), key);
-                        representations.push(Representation::new(coding, file));
-                    }
-                    let mut representations = representations.into_iter();
-                    let identity = representations.next()?;
-                    Resolution::File(Arc::new(StaticFile {
-                        identity,
-                        encoded: representations.collect(),
-                        content_type,
-                        directory,
-                    }))
-                }
+                0 => Resolution::File(Arc::new(decode_file(&mut reader, &mut fds.into_iter())?)),
                 1 => Resolution::AddSlash,
                 2 => Resolution::Listing(Arc::new(crate::content::autoindex::Listing::decode(
                     reader.bytes()?,
@@ -820,6 +879,15 @@ fn decode_reply(job: &Job, frame: &[u8], fds: Vec<OwnedFd>) -> Option<JobDone> {
                 6 => Resolution::Failed,
                 7 => Resolution::Exhausted,
                 8 => Resolution::Script(reader.text()?.into()),
+                9 => {
+                    let count = reader.u32()?;
+                    let mut fds = fds.into_iter();
+                    let mut variants = Vec::new();
+                    for _ in 0..count {
+                        variants.push(Arc::new(decode_file(&mut reader, &mut fds)?));
+                    }
+                    Resolution::Variants(Arc::new(VariantSet { variants }))
+                }
                 _ => return None,
             };
             Some(JobDone::Resolved(Resolved {

@@ -9,6 +9,7 @@
 //! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`;
 //! `examples/routing.toml` rewrites and redirects with a regex's captures, answers a `return`
 //! and falls back through `try_files`.
+//! `examples/negotiation.toml` answers `/welcome/hello` in the reader's language.
 
 use crate::support;
 
@@ -54,6 +55,7 @@ fn every_shipped_example_passes_ampd_check() {
             "ampd.toml",
             "cgi.toml",
             "http2.toml",
+            "negotiation.toml",
             "php-fpm.toml",
             "proxy.toml",
             "routing.toml",
@@ -319,6 +321,46 @@ fn the_routing_example_rewrites_returns_and_falls_back() {
     let index = std::fs::read(examples().join("www/index.html")).unwrap();
     let page = get(addr, "/app/any/route");
     assert_eq!((page.status, &page.body), (200, &index));
+}
+
+#[test]
+fn the_negotiation_example_answers_in_the_readers_language() {
+    let dir = TempRoot::new();
+    let config = example_copy(&dir, "negotiation.toml", &[]);
+    let server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    for (path, fields, status, language) in [
+        ("/welcome/hello", &[][..], 200, None),
+        (
+            "/welcome/hello",
+            &[("Accept-Language", "fr-CA, en;q=0.5")][..],
+            200,
+            Some("fr"),
+        ),
+        (
+            "/welcome/hello",
+            &[("Accept-Language", "de")][..],
+            200,
+            Some("de"),
+        ),
+        (
+            "/strict/hello",
+            &[("Accept", "application/json")][..],
+            406,
+            None,
+        ),
+    ] {
+        let response = request(addr, "GET", path, fields);
+        assert_eq!(response.status, status, "{path} {fields:?}");
+        assert_eq!(
+            response.header("content-language"),
+            language,
+            "{path} {fields:?}"
+        );
+        assert!(response
+            .header("vary")
+            .is_some_and(|vary| vary.contains("Accept-Language")));
+    }
 }
 
 #[test]

@@ -48,6 +48,7 @@ mod memory_limit;
 mod methods_and_status;
 mod metrics;
 mod mime_types;
+mod negotiation;
 mod path_corpus;
 mod path_spellings;
 mod precompressed;

@@ -1,6 +1,7 @@
 //! The static-file handler (AFPA's cached and uncached responses): the path cache, or a
 //! translation job on a helper, then the response from `content::serve` (or a redirect to
-//! `path/`, a listing, an error page).
+//! `path/`, a listing, an error page); for a path with variants (`multiviews`), the variant
+//! `content::negotiate` chooses.
 //!
 //! Owns: a static location's own rules (dot-files, `~user`, `alias`), the order `try_files`
 //! (and `fallback`, its common case) looks paths up in, and turning a translation into a
@@ -14,6 +15,7 @@ use crate::conn::{Context, Job, Outcome, Pending};
 use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::job::JobDone;
+use crate::content::negotiate;
 use crate::content::path::{self, CleanPath, PathOptions};
 use crate::content::path_cache::Lookup;
 use crate::content::serve::{self, Served};
@@ -130,6 +132,7 @@ impl Trying {
             Names::File => matches!(
                 resolution,
                 Resolution::File(_)
+                    | Resolution::Variants(_)
                     | Resolution::Forbidden
                     | Resolution::Failed
                     | Resolution::Exhausted
@@ -353,24 +356,46 @@ impl Pending {
         let out = &mut *parts.output;
         // What was written (`Ok`), or the status page still to write (`Err`).
         let answer: Result<u16, StatusAnswer> = match resolution {
-            Resolution::File(file) => match serve::serve_file(
-                &exchange.head,
-                file,
-                resolved.watch,
-                context.caches,
-                &response,
-                out,
-            ) {
-                Served::Sent { status } => Ok(status),
-                Served::Status(answer) => Err(answer),
-                Served::NeedData(job) => {
-                    let pending = Pending {
-                        resolved: Some(resolved.clone()),
-                        ..pending
-                    };
-                    return Outcome::NeedJob(job, Box::new(pending));
+            Resolution::File(_) | Resolution::Variants(_) => {
+                let file = match resolution {
+                    Resolution::File(file) => Some(file),
+                    // Chosen afresh for each request (and again after a load: the same
+                    // request gets the same variant) from the set cached with the path.
+                    Resolution::Variants(set) => negotiate::choose(
+                        set,
+                        &exchange.head,
+                        route.settings.static_files.strict_negotiation,
+                    ),
+                    _ => None,
+                };
+                match file.map(|file| {
+                    serve::serve_file(
+                        &exchange.head,
+                        file,
+                        resolved.watch,
+                        context.caches,
+                        &response,
+                        out,
+                    )
+                }) {
+                    Some(Served::Sent { status }) => Ok(status),
+                    Some(Served::Status(answer)) => Err(answer),
+                    Some(Served::NeedData(job)) => {
+                        let pending = Pending {
+                            resolved: Some(resolved.clone()),
+                            ..pending
+                        };
+                        return Outcome::NeedJob(job, Box::new(pending));
+                    }
+                    // Strict negotiation and no acceptable variant (RFC 9110 §15.5.7); the
+                    // answer depends on both fields whatever the variants are.
+                    None => Err(StatusAnswer::with_field(
+                        406,
+                        "Vary",
+                        b"Accept, Accept-Language".to_vec(),
+                    )),
                 }
-            },
+            }
             Resolution::AddSlash => {
                 // The path the client asked for (an alias or a rewrite looks up another).
                 let asked = path::normalize(&pending.redirect.path, &ROUTING)

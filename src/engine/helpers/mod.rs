@@ -857,6 +857,8 @@ mod tests {
             follow_symlinks: false,
             userdir: None,
             precompressed: false,
+            multiviews: false,
+            strict_negotiation: false,
             script_indexes: Vec::new(),
             routed_indexes: Vec::new(),
             types: crate::mime::TypeOptions::default(),

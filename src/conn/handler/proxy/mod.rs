@@ -271,6 +271,7 @@ impl Conn {
             Resolution::Failed => 500,
             Resolution::Exhausted => 503,
             Resolution::NotFound
+            | Resolution::Variants(_)
             | Resolution::AddSlash
             | Resolution::Listing(_)
             | Resolution::DirectoryForbidden
