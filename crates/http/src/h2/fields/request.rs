@@ -17,7 +17,8 @@ use crate::token::{is_field_value, is_tchar};
 pub enum MalformedRequest {
     /// A pseudo-header is missing, repeated, unknown, after a regular field, or a response
     /// one (`:status`); or its value is malformed (`:method` not a token, `:path` empty or not
-    /// origin form). Holds its name, or `"unknown"`.
+    /// origin form). Holds its name, or `"unknown"`; `"trailers"` for any pseudo-header in an
+    /// HTTP/3 trailer section (RFC 9114 §4.3).
     PseudoHeader(&'static str),
     /// A field name with upper case or a character outside tchar, or a value with NUL, CR or
     /// LF (§8.2.1; other controls but HTAB too, as ampd's HTTP/1 parser refuses them) or
@@ -27,7 +28,8 @@ pub enum MalformedRequest {
     /// `transfer-encoding`, `upgrade`), or `te` other than `trailers` (§8.2.2).
     ConnectionSpecific,
     /// `content-length` is not a number, differs between repeats, or is not 0 on a request
-    /// whose HEADERS ended the stream (§8.1.1).
+    /// whose HEADERS ended the stream (§8.1.1); over HTTP/3, the DATA received is more or
+    /// less than it says (RFC 9114 §4.1.2).
     ContentLength,
     /// `:authority` or `host` is not `host [":" port]`, or they disagree.
     Authority,
@@ -35,10 +37,13 @@ pub enum MalformedRequest {
     Connect,
 }
 
-/// Builds the request of one header block, a field at a time as the HPACK decoder yields
-/// them (the first fault is kept and reported by `finish`).
+/// Builds the request of one header block, a field at a time as the HPACK (or QPACK) decoder
+/// yields them (the first fault is kept and reported by `finish`). HTTP/3 shares it: its
+/// pseudo-header and field rules (RFC 9114 §4.2, §4.3.1) are HTTP/2's (RFC 9113 §8.2, §8.3.1).
 #[derive(Debug, Default)]
 pub struct RequestBuilder {
+    /// `Http2` unless made by `for_version`.
+    version: Option<Version>,
     method: Option<Method>,
     scheme_seen: bool,
     path: Option<Box<str>>,
@@ -62,6 +67,15 @@ impl RequestBuilder {
         RequestBuilder::default()
     }
 
+    /// A builder whose request says `version` (`Http3` for HTTP/3's request streams).
+    #[must_use]
+    pub fn for_version(version: Version) -> RequestBuilder {
+        RequestBuilder {
+            version: Some(version),
+            ..RequestBuilder::default()
+        }
+    }
+
     /// The next decoded field, in block order.
     pub fn field(&mut self, name: &[u8], value: &[u8]) {
         if self.fault.is_some() {
@@ -78,7 +92,8 @@ impl RequestBuilder {
     }
 
     /// The request the fields make. `end_stream`: the HEADERS frame ended the stream (no
-    /// body). `version` is `Version::Http2`; `:authority` stands for `Host` (§8.3.1: it is
+    /// body; HTTP/3 has no such flag and passes `false`). `version` is `Version::Http2` or the
+    /// one given to `for_version`; `:authority` stands for `Host` (§8.3.1: it is
     /// added as a `host` field when the client sent none); `body` is `Length(n)` with a
     /// `content-length`, `None` when the stream ended with the head, otherwise `Chunked` (the
     /// server re-frames DATA as chunks for the HTTP/1 body readers); `keep_alive` true;
@@ -141,7 +156,7 @@ impl RequestBuilder {
         Ok(RequestHead {
             method,
             target,
-            version: Version::Http2,
+            version: self.version.unwrap_or(Version::Http2),
             headers,
             body,
             keep_alive: true,
