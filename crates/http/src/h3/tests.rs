@@ -643,3 +643,33 @@ fn closing_the_control_stream_is_a_critical_error() {
         (ErrorCode::ClosedCriticalStream, Scope::Connection)
     );
 }
+
+#[test]
+fn an_https_request_needs_an_authority_or_a_host() {
+    // RFC 9114 §4.3.1: http and https have a mandatory authority, so one of the two must be
+    // there (HTTP/2 only says clients should send :authority).
+    let bare = [(":method", "GET"), (":scheme", "https"), (":path", "/")];
+    assert_eq!(malformed(&request(&bare)), MalformedRequest::Authority);
+    let mut with_host = bare.to_vec();
+    with_host.push(("host", "example.com"));
+    assert!(run(&request(&with_host), 100).is_ok());
+    // "If these fields are present, they MUST NOT be empty."
+    let mut empty_host = bare.to_vec();
+    empty_host.push(("host", ""));
+    assert_eq!(
+        malformed(&request(&empty_host)),
+        MalformedRequest::Authority
+    );
+    assert_eq!(
+        malformed(&request(&[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":authority", ""),
+            (":path", "/")
+        ])),
+        MalformedRequest::Authority
+    );
+    let mut other_scheme = bare.to_vec();
+    other_scheme[1].1 = "foo";
+    assert!(run(&request(&other_scheme), 100).is_ok());
+}

@@ -31,7 +31,8 @@ pub enum MalformedRequest {
     /// whose HEADERS ended the stream (§8.1.1); over HTTP/3, the DATA received is more or
     /// less than it says (RFC 9114 §4.1.2).
     ContentLength,
-    /// `:authority` or `host` is not `host [":" port]`, or they disagree.
+    /// `:authority` or `host` is not `host [":" port]`, or they disagree; over HTTP/3, both
+    /// are missing from an `http` or `https` request (RFC 9114 §4.3.1).
     Authority,
     /// CONNECT, which ampd does not tunnel over HTTP/2 (answered 405 rather than reset).
     Connect,
@@ -46,6 +47,8 @@ pub struct RequestBuilder {
     version: Option<Version>,
     method: Option<Method>,
     scheme_seen: bool,
+    /// `:scheme` is `http` or `https`, whose URIs have a mandatory authority.
+    scheme_has_authority: bool,
     path: Option<Box<str>>,
     authority: Option<Box<str>>,
     headers: Vec<Header>,
@@ -122,7 +125,22 @@ impl RequestBuilder {
             return Err(MalformedRequest::PseudoHeader(":path"));
         }
 
+        // RFC 9114 §4.3.1 makes a MUST of what RFC 9113 §8.3.1 leaves to clients: a scheme
+        // with a mandatory authority needs `:authority` or `Host`.
+        let version = self.version.unwrap_or(Version::Http2);
+        if version == Version::Http3
+            && self.scheme_has_authority
+            && self.authority.is_none()
+            && self.host_at.is_none()
+        {
+            return Err(MalformedRequest::Authority);
+        }
         let mut headers = self.headers;
+        // ... and neither may be empty there (HTTP/1 allows an empty Host, RFC 9112 §3.2).
+        let empty_host = self.host_at.is_some_and(|at| headers[at].value.is_empty());
+        if version == Version::Http3 && empty_host {
+            return Err(MalformedRequest::Authority);
+        }
         if self.host_count > 1 {
             return Err(MalformedRequest::Authority);
         }
@@ -156,7 +174,7 @@ impl RequestBuilder {
         Ok(RequestHead {
             method,
             target,
-            version: self.version.unwrap_or(Version::Http2),
+            version,
             headers,
             body,
             keep_alive: true,
@@ -191,6 +209,8 @@ impl RequestBuilder {
                     return Err(fault);
                 }
                 self.scheme_seen = true;
+                self.scheme_has_authority =
+                    value.eq_ignore_ascii_case(b"http") || value.eq_ignore_ascii_case(b"https");
             }
             b":path" => {
                 // Its form is checked by `finish`, once the method is known.
