@@ -178,6 +178,43 @@ proptest! {
     }
 
     #[test]
+    fn a_body_in_any_data_frames_is_the_body_and_matches_content_length(
+        body in proptest::collection::vec(b'a'..=b'z', 0..200),
+        cuts in proptest::collection::vec(0usize..200, 0..8),
+        declared_off_by in -1i64..=1,
+    ) {
+        let declared = body.len() as i64 + declared_off_by;
+        prop_assume!(declared >= 0);
+        let length = declared.to_string();
+        let mut input = request(&[
+            (":method", "POST"),
+            (":scheme", "https"),
+            (":authority", "example.com"),
+            (":path", "/"),
+            ("content-length", length.as_str()),
+        ]);
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut.min(body.len())).collect();
+        cuts.extend([0, body.len()]);
+        cuts.sort_unstable();
+        for pair in cuts.windows(2) {
+            write_data(&body[pair[0]..pair[1]], &mut input);
+        }
+        let outcome = run(&input, 5);
+        if declared_off_by == 0 {
+            let seen = outcome.unwrap();
+            let text = String::from_utf8(body).unwrap();
+            let expected = if text.is_empty() { None } else { Some(format!("body:{text}")) };
+            prop_assert_eq!(seen.get(1).filter(|event| event.starts_with("body:")).cloned(), expected);
+            prop_assert_eq!(seen.last().map(String::as_str), Some("end"));
+        } else {
+            prop_assert_eq!(
+                outcome,
+                Err(RequestError::Malformed(MalformedRequest::ContentLength))
+            );
+        }
+    }
+
+    #[test]
     fn arbitrary_input_never_panics(input in proptest::collection::vec(any::<u8>(), 0..256)) {
         let _ = run(&input, 7);
     }
