@@ -343,8 +343,9 @@ impl ConnectionOptions {
     pub fn persist(&self, version: Version) -> bool {
         !self.close
             && match version {
-                // HTTP/1 heads never say 2.0 (the parsers refuse it); HTTP/2 persists.
-                Version::Http11 | Version::Http2 => true,
+                // HTTP/1 heads never say 2.0 or 3.0 (the parsers refuse them); HTTP/2 and
+                // HTTP/3 persist.
+                Version::Http11 | Version::Http2 | Version::Http3 => true,
                 Version::Http10 => self.keep_alive,
             }
     }

@@ -88,16 +88,20 @@ pub enum Version {
     /// A request that came over HTTP/2 (`h2::fields`): no chunked coding and no
     /// connection-level fields in its response; the stream's end ends a body.
     Http2,
+    /// A request that came over HTTP/3 (`h3::request_stream`): framed like HTTP/2's.
+    Http3,
 }
 
 impl Version {
-    /// `"HTTP/1.0"`, `"HTTP/1.1"` or `"HTTP/2.0"` (as logs and `SERVER_PROTOCOL` name it).
+    /// `"HTTP/1.0"`, `"HTTP/1.1"`, `"HTTP/2.0"` or `"HTTP/3.0"` (as logs and `SERVER_PROTOCOL`
+    /// name it).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Http10 => "HTTP/1.0",
             Self::Http11 => "HTTP/1.1",
             Self::Http2 => "HTTP/2.0",
+            Self::Http3 => "HTTP/3.0",
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
 //! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`,
 //! `fuzz/corpus/hpack_decode`, `fuzz/corpus/h2_connection`, `fuzz/corpus/h3_frames`,
-//! `fuzz/corpus/qpack_decode` and `fuzz/corpus/accept` through the same function the libFuzzer
+//! `fuzz/corpus/qpack_decode`, `fuzz/corpus/h3_request_stream` and `fuzz/corpus/accept` through the same function the libFuzzer
 //! target calls, so fuzz coverage is part of stable `cargo test`.
 
 use std::fs;
@@ -89,6 +89,11 @@ fn h3_frames_corpus_replays_cleanly() {
 #[test]
 fn qpack_decode_corpus_replays_cleanly() {
     replay("qpack_decode", 7, ampd_http::fuzz::qpack_decode);
+}
+
+#[test]
+fn h3_request_stream_corpus_replays_cleanly() {
+    replay("h3_request_stream", 11, ampd_http::fuzz::h3_request_stream);
 }
 
 #[test]

@@ -1,10 +1,13 @@
-//! Fuzz checks of HTTP/3's frame layer (`crate::h3::frame`) and QPACK (`crate::h3::qpack`).
+//! Fuzz checks of HTTP/3's frame layer (`crate::h3::frame`), QPACK (`crate::h3::qpack`) and
+//! the request stream (`crate::h3::request_stream`).
 //!
 //! Owns those invariants. Must not be used by the server; every check panics on violation.
 
 use crate::h3::frame::{Frame, FrameReader, StreamKind};
 use crate::h3::qpack::{Decoder, Encoder, Section};
+use crate::h3::request_stream::{Event, RequestError, RequestStream};
 use crate::h3::Error;
+use crate::message::{BodyFraming, Version};
 
 /// What reading a stream found: its frames (DATA joined per frame) and how it ended.
 type Reading = (Vec<String>, Result<bool, Error>);
@@ -172,4 +175,205 @@ fn check_round_trip(fields: &Fields) {
     let (section, again) = decode(&mut fresh, 0, &block).expect("our own section decodes");
     assert!(matches!(section, Section::Decoded { .. }));
     assert_eq!(&again, fields, "re-encoded section");
+}
+
+/// One request stream and its connection's decoder, fed as `h3_request_stream` says, with
+/// what it yielded written down.
+struct RequestRun {
+    decoder: Decoder,
+    stream: RequestStream,
+    /// Request-stream octets not yet used (a blocked stream uses none).
+    pending: Vec<u8>,
+    /// Octets handed to `read` at a time.
+    step: usize,
+    transcript: Vec<String>,
+    head_seen: bool,
+    trailers_seen: bool,
+    content_length: Option<u64>,
+    body_length: u64,
+    /// The error the stream or connection ended with; nothing is read after it.
+    failed: bool,
+}
+
+impl RequestRun {
+    fn new(step: usize) -> RequestRun {
+        RequestRun {
+            decoder: Decoder::new(TABLE_CAPACITY, BLOCKED_STREAMS),
+            stream: RequestStream::new(0, MAX_LIST_SIZE),
+            pending: Vec::new(),
+            step,
+            transcript: Vec::new(),
+            head_seen: false,
+            trailers_seen: false,
+            content_length: None,
+            body_length: 0,
+            failed: false,
+        }
+    }
+
+    fn fail(&mut self, error: &RequestError) {
+        self.transcript.push(format!("error {error:?}"));
+        self.failed = true;
+    }
+
+    fn note(&mut self, event: Event<'_>) {
+        match event {
+            Event::Head(head) => {
+                assert!(!self.head_seen, "a second head");
+                assert_eq!(head.version, Version::Http3);
+                for header in &head.headers {
+                    assert!(
+                        !header.name.bytes().any(|b| b.is_ascii_uppercase()),
+                        "an upper-case name passed: {}",
+                        header.name
+                    );
+                }
+                self.head_seen = true;
+                self.content_length = match head.body {
+                    BodyFraming::Length(length) => Some(length),
+                    _ => None,
+                };
+                self.transcript.push(format!("{head:?}"));
+            }
+            Event::Body(piece) => {
+                assert!(self.head_seen && !self.trailers_seen, "body out of order");
+                assert!(!piece.is_empty());
+                self.body_length += piece.len() as u64;
+                if let Some(declared) = self.content_length {
+                    assert!(
+                        self.body_length <= declared,
+                        "more body than content-length"
+                    );
+                }
+                let text: String = piece.iter().map(|byte| format!("{byte:02x}")).collect();
+                match self.transcript.last_mut() {
+                    Some(last) if last.starts_with("body ") => last.push_str(&text),
+                    _ => self.transcript.push(format!("body {text}")),
+                }
+            }
+            Event::Trailers(fields) => {
+                assert!(
+                    self.head_seen && !self.trailers_seen,
+                    "trailers out of order"
+                );
+                self.trailers_seen = true;
+                self.transcript.push(format!("trailers {fields:?}"));
+            }
+        }
+    }
+
+    /// Reads what is pending, `step` octets at a time, until the stream uses no more.
+    fn drain(&mut self) {
+        let mut start = 0;
+        let mut end = 0usize;
+        while !self.failed {
+            end = end
+                .saturating_add(self.step)
+                .min(self.pending.len())
+                .max(start);
+            let input = std::mem::take(&mut self.pending);
+            let result = self.stream.read(&mut self.decoder, &input[start..end]);
+            match result {
+                Ok((used, event)) => {
+                    assert!(used <= end - start, "used {used} of {}", end - start);
+                    if self.stream.is_blocked() {
+                        assert!(event.is_none());
+                    }
+                    start += used;
+                    let stop = used == 0 && (end == input.len() || self.stream.is_blocked());
+                    if let Some(event) = event {
+                        self.note(event);
+                    }
+                    self.pending = input;
+                    if stop {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    self.pending = input;
+                    self.fail(&error);
+                }
+            }
+        }
+        self.pending.drain(..start.min(self.pending.len()));
+    }
+
+    fn request_bytes(&mut self, chunk: &[u8]) {
+        self.pending.extend_from_slice(chunk);
+        self.drain();
+    }
+
+    fn encoder_bytes(&mut self, chunk: &[u8]) {
+        if self.failed {
+            return;
+        }
+        if let Err(error) = self.decoder.read_encoder_stream(chunk) {
+            self.fail(&RequestError::Protocol(error));
+            return;
+        }
+        if self.decoder.take_unblocked().contains(&0) {
+            match self.stream.resume(&mut self.decoder) {
+                Ok(Some(event)) => self.note(event),
+                Ok(None) => panic!("an unblocked stream gave nothing"),
+                Err(error) => return self.fail(&error),
+            }
+            self.drain();
+        }
+    }
+
+    fn end(&mut self) {
+        if self.failed {
+            return;
+        }
+        match self.stream.end() {
+            Ok(true) => {
+                assert!(self.head_seen, "a request ended without a head");
+                if let Some(declared) = self.content_length {
+                    assert_eq!(self.body_length, declared, "body shorter than declared");
+                }
+                self.transcript.push("end".into());
+            }
+            Ok(false) => {
+                assert!(self.stream.is_blocked());
+                self.stream.abandon(&mut self.decoder);
+                self.transcript.push("abandoned".into());
+            }
+            Err(error) => self.fail(&error),
+        }
+    }
+}
+
+/// Reads `data` as one request stream (id 0) and the peer's QPACK encoder stream interleaved:
+/// chunks of a length octet then that many bytes, an odd length for the encoder stream, an even
+/// one for the request stream; then the stream ends. It checks:
+///
+/// * the events and the error do not depend on how the request stream's bytes arrive;
+/// * events come in order (one head, then body, then at most one trailer section), the head
+///   is HTTP/3 with lower-case names;
+/// * the body never passes `content-length`, and a request that ends well has exactly it;
+/// * a blocked stream uses no input and yields nothing until its insertions arrive.
+///
+/// # Panics
+/// Only when an invariant is violated.
+pub fn h3_request_stream(data: &[u8]) {
+    let mut runs: Vec<RequestRun> = [usize::MAX, 1, 3].map(RequestRun::new).into();
+    let mut rest = data;
+    while let Some((&len, after)) = rest.split_first() {
+        let take = usize::from(len).min(after.len());
+        let (chunk, next) = after.split_at(take);
+        rest = next;
+        for run in &mut runs {
+            if len % 2 == 1 {
+                run.encoder_bytes(chunk);
+            } else {
+                run.request_bytes(chunk);
+            }
+        }
+    }
+    for run in &mut runs {
+        run.end();
+    }
+    for run in &runs[1..] {
+        assert_eq!(run.transcript, runs[0].transcript, "reads of {}", run.step);
+    }
 }

@@ -16,7 +16,7 @@ pub use request::{MalformedRequest, RequestBuilder};
 pub use response::ResponseFields;
 
 /// The fields of HTTP/1 that describe a connection, not a message: HTTP/2 has none (§8.2.2).
-pub(super) fn is_connection_specific(lower_case_name: &[u8]) -> bool {
+pub(crate) fn is_connection_specific(lower_case_name: &[u8]) -> bool {
     matches!(
         lower_case_name,
         b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"

@@ -451,7 +451,7 @@ fn generated_head() -> impl Strategy<Value = Generated> {
                 };
                 let keep_alive = match (version, connection) {
                     (_, Some("close")) => false,
-                    (Version::Http11 | Version::Http2, _) => true,
+                    (Version::Http11 | Version::Http2 | Version::Http3, _) => true,
                     (Version::Http10, option) => option == Some("keep-alive"),
                 };
                 (Just(fields).prop_shuffle()).prop_map(move |fields| {

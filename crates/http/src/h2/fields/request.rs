@@ -17,7 +17,8 @@ use crate::token::{is_field_value, is_tchar};
 pub enum MalformedRequest {
     /// A pseudo-header is missing, repeated, unknown, after a regular field, or a response
     /// one (`:status`); or its value is malformed (`:method` not a token, `:path` empty or not
-    /// origin form). Holds its name, or `"unknown"`.
+    /// origin form). Holds its name, or `"unknown"`; `"trailers"` for any pseudo-header in an
+    /// HTTP/3 trailer section (RFC 9114 §4.3).
     PseudoHeader(&'static str),
     /// A field name with upper case or a character outside tchar, or a value with NUL, CR or
     /// LF (§8.2.1; other controls but HTAB too, as ampd's HTTP/1 parser refuses them) or
@@ -27,20 +28,27 @@ pub enum MalformedRequest {
     /// `transfer-encoding`, `upgrade`), or `te` other than `trailers` (§8.2.2).
     ConnectionSpecific,
     /// `content-length` is not a number, differs between repeats, or is not 0 on a request
-    /// whose HEADERS ended the stream (§8.1.1).
+    /// whose HEADERS ended the stream (§8.1.1); over HTTP/3, the DATA received is more or
+    /// less than it says (RFC 9114 §4.1.2).
     ContentLength,
-    /// `:authority` or `host` is not `host [":" port]`, or they disagree.
+    /// `:authority` or `host` is not `host [":" port]`, or they disagree; over HTTP/3, both
+    /// are missing from an `http` or `https` request (RFC 9114 §4.3.1).
     Authority,
     /// CONNECT, which ampd does not tunnel over HTTP/2 (answered 405 rather than reset).
     Connect,
 }
 
-/// Builds the request of one header block, a field at a time as the HPACK decoder yields
-/// them (the first fault is kept and reported by `finish`).
+/// Builds the request of one header block, a field at a time as the HPACK (or QPACK) decoder
+/// yields them (the first fault is kept and reported by `finish`). HTTP/3 shares it: its
+/// pseudo-header and field rules (RFC 9114 §4.2, §4.3.1) are HTTP/2's (RFC 9113 §8.2, §8.3.1).
 #[derive(Debug, Default)]
 pub struct RequestBuilder {
+    /// `Http2` unless made by `for_version`.
+    version: Option<Version>,
     method: Option<Method>,
     scheme_seen: bool,
+    /// `:scheme` is `http` or `https`, whose URIs have a mandatory authority.
+    scheme_has_authority: bool,
     path: Option<Box<str>>,
     authority: Option<Box<str>>,
     headers: Vec<Header>,
@@ -62,6 +70,15 @@ impl RequestBuilder {
         RequestBuilder::default()
     }
 
+    /// A builder whose request says `version` (`Http3` for HTTP/3's request streams).
+    #[must_use]
+    pub fn for_version(version: Version) -> RequestBuilder {
+        RequestBuilder {
+            version: Some(version),
+            ..RequestBuilder::default()
+        }
+    }
+
     /// The next decoded field, in block order.
     pub fn field(&mut self, name: &[u8], value: &[u8]) {
         if self.fault.is_some() {
@@ -78,7 +95,8 @@ impl RequestBuilder {
     }
 
     /// The request the fields make. `end_stream`: the HEADERS frame ended the stream (no
-    /// body). `version` is `Version::Http2`; `:authority` stands for `Host` (§8.3.1: it is
+    /// body; HTTP/3 has no such flag and passes `false`). `version` is `Version::Http2` or the
+    /// one given to `for_version`; `:authority` stands for `Host` (§8.3.1: it is
     /// added as a `host` field when the client sent none); `body` is `Length(n)` with a
     /// `content-length`, `None` when the stream ended with the head, otherwise `Chunked` (the
     /// server re-frames DATA as chunks for the HTTP/1 body readers); `keep_alive` true;
@@ -107,7 +125,22 @@ impl RequestBuilder {
             return Err(MalformedRequest::PseudoHeader(":path"));
         }
 
+        // RFC 9114 §4.3.1 makes a MUST of what RFC 9113 §8.3.1 leaves to clients: a scheme
+        // with a mandatory authority needs `:authority` or `Host`.
+        let version = self.version.unwrap_or(Version::Http2);
+        if version == Version::Http3
+            && self.scheme_has_authority
+            && self.authority.is_none()
+            && self.host_at.is_none()
+        {
+            return Err(MalformedRequest::Authority);
+        }
         let mut headers = self.headers;
+        // ... and neither may be empty there (HTTP/1 allows an empty Host, RFC 9112 §3.2).
+        let empty_host = self.host_at.is_some_and(|at| headers[at].value.is_empty());
+        if version == Version::Http3 && empty_host {
+            return Err(MalformedRequest::Authority);
+        }
         if self.host_count > 1 {
             return Err(MalformedRequest::Authority);
         }
@@ -141,7 +174,7 @@ impl RequestBuilder {
         Ok(RequestHead {
             method,
             target,
-            version: Version::Http2,
+            version,
             headers,
             body,
             keep_alive: true,
@@ -176,6 +209,8 @@ impl RequestBuilder {
                     return Err(fault);
                 }
                 self.scheme_seen = true;
+                self.scheme_has_authority =
+                    value.eq_ignore_ascii_case(b"http") || value.eq_ignore_ascii_case(b"https");
             }
             b":path" => {
                 // Its form is checked by `finish`, once the method is known.
