@@ -61,6 +61,9 @@ const INSTALLED: usize = 40;
 const DROPPED: usize = 41; // 3 reasons (as SHED): closed without an answer
 const INTERNAL_ERRORS: usize = 44; // responses 500
 const PROXY_REFUSED: usize = 56; // 2 reasons
+/// Nonzero once the process owning this slot has begun its graceful stop (`mp` workers: their
+/// master waits for it before it reports the stop begun).
+const STOP_BEGUN: usize = 46;
 /// Cells before the slots: whole-server values.
 const HEADER: usize = SLOT;
 const RELOADS: usize = 0;
@@ -232,6 +235,16 @@ impl LoopStats {
         self.cells[INSTALLED].load(Ordering::Acquire)
     }
 
+    /// The owning process has begun a graceful stop: its health answers `503` from now on.
+    pub fn set_stop_begun(&self) {
+        self.cells[STOP_BEGUN].store(1, Ordering::Release);
+    }
+
+    #[must_use]
+    pub fn stop_begun(&self) -> bool {
+        self.cells[STOP_BEGUN].load(Ordering::Acquire) != 0
+    }
+
     fn reset_gauges(&self) {
         for cell in (CONNECTIONS..CONNECTIONS + STATES.len())
             .chain(CACHE_COUNTERS..CACHE_COUNTERS + 9)
@@ -292,6 +305,7 @@ impl Stats {
     pub fn claim(&self, index: usize) -> LoopStats {
         let slot = self.slots[index % self.slots.len()];
         slot.reset_gauges();
+        slot.cells[STOP_BEGUN].store(0, Ordering::Release);
         slot
     }
 

@@ -339,6 +339,7 @@ impl Control {
         {
             self.wake_all();
         }
+        self.publish_stop_begun();
         Ok(())
     }
 
@@ -357,12 +358,22 @@ impl Control {
         if began {
             self.release();
         }
+        self.publish_stop_begun();
     }
 
     /// Stop now (the grace period is cut short).
     pub fn stop(&self) {
         self.state.store(STOPPED, Ordering::Release);
         self.release();
+        self.publish_stop_begun();
+    }
+
+    /// Under `mp`, the master reports a graceful stop begun only once every worker's slot says
+    /// so: a health check that reads the log line must not reach a worker still answering `200`.
+    fn publish_stop_begun(&self) {
+        if let Role::Worker { slot } = self.role {
+            slot.set_stop_begun();
+        }
     }
 
     /// The stop has begun: the listeners kept for an upgrade are closed, and every thread and

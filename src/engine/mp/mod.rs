@@ -66,6 +66,9 @@ const TICK: Duration = Duration::from_millis(250);
 /// reports the reload done anyway (a worker's command thread installs it at once, so only a
 /// wedged worker takes this long; it is named in the log).
 const RELOAD_WAIT: Duration = Duration::from_secs(5);
+/// How long the master waits for every worker to begin a graceful stop before it reports the
+/// stop begun anyway (as `RELOAD_WAIT`: only a wedged worker takes this long).
+const STOP_BEGIN_WAIT: Duration = Duration::from_secs(5);
 
 /// The master's view of one worker.
 struct WorkerProcess {
@@ -279,6 +282,9 @@ impl Master {
                 let delay = process.drain_delay;
                 self.tell_workers(command);
                 notify("STOPPING=1");
+                // As with one process (`signals::apply`), the line is logged once the stop has
+                // begun in every worker, so whoever reads it finds health answering 503.
+                self.wait_for_stop_begun();
                 signals::log_stop_begun(delay);
             }
             Command::Stop => {
@@ -410,6 +416,34 @@ impl Master {
             error::log(
                 Level::Warn,
                 format_args!("mp worker {pid} has not installed generation {number} yet"),
+            );
+        }
+    }
+
+    /// Wait until every worker's scoreboard slot shows its graceful stop begun (each worker's
+    /// command thread begins it at once; one that exits meanwhile is reaped and counts as
+    /// stopped). A wedged worker holds this at most `STOP_BEGIN_WAIT` and is named in the log.
+    fn wait_for_stop_begun(&mut self) {
+        let deadline = Instant::now() + STOP_BEGIN_WAIT;
+        let behind = |master: &Self| {
+            let slots = master.shared.stats.loops();
+            master
+                .workers
+                .iter()
+                .filter(|(_, worker)| !slots[worker.index % slots.len()].stop_begun())
+                .map(|(pid, _)| *pid)
+                .collect::<Vec<_>>()
+        };
+        let mut late = behind(self);
+        while !late.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+            self.reap();
+            late = behind(self);
+        }
+        for pid in late {
+            error::log(
+                Level::Warn,
+                format_args!("mp worker {pid} has not begun the graceful stop yet"),
             );
         }
     }
