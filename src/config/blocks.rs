@@ -403,6 +403,7 @@ impl Loader<'_> {
         self.type_keys(block, table, &mut partial)?;
         self.routing_keys(block, table, &mut partial)?;
         self.negotiation_keys(block, table, &mut partial)?;
+        self.header_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::mime::TypeOptions;
+use crate::response::HeaderRules;
 
 use super::gateway::{CgiSettings, FastCgiSettings, ScriptSettings};
 use super::pools::ProxyPass;
@@ -35,6 +36,8 @@ pub(super) struct Partial {
     pub follow_symlinks: Option<bool>,
     pub userdir: Option<String>,
     pub headers: Option<Vec<(String, String)>>,
+    pub headers_set: Option<Vec<(String, String)>>,
+    pub headers_remove: Option<Vec<String>>,
     pub cache_control: Option<String>,
     pub expires: Option<Duration>,
     pub redirect: Option<Redirect>,
@@ -205,6 +208,16 @@ pub(super) fn finish(
         .headers
         .or_else(|| site.headers.clone())
         .unwrap_or_default();
+    settings.header_rules = HeaderRules {
+        remove: location
+            .headers_remove
+            .or_else(|| site.headers_remove.clone())
+            .unwrap_or_default(),
+        set: location
+            .headers_set
+            .or_else(|| site.headers_set.clone())
+            .unwrap_or_default(),
+    };
     settings.cache_control = location
         .cache_control
         .or_else(|| site.cache_control.clone());

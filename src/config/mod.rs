@@ -12,6 +12,7 @@ mod applications;
 mod blocks;
 pub mod gateway;
 mod gateway_keys;
+mod header_keys;
 pub mod http2;
 mod http2_keys;
 pub mod load;
@@ -569,6 +570,8 @@ pub struct LocationSettings {
     pub alias: bool,
     /// Added to every response of the location.
     pub headers: Vec<(String, String)>,
+    /// `headers_remove` and `headers_set`, applied to every final head the location answers.
+    pub header_rules: crate::response::HeaderRules,
     /// `Cache-Control` value for successful responses.
     pub cache_control: Option<String>,
     /// `Expires` = now + this, and `Cache-Control: max-age` unless `cache_control` is set.
@@ -679,6 +682,7 @@ impl LocationSettings {
             },
             alias: false,
             headers: Vec::new(),
+            header_rules: crate::response::HeaderRules::default(),
             cache_control: None,
             expires: None,
             redirect: None,

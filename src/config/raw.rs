@@ -427,6 +427,8 @@ pub(super) struct RawBlock {
     pub(super) follow_symlinks: Field<bool>,
     pub(super) userdir: Field<String>,
     pub(super) headers: Field<BTreeMap<String, String>>,
+    pub(super) headers_set: Field<BTreeMap<String, String>>,
+    pub(super) headers_remove: Field<Vec<String>>,
     pub(super) cache_control: Field<String>,
     pub(super) expires: Field<Quantity>,
     pub(super) redirect: Field<String>,

@@ -44,7 +44,7 @@ impl Conn {
             self.consumed = 0;
         }
         if self.output.is_empty() && !self.output.holds_memory() {
-            std::mem::swap(&mut self.output, &mut spare.output);
+            self.output.trade_memory(&mut spare.output);
         }
         if self.link_buffers.is_empty() {
             std::mem::swap(&mut self.link_buffers, &mut spare.link);
@@ -67,7 +67,7 @@ impl Conn {
             if spare.output.holds_memory() {
                 self.output.shed();
             } else {
-                std::mem::swap(&mut self.output, &mut spare.output);
+                self.output.trade_memory(&mut spare.output);
             }
         }
         if spare.link.is_empty() {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::content::file::OpenFile;
 use crate::content::sink::Sink;
-use crate::response::{write_http1_head, Head, Http1Framing};
+use crate::response::{write_http1_head, Head, HeaderRules, Http1Framing};
 
 #[derive(Debug)]
 enum Segment {
@@ -78,6 +78,8 @@ pub struct Output {
     head_bytes: u64,
     /// Where a pre-serialised head began in `buffer` (`http1_head`).
     raw_head_start: usize,
+    /// The header rules of the location whose response is being written (`set_header_rules`).
+    rules: Option<Arc<HeaderRules>>,
 }
 
 /// Where the queue stood before a response was written (see `Output::written_since`).
@@ -120,6 +122,25 @@ impl Output {
         self.structured
     }
 
+    /// The header rules every head queued from now on is committed under: the location's
+    /// that answers (`None` for an answer no location gave, or a location without rules).
+    pub fn set_header_rules(&mut self, rules: Option<&Arc<HeaderRules>>) {
+        match (rules, &self.rules) {
+            (None, None) => {}
+            (Some(rules), Some(held)) if Arc::ptr_eq(rules, held) => {}
+            _ => self.rules = rules.cloned(),
+        }
+    }
+
+    /// Swap the queue's memory with `other` (the event loop's buffer loan) while each keeps
+    /// its header rules: they belong to the connection's response, not to the memory, which
+    /// may pass to another connection between turns (a rule lent with it would shape that
+    /// connection's answers; one lent away would be lost during a disk job).
+    pub fn trade_memory(&mut self, other: &mut Output) {
+        std::mem::swap(self, other);
+        std::mem::swap(&mut self.rules, &mut other.rules);
+    }
+
     /// Start a response head with `status`: the handler adds its fields to what this returns,
     /// then calls `end_head`.
     pub fn begin_head(&mut self, status: u16) -> &mut Head {
@@ -130,6 +151,10 @@ impl Output {
     /// Queue the head begun with `begin_head`, before any body bytes written after this:
     /// serialised for HTTP/1 with the fields `framing` calls for, or kept as data.
     pub fn end_head(&mut self, framing: Http1Framing) {
+        // The commit point: every head but the fast path's passes here once, filled.
+        if let Some(rules) = &self.rules {
+            rules.apply(&mut self.building);
+        }
         if self.structured {
             self.seal();
             let spare = self.spare_heads.pop().unwrap_or_default();
@@ -144,9 +169,15 @@ impl Output {
     }
 
     /// The buffer to write an already serialised HTTP/1 head into (the header cache's `200`),
-    /// `None` when heads are kept as data. `end_http1_head` ends it.
+    /// `None` when heads are kept as data, or when header rules apply: the writer then fills
+    /// a `Head` and `end_head` applies them.
     pub fn http1_head(&mut self) -> Option<&mut Vec<u8>> {
-        if self.structured {
+        // A location with rules takes the structured path rather than rules baked into the
+        // cached bytes: the header cache is keyed by file, not location (one file served by
+        // two locations shares its head), so baking would split its entries per location for
+        // the few that opt in, while the fallback costs those alone one `Head` fill per
+        // request and leaves every other location's fast path exactly as it was.
+        if self.structured || self.rules.is_some() {
             return None;
         }
         self.raw_head_start = self.buffer.len();

@@ -175,6 +175,8 @@ impl Parts<'_> {
         context: &mut Context<'_>,
     ) {
         let mark = self.output.mark();
+        self.output
+            .set_header_rules(route.and_then(|route| route.header_rules.as_ref()));
         let with_body = exchange.is_none_or(|exchange| exchange.head.method != Method::Head);
         {
             let mut response = response_context(context, persistence, None, false);
@@ -267,6 +269,7 @@ impl Parts<'_> {
         context: &mut Context<'_>,
     ) {
         let mark = self.output.mark();
+        self.output.set_header_rules(route.header_rules.as_ref());
         {
             let mut response = response_context(context, persistence, Some(route), self.secure);
             if !(200..300).contains(&status) {

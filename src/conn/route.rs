@@ -159,6 +159,9 @@ impl Conn {
         mut exchange: Exchange,
         context: &mut Context<'_>,
     ) -> Option<Job> {
+        // No location's header rules until one is found (a 400 or 405 has none, as it has
+        // none of a location's `headers`).
+        self.output.set_header_rules(None);
         if self.refused {
             let retry = context
                 .config
@@ -242,6 +245,7 @@ impl Conn {
             redirect: redirect_base,
             add_slash: _,
         } = located;
+        self.output.set_header_rules(route.header_rules.as_ref());
         if route.settings.internal && !exchange.internal {
             // Only an upstream's `X-Accel-Redirect` reaches it (nginx `internal`).
             return self.answer(&exchange, Some(&route), 404, &[], context);

@@ -26,6 +26,7 @@ use crate::config::{
 };
 use crate::content::resolve::DocRoot;
 use crate::programs::cgi::Launcher;
+use crate::response::HeaderRules;
 use crate::tls::{TlsContext, TlsError, TlsInfo};
 use crate::upstream::Upstreams;
 use access::Access;
@@ -118,6 +119,9 @@ pub struct Route {
     pub script_root: Option<Arc<DocRoot>>,
     /// `headers` rendered as `Name: value\r\n` lines, once.
     pub extra_headers: Box<[u8]>,
+    /// `headers_remove` and `headers_set`; `None` when the location has neither, so its
+    /// responses keep the header cache's fast path.
+    pub header_rules: Option<Arc<HeaderRules>>,
     /// The site's `Strict-Transport-Security: ...\r\n` (RFC 6797), rendered once; empty when
     /// the site has no `hsts`. Written over TLS only (§7.2).
     pub strict_transport_security: Box<[u8]>,
@@ -363,6 +367,8 @@ impl Sites {
                     root,
                     script_root,
                     extra_headers: extra_headers.into_boxed_slice(),
+                    header_rules: (!location.settings.header_rules.is_empty())
+                        .then(|| Arc::new(location.settings.header_rules.clone())),
                     strict_transport_security: strict_transport_security.clone(),
                     https_redirect: https_redirect.clone(),
                 });

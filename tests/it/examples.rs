@@ -249,6 +249,13 @@ fn the_example_configuration_shows_a_listing_and_a_private_page() {
     let listing = get(addr, "/downloads/");
     assert_eq!(listing.status, 200, "{listing:?}");
     assert!(listing.body_text().contains(">release-notes.txt</a>"));
+    // The location's header rules: `Server` removed, `Cache-Control` set.
+    assert!(!listing.has_header("server"), "{listing:?}");
+    assert_eq!(
+        listing.header("cache-control"),
+        Some("no-cache"),
+        "{listing:?}"
+    );
     let json = get(addr, "/downloads/?format=json");
     assert_eq!(
         json.header("content-type"),

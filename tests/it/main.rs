@@ -38,6 +38,7 @@ mod fastcgi_faults;
 mod gateway_clients;
 mod h2spec;
 mod harness_selftest;
+mod header_rules;
 mod http2;
 mod http2_floods;
 mod imports;

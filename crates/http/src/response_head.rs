@@ -97,6 +97,27 @@ impl Head {
         }
     }
 
+    /// Drop every field named `name` (case-insensitive), keeping the others in order; the
+    /// kept fields' bytes move down so the head stays as compact as if they were pushed alone
+    /// (`http1_len` counts them).
+    pub fn remove(&mut self, name: &str) {
+        let mut to = 0usize;
+        let mut kept = 0usize;
+        for index in 0..self.spans.len() {
+            let [start, name_end, end] = self.spans[index].map(|at| at as usize);
+            if self.text[start..name_end].eq_ignore_ascii_case(name.as_bytes()) {
+                continue;
+            }
+            self.text.copy_within(start..end, to);
+            let at = |offset: usize| u32::try_from(offset).unwrap_or(u32::MAX);
+            self.spans[kept] = [at(to), at(to + name_end - start), at(to + end - start)];
+            to += end - start;
+            kept += 1;
+        }
+        self.spans.truncate(kept);
+        self.text.truncate(to);
+    }
+
     /// The fields, in order: `(name, value)`.
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.spans.iter().map(|&[start, name_end, end]| {
@@ -184,6 +205,29 @@ mod tests {
             assert_eq!(head.text.as_ptr(), text);
             assert_eq!(head.spans.as_ptr(), spans);
         }
+    }
+
+    #[test]
+    fn removed_fields_leave_the_others_in_order_and_the_length_right() {
+        let mut head = Head::new(200);
+        head.push("Server", b"ampd");
+        head.push("X-Powered-By", b"PHP");
+        head.push("Content-Type", b"text/plain");
+        head.push("x-powered-by", b"again");
+        head.remove("X-POWERED-BY");
+        let mut out = Vec::new();
+        head.write_http1(&mut out);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nServer: ampd\r\nContent-Type: text/plain\r\n"
+        );
+        assert_eq!(head.http1_len(), out.len());
+        head.remove("Server");
+        head.push("Server", b"other");
+        assert_eq!(head.len(), 2);
+        assert_eq!(head.get("server"), Some(&b"other"[..]));
+        head.remove("absent");
+        assert_eq!(head.len(), 2);
     }
 
     #[test]

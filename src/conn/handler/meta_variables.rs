@@ -270,6 +270,7 @@ mod tests {
             root: None,
             script_root: None,
             extra_headers: Box::default(),
+            header_rules: None,
             strict_transport_security: Box::default(),
             https_redirect: None,
         }
