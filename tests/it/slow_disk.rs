@@ -101,8 +101,10 @@ for_each_arch!(fn hot_file_served_while_disk_is_slow(arch) {
             latencies.len()
         );
     } else {
+        // A request that waited on the slow read waits ~1.35 s or more (1.5 s less the head
+        // start); a loaded machine delays others by a few hundred ms. One second tells them apart.
         assert!(
-            latencies.len() >= 50 && max < Duration::from_millis(200),
+            latencies.len() >= 50 && max < Duration::from_secs(1),
             "{arch} must keep serving the hot file while the disk is slow: {} requests in {window:?}, \
              max latency {max:?} (request {}, {})",
             latencies.len(),
