@@ -2,13 +2,13 @@
 //! list whole, as `headers`): `headers_set` (replace a field) and `headers_remove`.
 //!
 //! Owns: reading them, with errors naming the line and key (a field ampd frames the message
-//! with is refused: `response::header_rules::PROTECTED`). Must not touch: applying them
-//! (`response::header_rules`).
+//! with is refused: `header_rules::PROTECTED`). Must not touch: applying them
+//! (`header_rules.rs`).
 
+use super::header_rules::protected;
 use super::load::{Loaded, Loader};
 use super::merge::Partial;
 use super::raw::RawBlock;
-use crate::response::header_rules::protected;
 
 /// What a refused name's error suggests.
 const PROTECTED_HINT: &str = "Content-Length, Transfer-Encoding, Content-Range, Date and the \

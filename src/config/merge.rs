@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::header_rules::HeaderRules;
 use crate::mime::TypeOptions;
-use crate::response::HeaderRules;
 
 use super::gateway::{CgiSettings, FastCgiSettings, ScriptSettings};
 use super::pools::ProxyPass;

@@ -13,6 +13,7 @@ mod blocks;
 pub mod gateway;
 mod gateway_keys;
 mod header_keys;
+pub mod header_rules;
 pub mod http2;
 mod http2_keys;
 pub mod load;
@@ -571,7 +572,7 @@ pub struct LocationSettings {
     /// Added to every response of the location.
     pub headers: Vec<(String, String)>,
     /// `headers_remove` and `headers_set`, applied to every final head the location answers.
-    pub header_rules: crate::response::HeaderRules,
+    pub header_rules: header_rules::HeaderRules,
     /// `Cache-Control` value for successful responses.
     pub cache_control: Option<String>,
     /// `Expires` = now + this, and `Cache-Control: max-age` unless `cache_control` is set.
@@ -682,7 +683,7 @@ impl LocationSettings {
             },
             alias: false,
             headers: Vec::new(),
-            header_rules: crate::response::HeaderRules::default(),
+            header_rules: header_rules::HeaderRules::default(),
             cache_control: None,
             expires: None,
             redirect: None,

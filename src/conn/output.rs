@@ -15,9 +15,10 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::Arc;
 
+use crate::config::header_rules::HeaderRules;
 use crate::content::file::OpenFile;
 use crate::content::sink::Sink;
-use crate::response::{write_http1_head, Head, HeaderRules, Http1Framing};
+use crate::response::{write_http1_head, Head, Http1Framing};
 
 #[derive(Debug)]
 enum Segment {

@@ -12,10 +12,8 @@
 //! Must not touch: bodies of files, sockets, routing.
 
 pub mod compress;
-pub mod header_rules;
 pub mod status_page;
 
-pub use header_rules::HeaderRules;
 pub use status_page::StatusAnswer;
 
 pub use ampd_http::response_head::Head;

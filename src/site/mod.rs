@@ -20,13 +20,13 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
+use crate::config::header_rules::HeaderRules;
 use crate::config::{
     ClientCertificates, Config, Handler, HostName, Hsts, LocationSettings, StaticOptions,
     UpstreamAddress,
 };
 use crate::content::resolve::DocRoot;
 use crate::programs::cgi::Launcher;
-use crate::response::HeaderRules;
 use crate::tls::{TlsContext, TlsError, TlsInfo};
 use crate::upstream::Upstreams;
 use access::Access;

@@ -1,12 +1,13 @@
 //! A location's `headers_remove` and `headers_set`, applied to a response head once, at the
 //! point it is committed (`conn::output::Output::end_head`), after the handler and the common
 //! fields filled it: so they reach every response the location answers — files, status pages,
-//! upstream, FastCGI and CGI heads — over HTTP/1 and HTTP/2 alike.
+//! upstream, FastCGI and CGI heads — over HTTP/1 and HTTP/2 alike. Part of the configuration
+//! (which checks names against `PROTECTED` at load), working on the protocol crate's `Head`.
 //!
 //! Owns: the rules as the request path uses them, and which fields they may not touch
-//! (`protected`). Must not touch: the configuration's text (`config::header_keys`).
+//! (`protected`). Must not touch: the configuration's text (`header_keys.rs`).
 
-use super::Head;
+use ampd_http::response_head::Head;
 
 /// Fields no rule may remove or set: the connection-specific ones (RFC 9110 §7.6.1, which
 /// ampd writes from persistence and never keeps in a `Head`; HTTP/2 forbids them, RFC 9113
@@ -70,7 +71,7 @@ impl HeaderRules {
 #[cfg(test)]
 mod tests {
     use super::{protected, HeaderRules};
-    use crate::response::Head;
+    use ampd_http::response_head::Head;
 
     #[test]
     fn rules_remove_then_replace_and_leave_interim_heads_alone() {
