@@ -213,6 +213,28 @@ pub struct StaticOptions {
     pub types: crate::mime::TypeOptions,
 }
 
+impl StaticOptions {
+    /// A static location's defaults for `root`: `index.html`, precompressed siblings served,
+    /// nothing else turned on.
+    #[must_use]
+    pub fn new(root: PathBuf) -> StaticOptions {
+        StaticOptions {
+            root,
+            index: vec!["index.html".to_owned()],
+            autoindex: false,
+            dotfiles: false,
+            follow_symlinks: false,
+            userdir: None,
+            precompressed: true,
+            multiviews: false,
+            strict_negotiation: false,
+            script_indexes: Vec::new(),
+            routed_indexes: Vec::new(),
+            types: crate::mime::TypeOptions::default(),
+        }
+    }
+}
+
 /// The three Flash caches (§5.2–5.4) and the residency test (§5.7), each of which can be
 /// switched off to reproduce Flash's optimisation breakdown (figure 11).
 #[derive(Clone, Debug)]
@@ -667,20 +689,7 @@ impl LocationSettings {
     #[must_use]
     pub fn new(root: PathBuf) -> LocationSettings {
         LocationSettings {
-            static_files: StaticOptions {
-                root,
-                index: vec!["index.html".to_owned()],
-                autoindex: false,
-                dotfiles: false,
-                follow_symlinks: false,
-                userdir: None,
-                precompressed: true,
-                multiviews: false,
-                strict_negotiation: false,
-                script_indexes: Vec::new(),
-                routed_indexes: Vec::new(),
-                types: crate::mime::TypeOptions::default(),
-            },
+            static_files: StaticOptions::new(root),
             alias: false,
             headers: Vec::new(),
             header_rules: header_rules::HeaderRules::default(),

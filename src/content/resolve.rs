@@ -664,18 +664,8 @@ mod tests {
 
         fn root(&self, precompressed: bool) -> DocRoot {
             DocRoot::open(StaticOptions {
-                root: self.0.clone(),
-                index: vec!["index.html".to_owned()],
-                autoindex: false,
-                dotfiles: false,
-                follow_symlinks: false,
-                userdir: None,
                 precompressed,
-                multiviews: false,
-                strict_negotiation: false,
-                script_indexes: Vec::new(),
-                routed_indexes: Vec::new(),
-                types: crate::mime::TypeOptions::default(),
+                ..StaticOptions::new(self.0.clone())
             })
             .unwrap()
         }

@@ -313,18 +313,9 @@ impl Sites {
                         match location.settings.handler.handback().1 {
                             Some(directory) => {
                                 let options = StaticOptions {
-                                    root: directory.clone(),
                                     index: Vec::new(),
-                                    autoindex: false,
-                                    dotfiles: false,
-                                    follow_symlinks: false,
-                                    userdir: None,
                                     precompressed: false,
-                                    multiviews: false,
-                                    strict_negotiation: false,
-                                    script_indexes: Vec::new(),
-                                    routed_indexes: Vec::new(),
-                                    types: crate::mime::TypeOptions::default(),
+                                    ..StaticOptions::new(directory.clone())
                                 };
                                 Some(Arc::new(DocRoot::open(options).map_err(|error| {
                                     BuildError::Root {
@@ -547,18 +538,11 @@ fn checks_scripts(config: &Config, settings: &LocationSettings) -> bool {
 /// listing or sibling looked for (the path names one file).
 fn script_options(root: std::path::PathBuf) -> StaticOptions {
     StaticOptions {
-        root,
         index: Vec::new(),
-        autoindex: false,
         dotfiles: true,
         follow_symlinks: true,
-        userdir: None,
         precompressed: false,
-        multiviews: false,
-        strict_negotiation: false,
-        script_indexes: Vec::new(),
-        routed_indexes: Vec::new(),
-        types: crate::mime::TypeOptions::default(),
+        ..StaticOptions::new(root)
     }
 }
 

@@ -850,18 +850,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("a.txt"), "a").unwrap();
         let root = DocRoot::open(StaticOptions {
-            root: dir.clone(),
-            index: vec!["index.html".to_owned()],
-            autoindex: false,
-            dotfiles: false,
-            follow_symlinks: false,
-            userdir: None,
             precompressed: false,
-            multiviews: false,
-            strict_negotiation: false,
-            script_indexes: Vec::new(),
-            routed_indexes: Vec::new(),
-            types: crate::mime::TypeOptions::default(),
+            ..StaticOptions::new(dir.clone())
         })
         .unwrap();
         let job = Job::Resolve {
