@@ -404,6 +404,7 @@ impl Loader<'_> {
         self.routing_keys(block, table, &mut partial)?;
         self.negotiation_keys(block, table, &mut partial)?;
         self.header_keys(block, table, &mut partial)?;
+        self.compression_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 

@@ -10,8 +10,10 @@
 //! Must not touch: the file's text (errors are placed by `load`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::compression::{CompressibleTypes, Compression, Encoding};
 use super::header_rules::HeaderRules;
 use crate::mime::TypeOptions;
 
@@ -29,6 +31,12 @@ pub(super) struct Partial {
     pub index: Option<Vec<String>>,
     pub autoindex: Option<bool>,
     pub precompressed: Option<bool>,
+    pub compress: Option<bool>,
+    pub compress_types: Option<CompressibleTypes>,
+    pub compress_min_length: Option<u64>,
+    pub compress_encodings: Option<Vec<Encoding>>,
+    /// `compress_levels`: each coding set, replacing the site's table whole.
+    pub compress_levels: Option<Vec<(Encoding, u32)>>,
     pub multiviews: Option<bool>,
     /// `negotiation = "strict"` (`true`) or `"lenient"`.
     pub strict_negotiation: Option<bool>,
@@ -113,6 +121,7 @@ pub(super) fn finish(
         .own_handler()
         .or_else(|| site.own_handler())
         .unwrap_or(HandlerKind::Static);
+    let compression = compression(&location, site, kind);
     let x_accel_redirect = location.x_accel_redirect.or(site.x_accel_redirect);
     let x_sendfile_root = location
         .x_sendfile_root
@@ -218,6 +227,7 @@ pub(super) fn finish(
             .or_else(|| site.headers_set.clone())
             .unwrap_or_default(),
     };
+    settings.compression = Arc::new(compression);
     settings.cache_control = location
         .cache_control
         .or_else(|| site.cache_control.clone());
@@ -309,6 +319,45 @@ pub(super) fn is_password_hash(hash: &str) -> bool {
         return hash.parse::<bcrypt::HashParts>().is_ok();
     }
     hash.starts_with("$argon2") && argon2::PasswordHash::new(hash).is_ok()
+}
+
+/// A location's compression: each key its own, else its site's, else the default. On by
+/// default only where ampd serves files itself (as static-web-server); a proxied, FastCGI or
+/// CGI response is the program's to shape unless the location turns compression on (as nginx,
+/// whose `gzip` is off for everything until asked).
+fn compression(location: &Partial, site: &Partial, kind: HandlerKind) -> Compression {
+    let enabled = location
+        .compress
+        .or(site.compress)
+        .unwrap_or(kind == HandlerKind::Static);
+    let mut compression = Compression::new(enabled);
+    if let Some(encodings) = location
+        .compress_encodings
+        .as_ref()
+        .or(site.compress_encodings.as_ref())
+    {
+        compression.encodings.clone_from(encodings);
+    }
+    if let Some(levels) = location
+        .compress_levels
+        .as_ref()
+        .or(site.compress_levels.as_ref())
+    {
+        for &(encoding, level) in levels {
+            compression.set_level(encoding, level);
+        }
+    }
+    if let Some(min_length) = location.compress_min_length.or(site.compress_min_length) {
+        compression.min_length = min_length;
+    }
+    if let Some(types) = location
+        .compress_types
+        .as_ref()
+        .or(site.compress_types.as_ref())
+    {
+        compression.types = types.clone();
+    }
+    compression
 }
 
 #[cfg(test)]

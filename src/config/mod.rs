@@ -10,6 +10,8 @@
 
 mod applications;
 mod blocks;
+pub mod compression;
+mod compression_keys;
 pub mod gateway;
 mod gateway_keys;
 mod header_keys;
@@ -36,6 +38,7 @@ mod warnings;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use gateway::{Application, CgiLimits, CgiSettings, FastCgiSettings, ScriptSettings};
@@ -595,6 +598,8 @@ pub struct LocationSettings {
     pub headers: Vec<(String, String)>,
     /// `headers_remove` and `headers_set`, applied to every final head the location answers.
     pub header_rules: header_rules::HeaderRules,
+    /// On-the-fly compression (`compress` and the `compress_*` keys).
+    pub compression: Arc<compression::Compression>,
     /// `Cache-Control` value for successful responses.
     pub cache_control: Option<String>,
     /// `Expires` = now + this, and `Cache-Control: max-age` unless `cache_control` is set.
@@ -693,6 +698,7 @@ impl LocationSettings {
             alias: false,
             headers: Vec::new(),
             header_rules: header_rules::HeaderRules::default(),
+            compression: Arc::new(compression::Compression::new(true)),
             cache_control: None,
             expires: None,
             redirect: None,

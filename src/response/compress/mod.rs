@@ -1,7 +1,6 @@
 //! Streaming content codings for on-the-fly compression (RFC 9110 §8.4.1): gzip, Brotli
-//! (RFC 7932) and zstd (RFC 8878) behind one [`Encoder`] trait, their levels, and which
-//! `Content-Type`s are worth compressing ([`CompressibleTypes`]).
-//! Not wired into responses yet: the response stage (issue 30, step 1) will run these.
+//! (RFC 7932) and zstd (RFC 8878) behind one [`Encoder`] trait. Which codings and types a
+//! location compresses is its configuration's (`config::compression`).
 //!
 //! Owns: making a compressed body from pieces of a plain one, with memory bounded by each
 //! codec's window whatever the body's length (no encoder ever holds the whole body).
@@ -9,65 +8,14 @@
 
 mod brotli;
 mod gzip;
-mod types;
+pub mod policy;
 mod zstd;
 
 use std::io::{self, Write};
 
-pub use types::{CompressibleTypes, TypePatternError};
-
-/// A content coding ampd can produce on the fly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Encoding {
-    Gzip,
-    Brotli,
-    Zstd,
-}
+pub use crate::config::compression::{CompressibleTypes, Encoding, TypePatternError};
 
 impl Encoding {
-    pub const ALL: [Encoding; 3] = [Encoding::Brotli, Encoding::Zstd, Encoding::Gzip];
-
-    /// The token in `Accept-Encoding` and `Content-Encoding`.
-    #[must_use]
-    pub fn token(self) -> &'static str {
-        match self {
-            Encoding::Gzip => "gzip",
-            Encoding::Brotli => "br",
-            Encoding::Zstd => "zstd",
-        }
-    }
-
-    #[must_use]
-    pub fn from_token(token: &str) -> Option<Encoding> {
-        Encoding::ALL
-            .into_iter()
-            .find(|encoding| encoding.token().eq_ignore_ascii_case(token))
-    }
-
-    /// The levels the codec takes, lowest (fastest) to highest.
-    #[must_use]
-    pub fn levels(self) -> std::ops::RangeInclusive<u32> {
-        match self {
-            Encoding::Gzip => 1..=9,
-            Encoding::Brotli => 0..=11,
-            Encoding::Zstd => 1..=19,
-        }
-    }
-
-    /// The level used unless configured: where each codec's speed still keeps up with a
-    /// server's output. gzip 5 as Caddy (nginx users mostly set `gzip_comp_level` 4-6; above 6
-    /// zlib spends twice the time for about 1 % smaller output); Brotli 4, the densest level
-    /// faster than gzip 5 (5 and above switch to a far slower block splitter); zstd 3, the
-    /// library's own default, faster than gzip 1 and denser than gzip 9 on text.
-    #[must_use]
-    pub fn default_level(self) -> u32 {
-        match self {
-            Encoding::Gzip => 5,
-            Encoding::Brotli => 4,
-            Encoding::Zstd => 3,
-        }
-    }
-
     /// A new encoder at `level` (clamped to [`Encoding::levels`]).
     ///
     /// # Errors
