@@ -13,7 +13,8 @@ packages=(curl procps strace python3 python3-fusepy python3-prometheus-client fu
   haproxy wrk iproute2 bc python3-yaml fonts-dejavu-core util-linux
   php8.2-fpm perl python3-venv openssl chromium testssl.sh sslscan pebble
   nghttp2-client python3-h2 python3-hpack python3-hyperframe systemd
-  nginx lighttpd h2o)
+  nginx lighttpd h2o
+  python3-brotli python3-zstandard)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
