@@ -18,6 +18,7 @@ mod handler;
 mod harness;
 mod https;
 pub mod output;
+mod path_templates;
 mod peer;
 mod preface;
 pub mod proxy_header;

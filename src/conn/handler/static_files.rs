@@ -9,8 +9,8 @@
 
 use super::{Handler, Routed, Waiting};
 use crate::config::{routing::PATH, TryFiles, TryLast};
+use crate::conn::path_templates::{expand, with_slash, ROUTING};
 use crate::conn::reply::{response_context, Parts};
-use crate::conn::route::{expand, with_slash, ROUTING};
 use crate::conn::{Context, Job, Outcome, Pending};
 use crate::content::autoindex;
 use crate::content::file::{Resolution, Resolved};
