@@ -8,6 +8,7 @@
 //! (`request_stream`), and a response → frames (`response`).
 //! Must not touch: sockets, clocks, configuration files, what a request is answered with.
 
+pub mod connection;
 pub mod control;
 pub mod error;
 pub mod frame;
@@ -19,10 +20,12 @@ pub mod settings;
 mod tests;
 pub mod varint;
 
+pub use connection::{Config, Connection, Event, LocalStream};
 pub use control::{ControlEvent, ControlStream};
 pub use error::{Error, ErrorCode, Scope};
 pub use frame::{Frame, FrameReader, StreamKind};
-pub use request_stream::{Event, RequestError, RequestStream};
+pub use request_stream::{Event as RequestEvent, RequestError, RequestStream};
+pub use response::HeadError;
 pub use settings::Settings;
 
 /// The ALPN protocol id of HTTP/3 (RFC 9114 §3.1).

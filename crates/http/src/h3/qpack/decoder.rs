@@ -204,6 +204,12 @@ impl Decoder {
         }
     }
 
+    /// Whether `take_decoder_stream` has anything to give.
+    #[must_use]
+    pub fn has_decoder_stream_output(&self) -> bool {
+        !self.output.is_empty() || self.table.insert_count() > self.known_received
+    }
+
     /// Our decoder stream's bytes to send (§4.4): section acknowledgements and stream
     /// cancellations as they happened, then one Insert Count Increment for the insertions no
     /// acknowledgement has covered.
