@@ -458,9 +458,10 @@ impl Connection {
     }
 
     /// Decodes the field sections the encoder stream just unblocked (RFC 9204 §2.1.2), then
-    /// what waited behind each.
-    fn resume_unblocked(&mut self, events: &mut Vec<Event<'_>>) -> Result<(), Error> {
-        for id in self.decoder.take_unblocked() {
+    /// what waited behind each: whether there were any.
+    fn resume_unblocked(&mut self, events: &mut Vec<Event<'_>>) -> Result<bool, Error> {
+        let unblocked = self.decoder.take_unblocked();
+        for &id in &unblocked {
             let Some(request) = self.requests.get_mut(&id) else {
                 continue;
             };
@@ -477,7 +478,7 @@ impl Connection {
             events.extend(read.into_iter().map(|event| event.into_owned()));
             outcome?;
         }
-        Ok(())
+        Ok(!unblocked.is_empty())
     }
 }
 

@@ -189,7 +189,11 @@ impl Connection {
             }
             Some(Stream::Encoder) => {
                 self.decoder.read_encoder_stream(input)?;
-                self.resume_unblocked(events)?;
+                // The decoder stops after the insertions a blocked section waited for; it goes
+                // on once that section is decoded.
+                while self.resume_unblocked(events)? {
+                    self.decoder.read_encoder_stream(&[])?;
+                }
                 Critical::Encoder
             }
             Some(Stream::Decoder) => {

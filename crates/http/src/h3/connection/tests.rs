@@ -663,6 +663,27 @@ fn a_blocked_request_waits_for_its_insertions_with_what_follows_it() {
 }
 
 #[test]
+fn a_blocked_stream_is_decoded_before_later_instructions_evict_its_entries() {
+    // RFC 9204 §2.2.1: a blocked section is decoded once its insertions arrived, against the
+    // table they made. The same read brings an insertion that evicts `:authority` (57
+    // octets; 106 + 123 > 220); the section must not see the table after it.
+    let mut conn = Connection::new(&config());
+    assert!(feed(&mut conn, 0, &dynamic_get(), true).unwrap().is_empty());
+    let mut encoder = typed(0x02, &insertions());
+    encoder.extend([0x41, b'x', 90]);
+    encoder.extend([b'v'; 90]);
+    assert_eq!(
+        feed(&mut conn, ENCODER, &encoder, false).unwrap(),
+        ["0 GET www.example.com /sample/path", "0 finished"]
+    );
+    // The section is acknowledged; the third insertion, which no section used, is counted.
+    assert_eq!(
+        conn.take_output(LocalStream::QpackDecoder),
+        [0x03, 0x80, 0x01]
+    );
+}
+
+#[test]
 fn more_blocked_streams_than_we_allow_is_decompression_failed() {
     let mut conn = Connection::new(&Config {
         qpack_blocked_streams: 1,
