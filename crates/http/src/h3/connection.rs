@@ -231,6 +231,12 @@ impl Connection {
     /// §4.2), or the error the connection failed with before.
     pub fn stream_reset(&mut self, id: u64) -> Result<(), Error> {
         self.guard(|conn| match stream_type(id) {
+            StreamType::ClientBidirectional if conn.request_ids.first_sight(id) => {
+                // Reset before any of it came: it is done, and the client's encoder may have
+                // sent a section for it that will never be read.
+                conn.decoder.cancel_stream(id);
+                Ok(())
+            }
             StreamType::ClientBidirectional => {
                 conn.stop_reading(id);
                 Ok(())

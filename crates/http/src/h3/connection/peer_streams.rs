@@ -93,6 +93,10 @@ impl PeerStreams {
     /// The client reset stream `id`: a critical stream's loss ends the connection; another
     /// stream may be reset before its type arrived (§6.2).
     pub(super) fn reset(&mut self, id: u64) -> Result<(), Error> {
+        if self.ids.first_sight(id) {
+            // Reset before any of it came: it is done.
+            return Ok(());
+        }
         match self.streams.remove(&id) {
             Some(Stream::Control(_)) => Err(Critical::Control.closed()),
             Some(Stream::Encoder) => Err(Critical::Encoder.closed()),

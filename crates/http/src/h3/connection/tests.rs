@@ -596,6 +596,18 @@ fn a_reset_request_is_forgotten() {
     assert!(feed(&mut conn, 0, &input[head + 3..], true)
         .unwrap()
         .is_empty());
+    // Reset before anything of it came: done all the same.
+    conn.stream_reset(4).unwrap();
+    assert!(feed(&mut conn, 4, &get("/"), true).unwrap().is_empty());
+    conn.stream_reset(6).unwrap();
+    assert!(feed(&mut conn, 6, &control_stream(&[]), false)
+        .unwrap()
+        .is_empty());
+    // Both request streams' resets told the client's encoder (RFC 9204 §4.4.2).
+    assert_eq!(
+        conn.take_output(LocalStream::QpackDecoder),
+        [0x03, 0x40, 0x44]
+    );
 }
 
 #[test]
