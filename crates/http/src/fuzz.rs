@@ -3,7 +3,8 @@
 //! The reverse proxy's checks are in `fuzz/upstream.rs`, FastCGI's and CGI's in `fuzz/fastcgi.rs`,
 //! the shared head reader's in `fuzz/head.rs`,
 //! HPACK's and the HTTP/2 request fields' in `fuzz/hpack.rs`, the HTTP/2 connection's in
-//! `fuzz/h2.rs`, HTTP/3's frames, QPACK's and request streams' in `fuzz/h3.rs`, the negotiation fields' (`Accept*`)
+//! `fuzz/h2.rs`, HTTP/3's frames, QPACK's and request streams' in `fuzz/h3.rs`, the HTTP/3
+//! connection's in `fuzz/h3_connection.rs`, the negotiation fields' (`Accept*`)
 //! in `fuzz/accept.rs`.
 //!
 //! Owns the invariants checked on arbitrary input. Must not be used by the server; every
@@ -20,6 +21,7 @@ mod accept;
 mod fastcgi;
 mod h2;
 mod h3;
+mod h3_connection;
 mod head;
 mod hpack;
 mod upstream;
@@ -28,6 +30,7 @@ pub use accept::accept;
 pub use fastcgi::{cgi_head, fastcgi_name_value, fastcgi_response};
 pub use h2::h2_connection;
 pub use h3::{h3_frames, h3_request_stream, qpack_decode};
+pub use h3_connection::h3_connection;
 pub use head::head_reader;
 pub use hpack::hpack_decode;
 pub use upstream::{forward_request, upstream_response};

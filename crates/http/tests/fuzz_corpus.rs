@@ -2,7 +2,8 @@
 //! `fuzz/corpus/proxy_header`, `fuzz/corpus/upstream_response`, `fuzz/corpus/fastcgi_response`,
 //! `fuzz/corpus/fastcgi_name_value`, `fuzz/corpus/cgi_head`, `fuzz/corpus/head_reader`,
 //! `fuzz/corpus/hpack_decode`, `fuzz/corpus/h2_connection`, `fuzz/corpus/h3_frames`,
-//! `fuzz/corpus/qpack_decode`, `fuzz/corpus/h3_request_stream` and `fuzz/corpus/accept` through the same function the libFuzzer
+//! `fuzz/corpus/qpack_decode`, `fuzz/corpus/h3_request_stream`, `fuzz/corpus/h3_connection` and
+//! `fuzz/corpus/accept` through the same function the libFuzzer
 //! target calls, so fuzz coverage is part of stable `cargo test`.
 
 use std::fs;
@@ -94,6 +95,11 @@ fn qpack_decode_corpus_replays_cleanly() {
 #[test]
 fn h3_request_stream_corpus_replays_cleanly() {
     replay("h3_request_stream", 11, ampd_http::fuzz::h3_request_stream);
+}
+
+#[test]
+fn h3_connection_corpus_replays_cleanly() {
+    replay("h3_connection", 27, ampd_http::fuzz::h3_connection);
 }
 
 #[test]

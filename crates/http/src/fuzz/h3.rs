@@ -91,7 +91,8 @@ type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 ///
 /// * nothing panics; an error ends the connection (decoding stops);
 /// * the encoder stream read byte by byte gives the same outcome as read in chunks;
-/// * a blocked section decodes once `take_unblocked` names its stream;
+/// * a blocked section decodes once `take_unblocked` names its stream, against the table its
+///   insertions made (the decoder stops reading the encoder stream there until it is);
 /// * a section decoded within the limit, encoded again by our `Encoder`, decodes to the same
 ///   list.
 ///
@@ -120,17 +121,32 @@ pub fn qpack_decode(data: &[u8]) {
             if chunked_result.is_err() {
                 return;
             }
-            let unblocked = chunked.take_unblocked();
-            assert_eq!(unblocked, bytewise.take_unblocked());
-            for id in unblocked {
-                let position = waiting.iter().position(|(waiting_id, _)| *waiting_id == id);
-                let (_, block) = waiting.remove(position.expect("an unblocked stream was waiting"));
-                let section = decode(&mut chunked, id, &block);
-                assert_eq!(section, decode(&mut bytewise, id, &block));
-                match section {
-                    Ok((Section::Blocked, _)) => panic!("stream {id} unblocked but still blocked"),
-                    Ok((_, fields)) => check_round_trip(&fields),
-                    Err(_) => return,
+            // The decoder stops after the insertions a blocked section waited for: decode it,
+            // then let the decoder go on with what followed.
+            loop {
+                let unblocked = chunked.take_unblocked();
+                assert_eq!(unblocked, bytewise.take_unblocked());
+                if unblocked.is_empty() {
+                    break;
+                }
+                for id in unblocked {
+                    let position = waiting.iter().position(|(waiting_id, _)| *waiting_id == id);
+                    let (_, block) =
+                        waiting.remove(position.expect("an unblocked stream was waiting"));
+                    let section = decode(&mut chunked, id, &block);
+                    assert_eq!(section, decode(&mut bytewise, id, &block));
+                    match section {
+                        Ok((Section::Blocked, _)) => {
+                            panic!("stream {id} unblocked but still blocked")
+                        }
+                        Ok((_, fields)) => check_round_trip(&fields),
+                        Err(_) => return,
+                    }
+                }
+                let going_on = chunked.read_encoder_stream(&[]);
+                assert_eq!(going_on, bytewise.read_encoder_stream(&[]));
+                if going_on.is_err() {
+                    return;
                 }
             }
         } else {
@@ -311,13 +327,21 @@ impl RequestRun {
             self.fail(&RequestError::Protocol(error));
             return;
         }
-        if self.decoder.take_unblocked().contains(&0) {
+        // The decoder stops after the insertions the section waited for; it goes on once
+        // the section is decoded.
+        while self.decoder.take_unblocked().contains(&0) {
             match self.stream.resume(&mut self.decoder) {
                 Ok(Some(event)) => self.note(event),
                 Ok(None) => panic!("an unblocked stream gave nothing"),
                 Err(error) => return self.fail(&error),
             }
             self.drain();
+            if self.failed {
+                return;
+            }
+            if let Err(error) = self.decoder.read_encoder_stream(&[]) {
+                return self.fail(&RequestError::Protocol(error));
+            }
         }
     }
 

@@ -226,12 +226,13 @@ impl RequestStream {
         Ok(true)
     }
 
-    /// The client reset the stream, or the server abandons it: a blocked section no longer
-    /// counts against the decoder's limit and the peer's encoder is told (RFC 9204 §4.4.2).
+    /// The client reset the stream before its end, or the server stops reading it: a blocked
+    /// section no longer counts against the decoder's limit, and the peer's encoder is told
+    /// (RFC 9204 §4.4.2: a section not yet read, whole or in part, may reference entries the
+    /// encoder must otherwise keep until an acknowledgement that never comes).
     pub fn abandon(&mut self, decoder: &mut Decoder) {
-        if self.blocked.take().is_some() {
-            decoder.cancel_stream(self.id);
-        }
+        self.blocked = None;
+        decoder.cancel_stream(self.id);
     }
 
     fn decode<'a>(

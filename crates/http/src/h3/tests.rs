@@ -535,7 +535,7 @@ fn a_response_is_status_first_without_connection_fields_then_data() {
     head.push("Transfer-Encoding", b"chunked");
     head.push("X-Kept", b"1");
     let mut out = Vec::new();
-    write_response_head(&Encoder::new(), &head, &mut out);
+    write_response_head(&Encoder::new(), &head, None, &mut out).unwrap();
     write_data(b"abc", &mut out);
 
     let mut reader = super::frame::FrameReader::new(super::frame::StreamKind::Request, LIMIT);

@@ -84,6 +84,12 @@ impl Decoder {
 
     /// Reads the peer's encoder stream (§4.3), in whatever pieces it arrives.
     ///
+    /// Stops after the insertion that lets a blocked section be decoded (§2.2.1): the section
+    /// must see the table as its encoder meant it, before later instructions evict what it
+    /// references (how the bytes were cut must not decide that). What follows is kept: once
+    /// `take_unblocked` named the streams and their sections were decoded, call again (with
+    /// no new input, or more) to go on.
+    ///
     /// # Errors
     /// QPACK_ENCODER_STREAM_ERROR: a capacity above what we advertised, a reference to an
     /// entry that does not exist, an insertion larger than the table, an instruction longer
@@ -91,7 +97,7 @@ impl Decoder {
     pub fn read_encoder_stream(&mut self, input: &[u8]) -> Result<(), Error> {
         self.pending.extend_from_slice(input);
         let mut at = 0;
-        loop {
+        while !self.has_unblocked() {
             let mut next = at;
             match self.instruction(&mut next) {
                 Ok(()) => at = next,
@@ -100,16 +106,26 @@ impl Decoder {
             }
         }
         self.pending.drain(..at);
-        // A whole instruction is at most an entry the table can hold plus its framing.
+        // A whole instruction is at most an entry the table can hold plus its framing; while
+        // sections wait to be decoded, more may wait behind them.
         let longest = usize::try_from(self.max_capacity)
             .unwrap_or(usize::MAX)
             .saturating_add(2 * 10);
-        if self.pending.len() > longest {
+        if !self.has_unblocked() && self.pending.len() > longest {
             return Err(encoder_stream_error(
                 "an encoder instruction longer than the table",
             ));
         }
         Ok(())
+    }
+
+    /// Whether a blocked section's insertions have all arrived and `take_unblocked` has not
+    /// yet named its stream.
+    fn has_unblocked(&self) -> bool {
+        let inserted = self.table.insert_count();
+        self.blocked
+            .iter()
+            .any(|&(_, required)| required <= inserted)
     }
 
     /// One encoder instruction at `self.pending[*at]`.
@@ -202,6 +218,12 @@ impl Decoder {
         if self.max_capacity > 0 {
             integer::encode(stream as usize, 6, 0x40, &mut self.output);
         }
+    }
+
+    /// Whether `take_decoder_stream` has anything to give.
+    #[must_use]
+    pub fn has_decoder_stream_output(&self) -> bool {
+        !self.output.is_empty() || self.table.insert_count() > self.known_received
     }
 
     /// Our decoder stream's bytes to send (§4.4): section acknowledgements and stream

@@ -313,3 +313,29 @@ proptest! {
         let _ = decoder.take_decoder_stream();
     }
 }
+
+#[test]
+fn the_encoder_stream_stops_where_a_blocked_section_can_be_decoded() {
+    let mut decoder = Decoder::new(220, 1);
+    let section = hex("0381 10 11");
+    assert_eq!(
+        decode(&mut decoder, 4, &section),
+        Ok((Section::Blocked, Vec::new()))
+    );
+    // B.2's insertions, then one that evicts `:authority` (106 + 123 > 220), in one read.
+    let mut instructions =
+        hex("3fbd01 c00f 7777 772e 6578 616d 706c 652e 636f 6d c10c 2f73 616d 706c 652f 7061 7468");
+    instructions.extend([0x41, b'x', 90]);
+    instructions.extend([b'v'; 90]);
+    decoder.read_encoder_stream(&instructions).unwrap();
+    assert_eq!(decoder.take_unblocked(), [4]);
+    let (_, fields) = decode(&mut decoder, 4, &section).unwrap();
+    assert_eq!(
+        fields,
+        pairs(&[(":authority", "www.example.com"), (":path", "/sample/path")])
+    );
+    // Then the rest: the third insertion, which no section used.
+    decoder.read_encoder_stream(&[]).unwrap();
+    assert!(decoder.take_unblocked().is_empty());
+    assert_eq!(decoder.take_decoder_stream(), hex("84 01"));
+}
