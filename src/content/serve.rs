@@ -263,13 +263,14 @@ fn compressed_body(
 ) -> Result<Option<Arc<[u8]>>, Job> {
     let identity = &file.identity.file;
     let key = identity.key;
-    if let Some(data) = caches.compressed.get(&key, encoding, level) {
-        return Ok(Some(data));
-    }
+    // Before the cache: the request whose job just filled it counted its miss already.
     if let Some(fresh) = fresh
         .filter(|fresh| fresh.file == key && fresh.encoding == encoding && fresh.level == level)
     {
         return Ok(fresh.data.clone());
+    }
+    if let Some(data) = caches.compressed.get(&key, encoding, level) {
+        return Ok(Some(data));
     }
     // The file cache holds small files; the compression then reads no disk.
     let plain = if identity.size() <= context.sendfile_threshold {
