@@ -69,8 +69,15 @@ pub fn serve_file(
     let representation = file.representation(coding);
     // A precompressed sibling the client takes wins: it costs no CPU. Otherwise the file may
     // be compressed on the fly, once per coding (the compressed cache).
+    // The location's own `Cache-Control` is added after the decision (`cache_fields`, its
+    // `headers`): a `no-transform` there is honoured here.
+    let no_transform = context
+        .head
+        .cache_control
+        .is_some_and(|value| policy::no_transform(value.as_bytes()))
+        || policy::fields_forbid_transform(context.head.extra_headers);
     let mut decision = match coding {
-        Coding::Identity => {
+        Coding::Identity if !no_transform => {
             let wanted = Wanted {
                 accept_encoding,
                 range: request.header("range").is_some(),
@@ -78,7 +85,7 @@ pub fn serve_file(
             let size = representation.file.size();
             policy::decide_for_file(compression, wanted, file.content_type, size)
         }
-        Coding::Gzip | Coding::Brotli => Decision::Untouched,
+        Coding::Identity | Coding::Gzip | Coding::Brotli => Decision::Untouched,
     };
     if matches!(decision, Decision::Compress(..))
         && !caches.compressed.takes(representation.file.size())

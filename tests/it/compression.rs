@@ -137,11 +137,14 @@ fn sample(port: u16, name: &str) -> f64 {
 
 const STATUS: &str = "[[site.location]]\npath = \"/status\"\nexact = true\nhandler = \"status\"\n";
 
-/// A site on `root` with a status location, `/plain/` not compressed, and `more` server lines.
+/// A site on `root` with a status location, `/plain/` not compressed, `/fixed/` and
+/// `/kept/` whose responses say `no-transform`, and `more` server lines.
 fn start(root: &TempRoot, arch: &str, more: &str) -> Server {
     let body = format!(
         "{more}\n[[site]]\nroot = \"www\"\n{STATUS}\n[[site.location]]\npath = \"/plain/\"\n\
-         compress = false\n"
+         compress = false\n[[site.location]]\npath = \"/fixed/\"\n\
+         cache_control = \"public, no-transform\"\n[[site.location]]\npath = \"/kept/\"\n\
+         headers = {{ \"Cache-Control\" = \"no-transform\" }}\n"
     );
     Server::start(Options::config_file(&write_config(root, arch, &body)))
 }
@@ -227,6 +230,8 @@ default_arch!(fn what_is_left_plain(arch) {
     root.file("image.png", &text);
     root.file("tiny.css", "p { margin: 0 }");
     root.file("plain/app.js", &text);
+    root.file("fixed/app.js", &text);
+    root.file("kept/app.js", &text);
     root.file("big.json", text_of(300 << 10, 3));
     // A precompressed sibling wins over compressing: it costs no CPU. Its bytes are sent as
     // they are (here of another text, to tell them apart).
@@ -235,7 +240,7 @@ default_arch!(fn what_is_left_plain(arch) {
     root.file("style.css.gz", gzip(&sibling_text));
     let server = start(&root, arch, "[caches]\ncompressed_max_file = \"64KiB\"\n");
     let port = server.addr().port();
-    for path in ["/image.png", "/tiny.css", "/plain/app.js", "/big.json"] {
+    for path in ["/image.png", "/tiny.css", "/plain/app.js", "/fixed/app.js", "/kept/app.js", "/big.json"] {
         let response = fetch(port, "GET", path, "gzip, br, zstd", &[]);
         assert_eq!(response.status(), 200, "{path}");
         assert_eq!(response.header("content-encoding"), None, "{path}: {}", response.0);

@@ -102,6 +102,27 @@ pub fn decide(
     choose(settings, wanted, compressible(settings, head, length))
 }
 
+/// Whether a `Cache-Control` value has `no-transform` (RFC 9110 §7.7: no intermediary, and so
+/// no server on a handler's behalf, may change the content's coding).
+#[must_use]
+pub fn no_transform(cache_control: &[u8]) -> bool {
+    has_token(cache_control, b"no-transform")
+}
+
+/// Whether the raw `Name: value\r\n` lines `fields` hold a `Cache-Control` with `no-transform`.
+#[must_use]
+pub fn fields_forbid_transform(fields: &[u8]) -> bool {
+    fields.split(|&byte| byte == b'\n').any(|line| {
+        let Some(colon) = line.iter().position(|&byte| byte == b':') else {
+            return false;
+        };
+        line[..colon]
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"cache-control")
+            && no_transform(&line[colon + 1..])
+    })
+}
+
 /// The coding for a response of a kind the location compresses (`compressible`), or none.
 fn choose(settings: &Compression, wanted: Wanted<'_>, compressible: bool) -> Decision {
     if !settings.enabled || !compressible {
@@ -321,6 +342,18 @@ mod tests {
         mark(&mut head, decision);
         assert_eq!(head.get("content-encoding"), Some(&b"zstd"[..]));
         assert_eq!(head.get("etag"), Some(&b"W/\"abc\""[..]));
+    }
+
+    #[test]
+    fn no_transform_is_found_in_raw_fields() {
+        assert!(fields_forbid_transform(
+            b"X-A: 1\r\ncache-control: public, no-transform\r\n"
+        ));
+        assert!(!fields_forbid_transform(
+            b"X-No-Transform: no-transform\r\n"
+        ));
+        assert!(!fields_forbid_transform(b"Cache-Control: max-age=60\r\n"));
+        assert!(!fields_forbid_transform(b""));
     }
 
     #[test]
