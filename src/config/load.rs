@@ -415,6 +415,12 @@ impl Loader<'_> {
         if let Some(value) = &raw.revalidate_after {
             caches.revalidate_after = self.duration(value, "caches.revalidate_after", false)?;
         }
+        if let Some(value) = &raw.compressed_size {
+            caches.compressed_size = self.size(value, "caches.compressed_size")?;
+        }
+        if let Some(value) = &raw.compressed_max_file {
+            caches.compressed_max_file = self.size(value, "caches.compressed_max_file")?;
+        }
         Ok(())
     }
 

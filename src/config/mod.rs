@@ -260,6 +260,13 @@ pub struct CacheOptions {
     /// Upper bound on how long a cached translation is trusted without a fresh `stat`, for
     /// changes that inotify cannot report (watch limit reached, network filesystems).
     pub revalidate_after: Duration,
+    /// Bytes of static files compressed on the fly kept per event loop (`content::compressed`);
+    /// 0: none kept, each response compresses afresh.
+    pub compressed_size: u64,
+    /// Static files larger than this are sent plain rather than compressed on the fly: one
+    /// compression of a file occupies a helper (or a blocking engine's thread) for its whole
+    /// length (lighttpd's `deflate.max-compress-size`).
+    pub compressed_max_file: u64,
 }
 
 /// The adaptive send path (JAWS §4.3): small bodies from memory by `writev`, larger by `sendfile`.
@@ -774,6 +781,8 @@ impl Config {
                 header_cache_entries: 10_000,
                 file_cache_bytes: None,
                 revalidate_after: Duration::from_secs(1),
+                compressed_size: 32 << 20,
+                compressed_max_file: 4 << 20,
             },
             send: SendOptions {
                 sendfile_threshold: 64 << 10,

@@ -255,6 +255,8 @@ pub(super) struct RawCaches {
     pub(super) header_cache_entries: Field<i64>,
     pub(super) file_cache_bytes: Field<Quantity>,
     pub(super) revalidate_after: Field<Quantity>,
+    pub(super) compressed_size: Field<Quantity>,
+    pub(super) compressed_max_file: Field<Quantity>,
 }
 
 #[derive(Deserialize, Default)]

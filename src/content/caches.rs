@@ -3,7 +3,7 @@
 //! takes `&self`, and the caches are split into locked shards (`sharded.rs`) — one shard for a
 //! loop's own caches, several when threads share them.
 //!
-//! Owns: `Caches` (path, head, file), the inotify registry that maps a watched directory to
+//! Owns: `Caches` (path, head, file, and the compressed bodies of static files), the inotify registry that maps a watched directory to
 //! the entries its changes invalidate, and the process's list of path caches, which any of
 //! them that runs out of descriptors relieves all at once (`relieve`). Freshness bound: a change made through the local
 //! filesystem is seen by the next request that arrives after it (an event loop reads the inotify
@@ -21,6 +21,7 @@ use std::time::Instant;
 use ampd_sys::inotify::{self, Inotify};
 
 use super::budget::CacheBudget;
+use super::compressed::CompressedCache;
 use super::file::{FileKey, Resolution, Resolved};
 use super::file_cache::FileCache;
 use super::head_cache::HeadCache;
@@ -28,6 +29,7 @@ use super::path_cache::{Lookup, PathCache};
 use crate::config::{CacheOptions, Level};
 use crate::log::error::Throttle;
 use crate::log::stats::LoopStats;
+use crate::response::compress::Encoding;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 enum Dependent {
@@ -42,6 +44,7 @@ pub struct Caches {
     pub paths: Arc<PathCache>,
     pub heads: HeadCache,
     pub files: FileCache,
+    pub compressed: CompressedCache,
     /// Shared with the helpers, which add watches before they look (see `resolve`).
     pub watcher: Option<Arc<Inotify>>,
     dependents: Mutex<HashMap<i32, HashSet<Dependent>>>,
@@ -88,7 +91,10 @@ impl Caches {
     /// age by `revalidate_after`.
     #[must_use]
     pub fn new(options: &CacheOptions, shards: usize, budget: &CacheBudget) -> Caches {
-        let any = options.path_cache || options.header_cache || options.file_cache;
+        let any = options.path_cache
+            || options.header_cache
+            || options.file_cache
+            || options.compressed_size > 0;
         let watcher = if any {
             Inotify::new().ok().map(Arc::new)
         } else {
@@ -109,6 +115,11 @@ impl Caches {
             paths,
             heads: HeadCache::new(options.header_cache, options.header_cache_entries, shards),
             files: FileCache::new(options.file_cache, budget.file_cache.bytes(), shards),
+            compressed: CompressedCache::new(
+                options.compressed_size,
+                options.compressed_max_file,
+                shards,
+            ),
             watcher,
             dependents: Mutex::new(HashMap::new()),
             reading_changes: Mutex::new(()),
@@ -170,6 +181,25 @@ impl Caches {
         self.files.insert(key, data);
     }
 
+    /// Record `data`, the file `key` compressed with `encoding` at `level`; the file lives in
+    /// the directory watched by `watch`.
+    pub fn remember_compressed(
+        &self,
+        key: FileKey,
+        encoding: Encoding,
+        level: u32,
+        data: Arc<[u8]>,
+        watch: Option<i32>,
+    ) {
+        if let Some(watch) = watch {
+            self.dependents()
+                .entry(watch)
+                .or_default()
+                .insert(Dependent::File(key));
+        }
+        self.compressed.insert(key, encoding, level, data);
+    }
+
     /// Drain inotify and drop everything that depends on a directory that changed. Cheap when
     /// nothing changed (one `read` returning `EAGAIN`).
     pub fn on_change(&self) {
@@ -200,6 +230,7 @@ impl Caches {
                             Dependent::Path(path) => self.paths.invalidate(&path),
                             Dependent::File(key) => {
                                 self.files.forget(&key);
+                                self.compressed.forget(&key);
                             }
                         }
                     }
@@ -241,6 +272,7 @@ impl Caches {
         self.paths.clear();
         self.heads.clear();
         self.files.clear();
+        self.compressed.clear();
         self.dependents().clear();
     }
 
@@ -253,6 +285,8 @@ impl Caches {
         stats.publish_cache(1, hits, misses, self.heads.len() as u64);
         let (hits, misses) = self.files.hits_and_misses();
         stats.publish_cache(2, hits, misses, self.files.weight());
+        let (hits, misses) = self.compressed.hits_and_misses();
+        stats.publish_cache(3, hits, misses, self.compressed.weight());
     }
 
     /// Entries dropped because inotify reported a change.

@@ -15,7 +15,32 @@ use ampd_http::coding::Coding;
 use super::file::{FileKey, Negotiated, Representation, StaticFile};
 use super::lru::Lru;
 use super::sharded::Sharded;
+use crate::response::compress::policy::{self, Decision};
+use crate::response::compress::Encoding;
 use crate::response::Head;
+
+/// What on-the-fly compression made of a file's response (`policy::decide_for_file`): its
+/// head differs by it, so heads are cached per outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coded {
+    /// Not a kind the location compresses.
+    Untouched,
+    /// Compressible, sent plain (this request's `Accept-Encoding`, a range): gains `Vary`.
+    Identity,
+    /// Compressed with this coding, to a body of this length (the compressed cache's).
+    Compressed(Encoding, u64),
+}
+
+impl Coded {
+    /// The policy's decision this stands for (its level does not show in a head).
+    fn decision(self) -> Decision {
+        match self {
+            Coded::Untouched => Decision::Untouched,
+            Coded::Identity => Decision::Identity,
+            Coded::Compressed(encoding, _) => Decision::Compress(encoding, 0),
+        }
+    }
+}
 
 /// The file-dependent head of a full `200`, serialised as HTTP/1 (without the blank line) and
 /// as data.
@@ -32,6 +57,7 @@ struct HeadKey {
     content_type: &'static str,
     varies: bool,
     negotiated: Option<Negotiated>,
+    coded: Coded,
 }
 
 #[derive(Debug)]
@@ -75,11 +101,13 @@ impl HeadCache {
         self.len() == 0
     }
 
-    /// The head prefix of a full `200` for this representation of `file`.
+    /// The head prefix of a full `200` for this representation of `file`, as on-the-fly
+    /// compression left it (`coded`).
     pub fn full_response(
         &self,
         file: &StaticFile,
         representation: &Representation,
+        coded: Coded,
     ) -> Arc<CachedHead> {
         let key = HeadKey {
             file: representation.file.key,
@@ -87,9 +115,10 @@ impl HeadCache {
             content_type: file.content_type,
             varies: file.varies(),
             negotiated: file.negotiated.clone(),
+            coded,
         };
         let Some(shards) = self.shards.as_ref() else {
-            return Arc::new(render(file, representation));
+            return Arc::new(render(file, representation, coded));
         };
         {
             let mut shard = shards.lock(&key);
@@ -100,7 +129,7 @@ impl HeadCache {
             shard.misses += 1;
         }
         // Rendered outside the lock; two threads that miss together both render, harmlessly.
-        let head = Arc::new(render(file, representation));
+        let head = Arc::new(render(file, representation, coded));
         let evicted = shards.lock(&key).entries.insert(key, head.clone(), 1);
         drop(evicted);
         head
@@ -125,12 +154,20 @@ impl HeadCache {
 }
 
 /// Every field of a `200` that depends on the file alone, in the order nginx sends them.
-fn render(file: &StaticFile, representation: &Representation) -> CachedHead {
+fn render(file: &StaticFile, representation: &Representation, coded: Coded) -> CachedHead {
     let mut head = Head::new(200);
     head.push("Server", b"ampd");
     head.push("Content-Type", file.content_type.as_bytes());
-    head.push_decimal("Content-Length", representation.file.size());
-    validator_fields(&mut head, file, representation);
+    let length = match coded {
+        Coded::Compressed(_, length) => length,
+        Coded::Untouched | Coded::Identity => representation.file.size(),
+    };
+    head.push_decimal("Content-Length", length);
+    validator_fields(&mut head, file, representation, coded);
+    if let Coded::Compressed(..) = coded {
+        // The policy took the identity length away; the compressed one is known.
+        head.push_decimal("Content-Length", length);
+    }
     let mut http1 = Vec::with_capacity(head.http1_len());
     head.write_http1(&mut http1);
     CachedHead {
@@ -140,11 +177,13 @@ fn render(file: &StaticFile, representation: &Representation) -> CachedHead {
 }
 
 /// The validators and representation fields of a file's head: the same in a `200` from this
-/// cache and in the `304` and `206` heads `serve` writes itself.
+/// cache and in the `304` and `206` heads `serve` writes itself; then what on-the-fly
+/// compression changes (`Vary`, and for a compressed body its coding and weak `ETag`).
 pub(super) fn validator_fields(
     head: &mut Head,
     file: &StaticFile,
     representation: &Representation,
+    coded: Coded,
 ) {
     head.push("Last-Modified", &representation.last_modified_text);
     head.push("ETag", &representation.etag);
@@ -160,4 +199,5 @@ pub(super) fn validator_fields(
         Coding::Gzip => head.push("Content-Encoding", b"gzip"),
         Coding::Brotli => head.push("Content-Encoding", b"br"),
     }
+    policy::mark(head, coded.decision());
 }

@@ -1,7 +1,8 @@
 //! The work that can block on disk (or burn CPU for long: password hashes), as plain data: what
 //! Flash's helpers did (§4.2, §5).
 //!
-//! Owns: `Job` (what to do), `JobDone` (what came of it) and `run`, the blocking work itself.
+//! Owns: `Job` (what to do), `JobDone` (what came of it) and `run`, the blocking work itself
+//! (and compressing a static file, CPU work an event loop must not do either).
 //! Must not touch: threads or queues — engines decide who runs a job and where (inline under
 //! `sped`, on a helper thread under `amped` and `reactor`).
 
@@ -14,9 +15,11 @@ use std::sync::{Arc, OnceLock};
 use ampd_sys::inotify::Inotify;
 use ampd_sys::io as sysio;
 
+use super::compressed::{self, Compressed};
 use super::file::{FileKey, OpenFile, Resolved};
 use super::path::CleanPath;
 use super::resolve::{self, Basis, DocRoot, Revalidated};
+use crate::response::compress::Encoding;
 
 #[derive(Debug)]
 pub enum Job {
@@ -31,6 +34,15 @@ pub enum Job {
     },
     /// Read a small file into memory for the file cache.
     Load { file: Arc<OpenFile> },
+    /// Compress a static file for the compressed cache: read it whole (unless the file cache
+    /// had it: `plain`) and compress it, milliseconds of CPU per 100 KiB, which an event loop
+    /// never spends itself.
+    Compress {
+        file: Arc<OpenFile>,
+        plain: Option<Arc<[u8]>>,
+        encoding: Encoding,
+        level: u32,
+    },
     /// Bring a range of a large file into the page cache so that the event loop's `sendfile`
     /// will not block (Flash §5.4: the helper touches the pages, the loop sends). With
     /// `send_to` (the connection's socket, non-blocking), the helper sends the range itself
@@ -100,6 +112,7 @@ pub enum JobDone {
     },
     /// Whether the password matched.
     Verified(bool),
+    Compressed(Compressed),
     /// A `Job::Batch`'s results, in its order.
     Batch(Vec<JobDone>),
 }
@@ -140,6 +153,12 @@ pub fn run(job: Job) -> JobDone {
             let data = read_whole(&file);
             JobDone::Loaded { file, data }
         }
+        Job::Compress {
+            file,
+            plain,
+            encoding,
+            level,
+        } => JobDone::Compressed(compress_file(&file, plain, encoding, level)),
         Job::PageIn {
             file,
             offset,
@@ -155,6 +174,27 @@ pub fn run(job: Job) -> JobDone {
             verify,
         } => JobDone::Verified(verify(&password, &hash)),
         Job::Batch(jobs) => JobDone::Batch(jobs.into_iter().map(run).collect()),
+    }
+}
+
+/// `file` (or `plain`, its bytes already in memory) compressed with `encoding` at `level`; no
+/// body when it could not be read whole or compressed (the response then goes out plain).
+#[must_use]
+pub fn compress_file(
+    file: &OpenFile,
+    plain: Option<Arc<[u8]>>,
+    encoding: Encoding,
+    level: u32,
+) -> Compressed {
+    let plain = plain.map_or_else(|| read_whole(file), Ok);
+    let data = plain
+        .and_then(|plain| compressed::compress(&plain, encoding, level))
+        .ok();
+    Compressed {
+        file: file.key,
+        encoding,
+        level,
+        data,
     }
 }
 

@@ -1,4 +1,5 @@
-//! Static content: path translation, directory listings and the three Flash caches.
+//! Static content: path translation, directory listings, the three Flash caches and the cache
+//! of static files compressed on the fly.
 //!
 //! Owns: turning a request path into a file on disk (safely), the caches of that work, and the
 //! static-file response (`serve`).
@@ -9,6 +10,7 @@
 pub mod autoindex;
 pub mod budget;
 pub mod caches;
+pub mod compressed;
 pub mod descriptors;
 pub mod file;
 pub mod file_cache;

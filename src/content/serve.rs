@@ -20,10 +20,13 @@ use ampd_http::request::{Method, RequestHead};
 use ampd_http::response::write_decimal;
 
 use super::caches::Caches;
+use super::compressed::Compressed;
 use super::file::{OpenFile, Representation, StaticFile};
-use super::head_cache::validator_fields;
+use super::head_cache::{validator_fields, Coded};
 use super::job::{self, Job};
 use super::sink::{DiskAccess, ResponseContext, Sink};
+use crate::config::compression::{Compression, Encoding};
+use crate::response::compress::policy::{self, Decision, Wanted};
 use crate::response::{
     cache_fields, cache_headers, common_fields, date_and_added_fields, date_and_persistence,
     Http1Framing, StatusAnswer,
@@ -38,27 +41,66 @@ pub enum Served {
     /// place every status page passes through).
     Status(StatusAnswer),
     /// The body must come into memory first: run the job, store its result with
-    /// `Caches::remember_data`, then call `serve_file` again.
+    /// `Caches::remember_data` (a `Job::Load`) or `Caches::remember_compressed` (a
+    /// `Job::Compress`), then call `serve_file` again (with the compression as `fresh`).
     NeedData(Job),
 }
 
-/// Write the response to `request` for `file` into `sink`.
+/// Write the response to `request` for `file` into `sink`. `compression`: the location's
+/// on-the-fly compression; `fresh`: a compression just done for this request (in case the
+/// compressed cache did not keep it).
+#[allow(clippy::too_many_arguments)]
 pub fn serve_file(
     request: &RequestHead,
     file: &StaticFile,
     watch: Option<i32>,
     caches: &Caches,
     context: &ResponseContext<'_>,
+    compression: &Compression,
+    fresh: Option<&Compressed>,
     sink: &mut dyn Sink,
 ) -> Served {
+    let accept_encoding = request.header("accept-encoding");
     let coding = if file.varies() {
-        coding::negotiate(request.header("accept-encoding"), &file.codings())
+        coding::negotiate(accept_encoding, &file.codings())
     } else {
         Coding::Identity
     };
     let representation = file.representation(coding);
+    // A precompressed sibling the client takes wins: it costs no CPU. Otherwise the file may
+    // be compressed on the fly, once per coding (the compressed cache).
+    // The location's own `Cache-Control` is added after the decision (`cache_fields`, its
+    // `headers`): a `no-transform` there is honoured here.
+    let no_transform = context
+        .head
+        .cache_control
+        .is_some_and(|value| policy::no_transform(value.as_bytes()))
+        || policy::fields_forbid_transform(context.head.extra_headers);
+    let mut decision = match coding {
+        Coding::Identity if !no_transform => {
+            let wanted = Wanted {
+                accept_encoding,
+                range: request.header("range").is_some(),
+            };
+            let size = representation.file.size();
+            policy::decide_for_file(compression, wanted, file.content_type, size)
+        }
+        Coding::Identity | Coding::Gzip | Coding::Brotli => Decision::Untouched,
+    };
+    if matches!(decision, Decision::Compress(..))
+        && !caches.compressed.takes(representation.file.size())
+    {
+        decision = Decision::Identity;
+    }
+    // A compressed body's validator is weak (RFC 9110 §8.8.1): `If-None-Match` compares
+    // weakly and matches it, `If-Match` strongly and does not.
+    let weak_etag = matches!(decision, Decision::Compress(..)).then(|| {
+        let mut weak = b"W/".to_vec();
+        weak.extend_from_slice(&representation.etag);
+        weak
+    });
     let validators = Validators {
-        etag: Some(&representation.etag),
+        etag: Some(weak_etag.as_deref().unwrap_or(&representation.etag)),
         last_modified: Some(representation.last_modified),
     };
     let framing = Http1Framing::delimited(context.head.persistence);
@@ -68,12 +110,44 @@ pub fn serve_file(
             let head = sink.begin_head(304);
             common_fields(head, &context.head);
             cache_fields(head, &context.head);
-            validator_fields(head, file, representation);
+            let coded = match decision {
+                Decision::Untouched => Coded::Untouched,
+                Decision::Identity => Coded::Identity,
+                Decision::Compress(encoding, _) => Coded::Compressed(encoding, 0),
+            };
+            validator_fields(head, file, representation, coded);
+            // A 304 carries the validator and `Vary`, not the representation's other metadata
+            // (RFC 9110 §15.4.5); a precompressed sibling's coding stays as it always was.
+            if coded != Coded::Untouched && coding == Coding::Identity {
+                head.remove("content-encoding");
+            }
             sink.end_head(framing);
             return Served::Sent { status: 304 };
         }
         Precondition::Failed => return Served::Status(StatusAnswer::new(412)),
     }
+
+    let head_only = request.method == Method::Head;
+    if let Decision::Compress(encoding, level) = decision {
+        match compressed_body(file, encoding, level, fresh, watch, caches, context) {
+            Ok(Some(data)) => {
+                let coded = Coded::Compressed(encoding, data.len() as u64);
+                write_full_head(file, representation, coded, caches, context, sink);
+                if !head_only && !data.is_empty() {
+                    let end = data.len();
+                    sink.shared(data, 0, end);
+                }
+                return Served::Sent { status: 200 };
+            }
+            // Could not be read or compressed: plain, as a client that took none.
+            Ok(None) => decision = Decision::Identity,
+            Err(job) => return Served::NeedData(job),
+        }
+    }
+    let coded = match decision {
+        Decision::Untouched => Coded::Untouched,
+        Decision::Identity | Decision::Compress(..) => Coded::Identity,
+    };
 
     let size = representation.file.size();
     let ranges = match request.header("range") {
@@ -91,7 +165,6 @@ pub fn serve_file(
         ));
     }
 
-    let head_only = request.method == Method::Head;
     let body = if head_only {
         Body::None
     } else {
@@ -117,7 +190,7 @@ pub fn serve_file(
                 write_decimal(value, size);
             });
             cache_fields(head, &context.head);
-            validator_fields(head, file, representation);
+            validator_fields(head, file, representation, coded);
             sink.end_head(framing);
             body.push(sink, range);
             Served::Sent { status: 206 }
@@ -129,7 +202,7 @@ pub fn serve_file(
             head.push("Content-Type", multipart.content_type_value().as_bytes());
             head.push_decimal("Content-Length", multipart.body_len());
             cache_fields(head, &context.head);
-            validator_fields(head, file, representation);
+            validator_fields(head, file, representation, coded);
             sink.end_head(framing);
             if !head_only {
                 for (index, range) in ranges.iter().enumerate() {
@@ -141,21 +214,7 @@ pub fn serve_file(
             Served::Sent { status: 206 }
         }
         _ => {
-            let cached = caches.heads.full_response(file, representation);
-            if let Some(out) = sink.http1_head() {
-                // The fast path: the cached bytes whole, then what varies per request.
-                out.extend_from_slice(&cached.http1);
-                date_and_persistence(out, &context.head);
-                cache_headers(out, &context.head);
-                out.extend_from_slice(b"\r\n");
-                sink.end_http1_head();
-            } else {
-                let head = sink.begin_head(200);
-                head.extend(&cached.head);
-                date_and_added_fields(head, &context.head);
-                cache_fields(head, &context.head);
-                sink.end_head(framing);
-            }
+            write_full_head(file, representation, coded, caches, context, sink);
             if size > 0 {
                 body.push(
                     sink,
@@ -168,6 +227,77 @@ pub fn serve_file(
             Served::Sent { status: 200 }
         }
     }
+}
+
+/// The head of a full `200` from the header cache.
+fn write_full_head(
+    file: &StaticFile,
+    representation: &Representation,
+    coded: Coded,
+    caches: &Caches,
+    context: &ResponseContext<'_>,
+    sink: &mut dyn Sink,
+) {
+    let cached = caches.heads.full_response(file, representation, coded);
+    if let Some(out) = sink.http1_head() {
+        // The fast path: the cached bytes whole, then what varies per request.
+        out.extend_from_slice(&cached.http1);
+        date_and_persistence(out, &context.head);
+        cache_headers(out, &context.head);
+        out.extend_from_slice(b"\r\n");
+        sink.end_http1_head();
+    } else {
+        let head = sink.begin_head(200);
+        head.extend(&cached.head);
+        date_and_added_fields(head, &context.head);
+        cache_fields(head, &context.head);
+        sink.end_head(Http1Framing::delimited(context.head.persistence));
+    }
+}
+
+/// The body of `file` compressed with `encoding` at `level`: from the compressed cache, from
+/// `fresh` (the job just done for this request), or made here where the thread may block
+/// (`sped`, the blocking engines); else a job for a helper (`Err`). `Ok(None)`: it could not
+/// be read or compressed.
+fn compressed_body(
+    file: &StaticFile,
+    encoding: Encoding,
+    level: u32,
+    fresh: Option<&Compressed>,
+    watch: Option<i32>,
+    caches: &Caches,
+    context: &ResponseContext<'_>,
+) -> Result<Option<Arc<[u8]>>, Job> {
+    let identity = &file.identity.file;
+    let key = identity.key;
+    // Before the cache: the request whose job just filled it counted its miss already.
+    if let Some(fresh) = fresh
+        .filter(|fresh| fresh.file == key && fresh.encoding == encoding && fresh.level == level)
+    {
+        return Ok(fresh.data.clone());
+    }
+    if let Some(data) = caches.compressed.get(&key, encoding, level) {
+        return Ok(Some(data));
+    }
+    // The file cache holds small files; the compression then reads no disk.
+    let plain = if identity.size() <= context.sendfile_threshold {
+        caches.files.get(&key)
+    } else {
+        None
+    };
+    if context.disk == DiskAccess::Helpers {
+        return Err(Job::Compress {
+            file: identity.clone(),
+            plain,
+            encoding,
+            level,
+        });
+    }
+    let done = job::compress_file(identity, plain, encoding, level);
+    if let Some(data) = &done.data {
+        caches.remember_compressed(key, encoding, level, data.clone(), watch);
+    }
+    Ok(done.data)
 }
 
 /// Where the body bytes come from.

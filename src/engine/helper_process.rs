@@ -27,6 +27,7 @@ use ampd_sys::inotify::Inotify;
 use ampd_sys::{child, socket, unix};
 
 use crate::config::StaticOptions;
+use crate::content::compressed::Compressed;
 use crate::content::file::{
     FileKey, Negotiated, OpenFile, Representation, Resolution, Resolved, StaticFile, VariantSet,
     VaryFields,
@@ -102,6 +103,22 @@ impl HelperProcess {
         {
             return Ok(JobDone::Verified(verify(password, hash)));
         }
+        // Compression is CPU work too, and its answer is bytes, not descriptors: the helper
+        // thread does it, reading the file through the descriptor the job holds.
+        if let Job::Compress {
+            file,
+            plain,
+            encoding,
+            level,
+        } = job
+        {
+            return Ok(JobDone::Compressed(job::compress_file(
+                file,
+                plain.clone(),
+                *encoding,
+                *level,
+            )));
+        }
         // Each job of a batch crosses on its own: the wire format stays one job per frame.
         if let Job::Batch(jobs) = job {
             return jobs
@@ -172,6 +189,17 @@ impl HelperProcess {
             } => JobDone::paged_in(&file, offset, len, 0),
             // Never sent to a helper process (see `helpers::Runner::run`).
             Job::Verify { .. } => JobDone::Verified(false),
+            Job::Compress {
+                file,
+                encoding,
+                level,
+                ..
+            } => JobDone::Compressed(Compressed {
+                file: file.key,
+                encoding,
+                level,
+                data: None,
+            }),
             Job::Batch(jobs) => {
                 JobDone::Batch(jobs.into_iter().map(HelperProcess::failed).collect())
             }
@@ -566,7 +594,7 @@ fn encode_job<'a>(job: &'a Job, out: &mut Vec<u8>, sent_types: &mut u64) -> Vec<
                 .collect()
         }
         // Answered by `HelperProcess::run` itself, never encoded.
-        Job::Verify { .. } | Job::Batch(_) => Vec::new(),
+        Job::Verify { .. } | Job::Compress { .. } | Job::Batch(_) => Vec::new(),
     }
 }
 

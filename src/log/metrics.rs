@@ -133,12 +133,17 @@ pub fn render(stats: &Stats, draining: bool) -> String {
         &mut out,
         "ampd_cache_bytes",
         "gauge",
-        "Bytes of file data held by the file cache.",
+        "Bytes held by the file cache and by the cache of files compressed on the fly.",
     );
     let _ = writeln!(
         out,
         "ampd_cache_bytes{{cache=\"file\"}} {}",
         sum(&|shard| shard.cache(2).2)
+    );
+    let _ = writeln!(
+        out,
+        "ampd_cache_bytes{{cache=\"compressed\"}} {}",
+        sum(&|shard| shard.cache(3).2)
     );
 
     family(

@@ -20,7 +20,7 @@ pub const LATENCY_BOUNDS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
 ];
 /// The three Flash caches, in the order `LoopStats::publish_cache` takes them.
-pub const CACHES: [&str; 3] = ["path", "header", "file"];
+pub const CACHES: [&str; 4] = ["path", "header", "file", "compressed"];
 
 /// Why a request or connection was turned away.
 #[derive(Clone, Copy, Debug)]
@@ -52,6 +52,7 @@ const BYTES: usize = 11;
 const LATENCY: usize = 12; // 13 buckets, the last +Inf
 const LATENCY_MICROS: usize = 25;
 const CACHE_COUNTERS: usize = 26; // 3 caches × (hits, misses, size)
+const COMPRESSED_CACHE: usize = 47; // the 4th cache's (hits, misses, size)
 const HELPER_QUEUE: usize = 35;
 const HELPER_BUSY: usize = 36;
 const SHED: usize = 37; // 3 reasons
@@ -139,7 +140,7 @@ impl LoopStats {
     /// What a cache holds and has counted (`cache` in the order of `CACHES`); its owner copies
     /// it here a few times a second.
     pub fn publish_cache(&self, cache: usize, hits: u64, misses: u64, size: u64) {
-        let base = CACHE_COUNTERS + 3 * cache;
+        let base = cache_cells(cache);
         self.cells[base].store(hits, Ordering::Relaxed);
         self.cells[base + 1].store(misses, Ordering::Relaxed);
         self.cells[base + 2].store(size, Ordering::Relaxed);
@@ -186,7 +187,7 @@ impl LoopStats {
     /// `(hits, misses, size)` of `cache`.
     #[must_use]
     pub fn cache(&self, cache: usize) -> (u64, u64, u64) {
-        let base = CACHE_COUNTERS + 3 * cache;
+        let base = cache_cells(cache);
         (self.read(base), self.read(base + 1), self.read(base + 2))
     }
 
@@ -248,10 +249,21 @@ impl LoopStats {
     fn reset_gauges(&self) {
         for cell in (CONNECTIONS..CONNECTIONS + STATES.len())
             .chain(CACHE_COUNTERS..CACHE_COUNTERS + 9)
+            .chain(COMPRESSED_CACHE..COMPRESSED_CACHE + 3)
             .chain([HELPER_QUEUE, HELPER_BUSY])
         {
             self.cells[cell].store(0, Ordering::Relaxed);
         }
+    }
+}
+
+/// Where `cache`'s three cells start (the compressed cache came after the slot's layout was
+/// set, and sits in cells that were free).
+fn cache_cells(cache: usize) -> usize {
+    if cache < 3 {
+        CACHE_COUNTERS + 3 * cache
+    } else {
+        COMPRESSED_CACHE
     }
 }
 

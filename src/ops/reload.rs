@@ -179,10 +179,14 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
         old_caches.path_cache_entries,
         old_caches.header_cache_entries,
         old_caches.file_cache_bytes,
+        old_caches.compressed_size,
+        old_caches.compressed_max_file,
     ) != (
         new_caches.path_cache_entries,
         new_caches.header_cache_entries,
         new_caches.file_cache_bytes,
+        new_caches.compressed_size,
+        new_caches.compressed_max_file,
     ) {
         differ.push("caches");
         new.caches = running.caches.clone();

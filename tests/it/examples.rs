@@ -9,7 +9,8 @@
 //! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`;
 //! `examples/routing.toml` rewrites and redirects with a regex's captures, answers a `return`
 //! and falls back through `try_files`.
-//! `examples/negotiation.toml` answers `/welcome/hello` in the reader's language.
+//! `examples/negotiation.toml` answers `/welcome/hello` in the reader's language;
+//! `examples/compression.toml` compresses its page on the fly and leaves its downloads plain.
 
 use crate::support;
 
@@ -54,6 +55,7 @@ fn every_shipped_example_passes_ampd_check() {
         [
             "ampd.toml",
             "cgi.toml",
+            "compression.toml",
             "http2.toml",
             "negotiation.toml",
             "php-fpm.toml",
@@ -328,6 +330,44 @@ fn the_routing_example_rewrites_returns_and_falls_back() {
     let index = std::fs::read(examples().join("www/index.html")).unwrap();
     let page = get(addr, "/app/any/route");
     assert_eq!((page.status, &page.body), (200, &index));
+}
+
+#[test]
+fn the_compression_example_compresses_its_page_and_not_its_downloads() {
+    let dir = TempRoot::new();
+    let config = example_copy(&dir, "compression.toml", &[]);
+    let server = Server::start(Options::config_file(&config));
+    let addr = server.addr();
+    let index = std::fs::read(examples().join("www/index.html")).unwrap();
+    for _ in 0..2 {
+        let page = request(addr, "GET", "/index.html", &[("Accept-Encoding", "gzip")]);
+        assert_eq!(
+            page.header("content-encoding"),
+            Some("gzip"),
+            "{:?}",
+            page.headers
+        );
+        assert_eq!(page.header("vary"), Some("Accept-Encoding"));
+        assert!(page.body.starts_with(b"\x1f\x8b") && page.body.len() < index.len());
+        let length = page
+            .header("content-length")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap();
+        assert_eq!(length, page.body.len());
+    }
+    let sibling = request(addr, "GET", "/style.css", &[("Accept-Encoding", "gzip")]);
+    let gz = std::fs::read(examples().join("www/style.css.gz")).unwrap();
+    assert_eq!(sibling.body, gz, "the precompressed sibling");
+    let download = request(
+        addr,
+        "GET",
+        "/downloads/sample-data.txt",
+        &[("Accept-Encoding", "gzip")],
+    );
+    assert_eq!(download.header("content-encoding"), None);
+    let data = std::fs::read(examples().join("www/downloads/sample-data.txt")).unwrap();
+    assert_eq!(download.body, data);
 }
 
 #[test]

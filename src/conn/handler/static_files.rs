@@ -13,6 +13,7 @@ use crate::conn::path_templates::{expand, with_slash, ROUTING};
 use crate::conn::reply::{response_context, Parts};
 use crate::conn::{Context, Job, Outcome, Pending};
 use crate::content::autoindex;
+use crate::content::compressed::Compressed;
 use crate::content::file::{Resolution, Resolved};
 use crate::content::job::JobDone;
 use crate::content::negotiate;
@@ -151,7 +152,7 @@ impl Pending {
         let previous = match context.caches.lookup(root.id, self.path.as_str(), now) {
             Lookup::Fresh(resolved) => {
                 let disk = context.disk;
-                return self.respond(resolved, parts, context, disk);
+                return self.respond(resolved, parts, context, disk, None);
             }
             Lookup::Stale(previous) => Some(previous),
             Lookup::Missing => None,
@@ -295,7 +296,7 @@ impl Waiting for Pending {
                     Outcome::ScriptChecked(pending, resolved)
                 } else {
                     let disk = context.disk;
-                    pending.respond(resolved, parts, context, disk)
+                    pending.respond(resolved, parts, context, disk, None)
                 }
             }
             JobDone::Loaded { file, data } => {
@@ -308,7 +309,25 @@ impl Waiting for Pending {
                 }
                 // The data was just read, so its pages are resident: serving inline now cannot
                 // block for long, and cannot ask for the same load again.
-                pending.respond(resolved, parts, context, DiskAccess::Inline)
+                pending.respond(resolved, parts, context, DiskAccess::Inline, None)
+            }
+            JobDone::Compressed(compressed) => {
+                let Some(resolved) = pending.resolved.clone() else {
+                    return Outcome::Wait(pending);
+                };
+                if let Some(data) = &compressed.data {
+                    context.caches.remember_compressed(
+                        compressed.file,
+                        compressed.encoding,
+                        compressed.level,
+                        data.clone(),
+                        resolved.watch,
+                    );
+                }
+                // Answered from `compressed` even if the cache did not keep it (it is off, or
+                // the body is larger than its share).
+                let disk = context.disk;
+                pending.respond(resolved, parts, context, disk, Some(&compressed))
             }
             // Page-ins are the engine's business (they serve output already queued); a
             // verification belongs to `Authenticating`; batches are an HTTP/2 session's.
@@ -320,13 +339,15 @@ impl Waiting for Pending {
 }
 
 impl Pending {
-    /// Respond to this request from its translation.
+    /// Respond to this request from its translation (`fresh`: the compression a job just did
+    /// for it).
     fn respond(
         self,
         resolved: Arc<Resolved>,
         parts: &mut Parts<'_>,
         context: &mut Context<'_>,
         disk: DiskAccess,
+        fresh: Option<&Compressed>,
     ) -> Outcome {
         let pending = self;
         if !pending.trying.accepts(&resolved.resolution) {
@@ -375,6 +396,8 @@ impl Pending {
                         resolved.watch,
                         context.caches,
                         &response,
+                        &route.settings.compression,
+                        fresh,
                         out,
                     )
                 }) {

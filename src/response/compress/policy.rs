@@ -65,6 +65,32 @@ pub fn decide_and_mark(
     decision
 }
 
+/// Marks `head` for `decision` as `decide_and_mark` does, for a decision taken before the head
+/// was built (a static file's, by `decide_for_file`: its heads are built once and cached).
+pub fn mark(head: &mut Head, decision: Decision) {
+    if decision != Decision::Untouched {
+        add_vary(head);
+    }
+    if let Decision::Compress(encoding, _) = decision {
+        mark_compressed(head, encoding);
+    }
+}
+
+/// The decision for a static file's full `200` of `content_type` and `length`, without a head:
+/// a file has no `Content-Encoding`, `Content-Range` or `Cache-Control` of its own, so what
+/// `decide` reads from the head is its type and length alone. Taken per request, where the
+/// head comes pre-built (`content::head_cache`).
+#[must_use]
+pub fn decide_for_file(
+    settings: &Compression,
+    wanted: Wanted<'_>,
+    content_type: &str,
+    length: u64,
+) -> Decision {
+    let compressible = length >= settings.min_length && settings.types.matches(content_type);
+    choose(settings, wanted, compressible)
+}
+
 /// The decision without touching the head.
 #[must_use]
 pub fn decide(
@@ -73,7 +99,33 @@ pub fn decide(
     head: &Head,
     length: Option<u64>,
 ) -> Decision {
-    if !settings.enabled || !compressible(settings, head, length) {
+    choose(settings, wanted, compressible(settings, head, length))
+}
+
+/// Whether a `Cache-Control` value has `no-transform` (RFC 9110 §7.7: no intermediary, and so
+/// no server on a handler's behalf, may change the content's coding).
+#[must_use]
+pub fn no_transform(cache_control: &[u8]) -> bool {
+    has_token(cache_control, b"no-transform")
+}
+
+/// Whether the raw `Name: value\r\n` lines `fields` hold a `Cache-Control` with `no-transform`.
+#[must_use]
+pub fn fields_forbid_transform(fields: &[u8]) -> bool {
+    fields.split(|&byte| byte == b'\n').any(|line| {
+        let Some(colon) = line.iter().position(|&byte| byte == b':') else {
+            return false;
+        };
+        line[..colon]
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"cache-control")
+            && no_transform(&line[colon + 1..])
+    })
+}
+
+/// The coding for a response of a kind the location compresses (`compressible`), or none.
+fn choose(settings: &Compression, wanted: Wanted<'_>, compressible: bool) -> Decision {
+    if !settings.enabled || !compressible {
         return Decision::Untouched;
     }
     if wanted.range {
@@ -265,6 +317,43 @@ mod tests {
             decide(&settings, range, &html(None), None),
             Decision::Identity
         );
+    }
+
+    #[test]
+    fn a_files_decision_is_the_same_as_its_heads() {
+        let settings = Compression::new(true);
+        for (content_type, length, accept) in [
+            ("text/html; charset=utf-8", 4096, "gzip"),
+            ("text/html; charset=utf-8", 100, "gzip"),
+            ("image/png", 4096, "br"),
+            ("application/json", 4096, "identity"),
+        ] {
+            let mut head = Head::new(200);
+            head.push("Content-Type", content_type.as_bytes());
+            let wanted = wanted(accept);
+            assert_eq!(
+                decide_for_file(&settings, wanted, content_type, length),
+                decide(&settings, wanted, &head, Some(length)),
+                "{content_type} {length} {accept}"
+            );
+        }
+        let mut head = html(Some(4096));
+        let decision = decide_for_file(&settings, wanted("zstd"), "text/html", 4096);
+        mark(&mut head, decision);
+        assert_eq!(head.get("content-encoding"), Some(&b"zstd"[..]));
+        assert_eq!(head.get("etag"), Some(&b"W/\"abc\""[..]));
+    }
+
+    #[test]
+    fn no_transform_is_found_in_raw_fields() {
+        assert!(fields_forbid_transform(
+            b"X-A: 1\r\ncache-control: public, no-transform\r\n"
+        ));
+        assert!(!fields_forbid_transform(
+            b"X-No-Transform: no-transform\r\n"
+        ));
+        assert!(!fields_forbid_transform(b"Cache-Control: max-age=60\r\n"));
+        assert!(!fields_forbid_transform(b""));
     }
 
     #[test]
