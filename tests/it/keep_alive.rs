@@ -84,6 +84,31 @@ for_each_arch!(fn twenty_pipelined_requests_answer_in_order(arch) {
     assert_eq!(conn.get("/f3.txt", &[]).status, 200);
 });
 
+// More pipelined output than the connection queues before it stops reading (256 KiB): each
+// response must still be followed by the next, whether its file went out by `sendfile` (300 KiB)
+// or from memory (60 KiB, below `sendfile_threshold`), and however fast the socket took it.
+for_each_arch!(fn pipelined_large_files_all_answer(arch) {
+    let root = TempRoot::new();
+    let large = support::root::pattern_bytes(300 << 10, 3);
+    let medium = support::root::pattern_bytes(60 << 10, 5);
+    root.file("large.bin", &large);
+    root.file("medium.bin", &medium);
+    let server = Server::start(Options::new(root.path(), arch));
+    for (path, body, count) in [("/large.bin", &large, 4), ("/medium.bin", &medium, 10)] {
+        let mut conn = Conn::open(server.addr());
+        let mut batch = Vec::new();
+        for _ in 0..count {
+            batch.extend(build_request("GET", path, &[]));
+        }
+        conn.send(&batch);
+        for index in 0..count {
+            let response = conn.read_response("GET");
+            assert_eq!(response.status, 200, "{path}: response {index}");
+            assert!(response.body == *body, "{path}: response {index} differs");
+        }
+    }
+});
+
 for_each_arch!(fn pipelined_in_tiny_writes(arch) {
     let root = TempRoot::new();
     root.file("a.txt", "alpha");

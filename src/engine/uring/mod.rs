@@ -1,9 +1,9 @@
 //! `uring`: a proactor on io_uring (JAWS's asynchronous dispatch, AFPA's batching). Each ring
 //! thread starts operations and reacts to their completions: a multishot accept, a multishot
-//! receive per connection into provided buffers, one `writev` per connection for everything
-//! queued (pipelined responses together), file data by `sendfile` from the ring thread once
-//! its pages are resident (`proactor/send.rs`), and all submissions of a turn in one
-//! `io_uring_enter`. Path translation, small-file loads and page-ins go to helpers, as under
+//! receive per connection into provided buffers, plain output sent from the ring thread on the
+//! nonblocking socket (memory by `sendmsg`, file data by `sendfile` once its pages are
+//! resident; a poll for room when the socket is full: `proactor/send.rs`), TLS records by a
+//! `writev` on the ring, and all submissions of a turn in one `io_uring_enter`. Path translation, small-file loads and page-ins go to helpers, as under
 //! `amped`, so a slow disk holds up no ring.
 //!
 //! Owns: probing for io_uring (and the reason it is unavailable), starting one ring per

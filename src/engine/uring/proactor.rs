@@ -57,9 +57,7 @@ const SWEEP: Duration = Duration::from_millis(250);
 /// What a connection is sending now.
 enum Sending {
     Nothing,
-    /// A `writev` of this many bytes of the output's front.
-    Memory,
-    /// A poll for room in the socket, which the ring thread's `sendfile` of file data filled.
+    /// A poll for room in the socket, which the ring thread's `sendmsg` or `sendfile` filled.
     Room,
     /// TLS records (the output was sealed into them already).
     Records,
@@ -443,8 +441,8 @@ impl Proactor {
             }
         };
         self.note_phase(index, pumped);
-        // Everything the requests received so far produced goes out in one send; its
-        // completion drives the connection again (for the next pipelined requests too).
+        // Everything the requests received so far produced goes out from here until the
+        // socket is full; a poll for room drives the connection again.
         if !self.start_send(index) {
             return;
         }
@@ -463,6 +461,13 @@ impl Proactor {
         match need {
             Need::Close(ending) if !sending && !tls_waits && slot.client.conn.output.is_empty() => {
                 self.end(index, ending);
+            }
+            // The output drained from this thread, with no completion to drive the connection
+            // on: the requests behind the backlog go now.
+            Need::Flush
+                if !sending && !slot.client.job_out && slot.client.conn.output.is_empty() =>
+            {
+                self.ready.push_back(index);
             }
             // Its response is out and a drain is under way: nothing more comes of it.
             Need::Read if drained => self.begin_close(index),

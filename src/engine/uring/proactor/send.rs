@@ -1,10 +1,11 @@
-//! The send half of the proactor: a `writev` on the ring for what a connection has queued in
-//! memory, `sendfile` from the ring thread for file data whose pages are resident (a helper pages
-//! them in first otherwise, as under AMPED), and what their completions mean.
+//! The send half of the proactor: from the ring thread, a nonblocking `sendmsg` for what a
+//! connection has queued in memory and `sendfile` for file data whose pages are resident (a
+//! helper pages them in first otherwise, as under AMPED); a `writev` on the ring for TLS
+//! records; and what their completions mean.
 //!
 //! Why not io_uring's `splice`: the kernel runs every splice on its worker threads (it forces
 //! them async), two hand-offs per chunk through a pipe, which cost 2.8 × `reactor`'s CPU per
-//! 100 KiB response and 4.4 × per 1 MiB (docs/benchmarks.md). `sendfile` of resident pages
+//! 100 KiB response and 4.4 × per 1 MiB (docs/research/benchmarks.md). `sendfile` of resident pages
 //! cannot wait on the disk, and on the nonblocking socket (`Ring::accept_multishot`) not on the
 //! client either: a full socket ends it and a poll for room resumes it.
 //!
@@ -14,7 +15,6 @@
 use std::io;
 use std::os::fd::AsFd;
 
-use ampd_sys::errno;
 use ampd_sys::io as sysio;
 use ampd_sys::uring::{Completion, SendPart};
 
@@ -26,42 +26,6 @@ use crate::engine::slab::Kind;
 use crate::tls::session::SEAL_BATCH;
 
 impl Proactor {
-    pub(super) fn sent(&mut self, index: usize, completion: Completion) {
-        if self
-            .slots
-            .get(index)
-            .is_some_and(|slot| matches!(slot.io.sending, Sending::Records))
-        {
-            return self.sent_records(index, completion);
-        }
-        for part in completion.parts {
-            if let SendPart::Owned(mut buffer) = part {
-                buffer.clear();
-                self.spare.push(buffer);
-            }
-        }
-        let writable_tag = self.tag(index, Kind::Writable);
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        slot.io.sending = Sending::Nothing;
-        slot.io.send_op = None;
-        match usize::try_from(completion.result) {
-            Ok(sent) => {
-                slot.client.conn.output.advance(sent as u64);
-                slot.client.clock.sent(sent as u64);
-                self.note_phase(index, sent > 0);
-                self.ready.push_back(index);
-            }
-            // The socket is nonblocking: where the kernel does not wait for room itself, the
-            // output is still queued, and goes again once a poll says there is room.
-            Err(_) if errno::would_block(completion.result) => {
-                self.await_room(index, writable_tag);
-            }
-            Err(_) => self.close(index),
-        }
-    }
-
     /// The socket has room again (or an error, which the next `sendfile` reports): go on.
     pub(super) fn writable(&mut self, index: usize, result: i32) {
         let Some(slot) = self.slots.get_mut(index) else {
@@ -75,9 +39,10 @@ impl Proactor {
         self.ready.push_back(index);
     }
 
-    /// A send of TLS records completed: what the socket did not take goes again from the same
-    /// buffer (records cannot be made again, unlike the output's plain bytes).
-    fn sent_records(&mut self, index: usize, completion: Completion) {
+    /// A send of TLS records completed (the ring sends only those: plain output goes from the
+    /// ring thread): what the socket did not take goes again from the same buffer (records
+    /// cannot be made again, unlike the output's plain bytes).
+    pub(super) fn sent(&mut self, index: usize, completion: Completion) {
         let send_tag = self.tag(index, Kind::Send);
         let mut buffer = completion
             .parts
@@ -187,97 +152,99 @@ impl Proactor {
         }
     }
 
-    /// Start sending the front of the output if nothing is in flight. Returns false if the
-    /// connection had to be closed.
+    /// Send the front of the output if nothing is in flight, from the ring thread: memory by a
+    /// nonblocking `sendmsg`, file ranges by `send_file`, until the output is empty, the socket
+    /// is full (a poll for room resumes it), a page-in is out, or this turn's
+    /// `send.send_chunk` is spent. Returns false if the connection had to be closed.
     pub(super) fn start_send(&mut self, index: usize) -> bool {
-        let send_tag = self.tag(index, Kind::Send);
         let Some(slot) = self.slots.get_mut(index) else {
             return false;
         };
-        if !matches!(slot.io.sending, Sending::Nothing) || slot.client.job_out {
-            return true;
-        }
         if slot.client.tls.is_some() {
+            if !matches!(slot.io.sending, Sending::Nothing) || slot.client.job_out {
+                return true;
+            }
             return self.start_send_tls(index);
         }
-        if slot.client.conn.output.front_file().is_none()
-            && slot.client.conn.output.file_follows_memory()
-        {
-            // The head of a file response goes from here with `MSG_MORE`, so that it leaves
-            // with the body's first segment, as under the event loop: on the ring it would
-            // cost a packet and a turn of its own before the body's `sendfile`.
-            let slices = slot.client.conn.output.memory_slices();
-            let pending: usize = slices.iter().map(|slice| slice.len()).sum();
-            let sent = sysio::send_vectored(
-                slot.client.fd.as_fd(),
-                &slices,
-                sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT | sysio::MSG_MORE,
-            );
-            drop(slices);
-            let full = match sent {
-                Ok(sent) => {
-                    slot.client.conn.output.advance(sent as u64);
-                    slot.client.clock.sent(sent as u64);
-                    self.note_phase(index, sent > 0);
-                    sent < pending
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => true,
-                Err(_) => {
-                    self.close(index);
-                    return false;
-                }
-            };
-            if full {
-                let writable_tag = self.tag(index, Kind::Writable);
-                return self.await_room(index, writable_tag);
-            }
-        }
-        let Some(slot) = self.slots.get_mut(index) else {
-            return false;
-        };
-        if slot.client.conn.output.front_file().is_some() {
-            if !self.send_file(index) {
-                return false;
-            }
-            // Memory after the range (a multipart boundary, the next response) goes at once.
+        let mut budget = self.core.serving.generation.config.send.send_chunk as u64;
+        loop {
             let Some(slot) = self.slots.get_mut(index) else {
                 return false;
             };
             if !matches!(slot.io.sending, Sending::Nothing)
                 || slot.client.job_out
-                || slot.client.conn.output.front_file().is_some()
+                || slot.client.conn.output.is_empty()
             {
                 return true;
             }
+            if slot.client.conn.output.front_file().is_some() {
+                if !self.send_file(index) {
+                    return false;
+                }
+                // Still at the front: a page-in is out, the socket is full or the turn's
+                // budget is spent (`send_file` arranged what comes next).
+                let Some(slot) = self.slots.get_mut(index) else {
+                    return false;
+                };
+                if slot.client.conn.output.front_file().is_some() {
+                    return true;
+                }
+                continue;
+            }
+            if budget == 0 {
+                self.ready.push_back(index);
+                return true;
+            }
+            let Some(sent) = self.send_memory(index) else {
+                return false;
+            };
+            budget = budget.saturating_sub(sent);
         }
-        let Some(slot) = self.slots.get_mut(index) else {
-            return false;
+    }
+
+    /// Send the memory at the front of the output with one nonblocking `sendmsg` (`MSG_MORE`
+    /// when a file range follows, so a file response's head leaves with the body's first
+    /// segment, as under the event loop), waiting for room when the socket did not take it
+    /// all. Returns the bytes sent, `None` if the connection had to be closed.
+    ///
+    /// Why not a `writev` on the ring: the kernel runs it inline at submission just the same,
+    /// but the ring's way costs a copy of the output into an owned buffer, its iovec and
+    /// parts allocations, a completion and another turn before the connection goes on.
+    fn send_memory(&mut self, index: usize) -> Option<u64> {
+        let slot = self.slots.get_mut(index)?;
+        let more = if slot.client.conn.output.file_follows_memory() {
+            sysio::MSG_MORE
+        } else {
+            0
         };
-        if slot.client.conn.output.is_empty() {
-            return true;
-        }
-        let mut buffer = self.spare.pop().unwrap_or_default();
-        for piece in slot.client.conn.output.memory_slices() {
-            if buffer.len() >= SEND_CHUNK {
-                break;
-            }
-            buffer.extend_from_slice(&piece);
-        }
-        slot.io.sending = Sending::Memory;
-        match self.ring.send(
+        let slices = slot.client.conn.output.memory_slices();
+        let pending: usize = slices.iter().map(|slice| slice.len()).sum();
+        let sent = sysio::send_vectored(
             slot.client.fd.as_fd(),
-            vec![SendPart::Owned(buffer)],
-            send_tag,
-        ) {
-            Ok(op) => {
-                slot.io.send_op = Some(op);
-                true
+            &slices,
+            sysio::MSG_NOSIGNAL | sysio::MSG_DONTWAIT | more,
+        );
+        drop(slices);
+        let (sent, full) = match sent {
+            Ok(sent) => {
+                slot.client.conn.output.advance(sent as u64);
+                slot.client.clock.sent(sent as u64);
+                self.note_phase(index, sent > 0);
+                (sent, sent < pending || sent == 0)
             }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => (0, true),
             Err(_) => {
                 self.close(index);
-                false
+                return None;
+            }
+        };
+        if full {
+            let writable_tag = self.tag(index, Kind::Writable);
+            if !self.await_room(index, writable_tag) {
+                return None;
             }
         }
+        Some(sent as u64)
     }
 
     /// `sendfile` the file range at the front of the output until the socket is full, the
