@@ -100,6 +100,7 @@ impl Loader<'_> {
                 .map(|location| location.settings.handler.kind())
                 .collect();
             self.keys_without_their_handler(block, "site", &handlers)?;
+            self.intercept_without_upstream(block, "site", &handlers)?;
             sites.push(Site {
                 names,
                 default,
@@ -174,6 +175,7 @@ impl Loader<'_> {
         let settings = merge::finish(partial, site)
             .map_err(|unfinished| self.unfinished(block, &unfinished))?;
         self.keys_without_their_handler(block, "site.location", &[settings.handler.kind()])?;
+        self.intercept_without_upstream(block, "site.location", &[settings.handler.kind()])?;
         Ok(Location {
             path,
             exact: block.exact.as_ref().is_some_and(|exact| *exact.get_ref()),
@@ -405,6 +407,7 @@ impl Loader<'_> {
         self.negotiation_keys(block, table, &mut partial)?;
         self.header_keys(block, table, &mut partial)?;
         self.compression_keys(block, table, &mut partial)?;
+        self.error_page_keys(block, table, &mut partial)?;
         Ok(partial)
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Owns: `Partial` (what one block sets) and `finish`, which fills what a location leaves
 //! unset from its site, then from the defaults. A location's value always wins; lists
-//! (`index`, `headers`, `allow`, `deny`, `forwarded_trust`, `params`) are replaced whole, never
+//! (`index`, `headers`, `error_pages`, `allow`, `deny`, `forwarded_trust`, `params`) are replaced whole, never
 //! appended, so a location reads the same whatever its site says about keys it sets itself. A
 //! `proxy_pass` implies `handler = "proxy"` (a `fastcgi_pass`, `handler = "fastcgi"`) in the
 //! block that sets it, so a location's own handler wins over its site's `proxy_pass` (a
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::compression::{CompressibleTypes, Compression, Encoding};
+use super::error_pages::ErrorPages;
 use super::header_rules::HeaderRules;
 use crate::mime::TypeOptions;
 
@@ -76,6 +77,9 @@ pub(super) struct Partial {
     pub params: Option<Vec<(String, String)>>,
     /// `try_files`, or what `fallback` stands for.
     pub try_files: Option<TryFiles>,
+    /// Replaced whole by a location's own, as `headers`.
+    pub error_pages: Option<Arc<ErrorPages>>,
+    pub intercept_errors: Option<bool>,
     pub cgi_timeout: Option<Duration>,
     pub fastcgi_check_script: Option<bool>,
     pub default_type: Option<String>,
@@ -250,6 +254,11 @@ pub(super) fn finish(
     settings.internal = location.internal.or(site.internal).unwrap_or(false);
     settings.script = script;
     settings.try_files = try_files;
+    settings.error_pages = location.error_pages.or_else(|| site.error_pages.clone());
+    settings.intercept_errors = location
+        .intercept_errors
+        .or(site.intercept_errors)
+        .unwrap_or(false);
     let default_type = location.default_type.or_else(|| site.default_type.clone());
     let charset = location.charset.or_else(|| site.charset.clone());
     if default_type.is_some() || charset.is_some() {

@@ -12,6 +12,8 @@ mod applications;
 mod blocks;
 pub mod compression;
 mod compression_keys;
+mod error_page_keys;
+pub mod error_pages;
 pub mod gateway;
 mod gateway_keys;
 mod header_keys;
@@ -631,6 +633,11 @@ pub struct LocationSettings {
     pub internal: bool,
     /// Largest request body this location reads; `None`: `limits.max_body`. Past it `413`.
     pub max_body: Option<u64>,
+    /// `error_pages`: the local URIs that answer the statuses they list (`conn::error_pages`).
+    pub error_pages: Option<std::sync::Arc<error_pages::ErrorPages>>,
+    /// `intercept_errors`: an upstream's response with a status `error_pages` lists is replaced
+    /// by the page (nginx `proxy_intercept_errors`); off by default.
+    pub intercept_errors: bool,
 }
 
 /// A `[[site.location]]`: a path prefix (or exact path, or a regex) and its settings.
@@ -718,6 +725,8 @@ impl LocationSettings {
             try_files: None,
             internal: false,
             max_body: None,
+            error_pages: None,
+            intercept_errors: false,
         }
     }
 }

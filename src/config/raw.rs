@@ -378,6 +378,41 @@ impl<'de> Deserialize<'de> for RawServer {
     }
 }
 
+/// One value of `error_pages`: `"/errors/404.html"`, or `{ uri = "…", status = 200 }`.
+pub(super) enum RawErrorPage {
+    Uri(String),
+    Table(RawErrorPageTable),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawErrorPageTable {
+    pub(super) uri: Field<String>,
+    pub(super) status: Field<i64>,
+}
+
+impl<'de> Deserialize<'de> for RawErrorPage {
+    /// By hand, as `RawServer`: a typo inside the table is named, not "no variant matched".
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PageVisitor;
+        impl<'de> Visitor<'de> for PageVisitor {
+            type Value = RawErrorPage;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter
+                    .write_str("a local URI like \"/errors/404.html\" or a table { uri, status }")
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<RawErrorPage, E> {
+                Ok(RawErrorPage::Uri(value.to_owned()))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<RawErrorPage, A::Error> {
+                RawErrorPageTable::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawErrorPage::Table)
+            }
+        }
+        deserializer.deserialize_any(PageVisitor)
+    }
+}
+
 /// `health_check = { path, interval, timeout, expect, rise, fall }`.
 #[derive(Deserialize)]
 #[serde(
@@ -444,6 +479,8 @@ pub(super) struct RawBlock {
     #[serde(rename = "return")]
     pub(super) return_: Option<Spanned<RawReturn>>,
     pub(super) try_files: Field<Vec<String>>,
+    pub(super) error_pages: Field<BTreeMap<Spanned<String>, Spanned<RawErrorPage>>>,
+    pub(super) intercept_errors: Field<bool>,
     pub(super) allow: Field<Vec<String>>,
     pub(super) deny: Field<Vec<String>>,
     pub(super) basic_auth: Option<Spanned<RawAuth>>,

@@ -9,7 +9,9 @@
 //! Must not touch: sockets, threads, the disk (a `Job` goes back to the engine), `ops` (the
 //! engine passes what lifecycle and admission decided: `draining`, a refused connection).
 
+mod answer_as;
 mod buffers;
+mod error_pages;
 mod h2;
 #[cfg(test)]
 mod h2_tests;
@@ -175,6 +177,8 @@ struct Exchange {
     /// Times an upstream handed the request back to be routed again (`X-Accel-Redirect`, a
     /// CGI local `Location`): past `MAX_HANDOFFS` it is a loop.
     handoffs: u8,
+    /// Error pages it was routed to (`error_pages.rs`; 0: the client's own request).
+    detours: u8,
 }
 
 /// Hand-backs one request may go through before it is a loop (`500`), as nginx allows ten
@@ -298,6 +302,8 @@ pub struct Conn {
     ended_links: Vec<(upstream::LinkId, Release)>,
     /// The listener takes cleartext HTTP/2 with prior knowledge (`"ADDR h2c"`).
     prior_knowledge: bool,
+    /// A request's body was left unread: the connection ends lingering after its answer.
+    linger: bool,
 }
 
 impl Conn {
@@ -333,6 +339,7 @@ impl Conn {
             release: None,
             ended_links: Vec::new(),
             prior_knowledge: false,
+            linger: false,
         }
     }
 
@@ -450,7 +457,7 @@ impl Conn {
 
     /// How to end after the last response: at once when every byte the client sent was used.
     fn ending(&self) -> Ending {
-        if self.peer_finished || self.consumed == self.input.len() {
+        if !self.linger && (self.peer_finished || self.consumed == self.input.len()) {
             Ending::Close
         } else {
             Ending::Linger
@@ -566,6 +573,8 @@ enum Outcome {
     /// The request was routed again (a script index, a fallback); the state is set and this
     /// job, if any, is what it needs.
     Routed(Option<Job>),
+    /// Answered by an error page: its request is routed (`error_pages.rs`).
+    ErrorPage(Box<error_pages::Detour>),
 }
 
 /// The request's path as sent (still percent-encoded) and query, for a `301` to `path/`.

@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::Arc;
 
+use super::answer_as::AnswerAs;
 use crate::config::header_rules::HeaderRules;
 use crate::content::file::OpenFile;
 use crate::content::sink::Sink;
@@ -81,6 +82,8 @@ pub struct Output {
     raw_head_start: usize,
     /// The header rules of the location whose response is being written (`set_header_rules`).
     rules: Option<Arc<HeaderRules>>,
+    /// The status an error page's response goes out with (`set_answer_as`).
+    answer_as: Option<Box<AnswerAs>>,
 }
 
 /// Where the queue stood before a response was written (see `Output::written_since`).
@@ -133,6 +136,21 @@ impl Output {
         }
     }
 
+    /// While an error page's request is served: the status (and fields) every final head
+    /// queued is committed with (`conn::error_pages`); `None` once the request is answered.
+    pub fn set_answer_as(&mut self, answer_as: Option<Box<AnswerAs>>) {
+        self.answer_as = answer_as;
+    }
+
+    #[must_use]
+    pub fn answer_as(&self) -> Option<&AnswerAs> {
+        self.answer_as.as_deref()
+    }
+
+    pub fn answer_as_mut(&mut self) -> Option<&mut AnswerAs> {
+        self.answer_as.as_deref_mut()
+    }
+
     /// Swap the queue's memory with `other` (the event loop's buffer loan) while each keeps
     /// its header rules: they belong to the connection's response, not to the memory, which
     /// may pass to another connection between turns (a rule lent with it would shape that
@@ -140,6 +158,7 @@ impl Output {
     pub fn trade_memory(&mut self, other: &mut Output) {
         std::mem::swap(self, other);
         std::mem::swap(&mut self.rules, &mut other.rules);
+        std::mem::swap(&mut self.answer_as, &mut other.answer_as);
     }
 
     /// Start a response head with `status`: the handler adds its fields to what this returns,
@@ -153,6 +172,9 @@ impl Output {
     /// serialised for HTTP/1 with the fields `framing` calls for, or kept as data.
     pub fn end_head(&mut self, framing: Http1Framing) {
         // The commit point: every head but the fast path's passes here once, filled.
+        if let Some(answer_as) = &self.answer_as {
+            answer_as.apply(&mut self.building);
+        }
         if let Some(rules) = &self.rules {
             rules.apply(&mut self.building);
         }
@@ -178,7 +200,7 @@ impl Output {
         // two locations shares its head), so baking would split its entries per location for
         // the few that opt in, while the fallback costs those alone one `Head` fill per
         // request and leaves every other location's fast path exactly as it was.
-        if self.structured || self.rules.is_some() {
+        if self.structured || self.rules.is_some() || self.answer_as.is_some() {
             return None;
         }
         self.raw_head_start = self.buffer.len();
@@ -246,6 +268,7 @@ impl Output {
         self.spare_heads.extend(self.heads.drain(..));
         self.pending = 0;
         self.sealed = 0;
+        self.answer_as = None;
     }
 
     /// Free the buffer's memory if nothing is queued.

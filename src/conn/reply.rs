@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use ampd_http::request::Method;
 
+use super::answer_as::AnswerAs;
 use super::output::Mark;
 use std::net::IpAddr;
 
@@ -84,6 +85,9 @@ impl Conn {
         extra: &[(&str, &[u8])],
         context: &mut Context<'_>,
     ) {
+        // A timeout or a refusal ends the connection: it is answered as it is, never by an
+        // error page (nor with the status of one still being served).
+        self.output.set_answer_as(None);
         self.answer_status(exchange, None, status, persistence, extra, context);
     }
 
@@ -140,8 +144,9 @@ impl Conn {
 }
 
 impl Parts<'_> {
-    /// Answer with a status page; the outcome goes on per the exchange's persistence.
-    pub(in crate::conn) fn answer(
+    /// Answer with the built-in status page; the outcome goes on per the exchange's
+    /// persistence.
+    pub(in crate::conn) fn answer_built_in(
         &mut self,
         exchange: &Exchange,
         route: Option<&Route>,
@@ -316,6 +321,9 @@ impl Parts<'_> {
         context: &mut Context<'_>,
     ) {
         let latency = exchange.map_or(Duration::ZERO, |exchange| exchange.started.elapsed());
+        // An error page's response: the status sent, for the client's request.
+        let answer_as = self.output.answer_as();
+        let status = answer_as.map_or(status, |answer_as| answer_as.logged(status));
         context.stats.response(status, head + body, latency);
         if status == 500 {
             // The server's own failure: worth a line, but not one per request of a flood.
@@ -340,9 +348,13 @@ impl Parts<'_> {
             peer: self.peer,
             user: exchange.and_then(|exchange| exchange.user.as_deref()),
             request: exchange.map(|exchange| {
+                let (method, target) = answer_as.map_or(
+                    (&exchange.head.method, &*exchange.head.target),
+                    AnswerAs::request,
+                );
                 (
-                    exchange.head.method.as_str().as_bytes(),
-                    exchange.head.target.as_bytes(),
+                    method.as_str().as_bytes(),
+                    target.as_bytes(),
                     exchange.head.version.as_str(),
                 )
             }),

@@ -19,6 +19,8 @@ impl Conn {
         context: &mut Context<'_>,
     ) -> Option<Job> {
         self.served += 1;
+        // An earlier request's error page is answered.
+        self.output.set_answer_as(None);
         let limits = &context.config.limits;
         let persistence = if !head.keep_alive
             || self.served >= limits.max_requests_per_connection
@@ -54,12 +56,12 @@ impl Conn {
                     body: None,
                     internal: false,
                     handoffs: 0,
+                    detours: 0,
                     requested: None,
                 };
-                self.answer(&exchange, None, 413, &[], context);
                 // The client may be sending the body we refused.
-                self.state = State::Closing(Ending::Linger);
-                return None;
+                self.linger = true;
+                return self.answer(&exchange, None, 413, &[], context);
             }
             BodyFraming::Length(length) => Some(BodyLeft::Length(length)),
             BodyFraming::Chunked => Some(BodyLeft::Chunked(
@@ -81,6 +83,7 @@ impl Conn {
                     body,
                     internal: false,
                     handoffs: 0,
+                    detours: 0,
                     requested: None,
                 };
                 if let Some(answered) = self.redirect_to_https(&exchange, &located, context) {
@@ -107,12 +110,12 @@ impl Conn {
                     body: None,
                     internal: false,
                     handoffs: 0,
+                    detours: 0,
                     requested: None,
                 };
-                let job = self.route(exchange, context);
-                debug_assert!(job.is_none(), "a refusal needs no job");
-                self.state = State::Closing(Ending::Linger);
-                return None;
+                // The client may send the body anyway.
+                self.linger = true;
+                return self.route(exchange, context);
             }
             self.output.begin_head(100);
             self.output.end_head(crate::response::Http1Framing::INTERIM);
@@ -125,6 +128,7 @@ impl Conn {
             body: None,
             internal: false,
             handoffs: 0,
+            detours: 0,
             requested: None,
         };
         match body {

@@ -162,13 +162,12 @@ impl Conn {
                 .as_secs()
                 .max(1)
                 .to_string();
-            return self.answer(
-                &exchange,
-                None,
-                503,
-                &[("Retry-After", retry.as_bytes())],
-                context,
-            );
+            // An overloaded server spends nothing on error pages.
+            let extra: &[(&str, &[u8])] = &[("Retry-After", retry.as_bytes())];
+            let outcome = self
+                .parts()
+                .answer_built_in(&exchange, None, 503, extra, context);
+            return self.settle(outcome, context);
         }
         // Before any site's rules: the CA's HTTP-01 check (RFC 8555 §8.3).
         if let Some(answer) = handler::acme_challenge::pending(&exchange.head, context.config) {

@@ -71,6 +71,7 @@ impl Conn {
                 self.settle(outcome, context)
             }
             Outcome::Routed(job) => job,
+            Outcome::ErrorPage(detour) => self.take_detour(*detour, context),
         }
     }
 }

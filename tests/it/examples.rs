@@ -7,8 +7,8 @@
 //! certificates their comments have the reader make exist); `examples/http2.toml` has a TLS
 //! listener offering `h2` and an `h2c` one, with the `[http2]` keys it shows;
 //! `examples/types.toml` sends its `[types]`, `types_file`, `default_type` and `charset`;
-//! `examples/routing.toml` rewrites and redirects with a regex's captures, answers a `return`
-//! and falls back through `try_files`.
+//! `examples/routing.toml` rewrites and redirects with a regex's captures, answers a `return`,
+//! falls back through `try_files` and answers a `404` with its error page.
 //! `examples/negotiation.toml` answers `/welcome/hello` in the reader's language;
 //! `examples/compression.toml` compresses its page on the fly and leaves its downloads plain.
 
@@ -307,7 +307,7 @@ fn the_types_example_sends_its_types() {
 }
 
 #[test]
-fn the_routing_example_rewrites_returns_and_falls_back() {
+fn the_routing_example_rewrites_returns_falls_back_and_has_an_error_page() {
     let dir = TempRoot::new();
     let server = Server::start(Options::config_file(&example_copy(
         &dir,
@@ -330,6 +330,9 @@ fn the_routing_example_rewrites_returns_and_falls_back() {
     let index = std::fs::read(examples().join("www/index.html")).unwrap();
     let page = get(addr, "/app/any/route");
     assert_eq!((page.status, &page.body), (200, &index));
+    let error_page = std::fs::read(examples().join("www/errors/404.html")).unwrap();
+    let missing = get(addr, "/nothing");
+    assert_eq!((missing.status, &missing.body), (404, &error_page));
 }
 
 #[test]

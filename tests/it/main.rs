@@ -32,6 +32,7 @@ mod dist;
 mod drain_after_response;
 mod early_answers;
 mod engines;
+mod error_pages;
 mod examples;
 mod extension_routing;
 mod fastcgi;

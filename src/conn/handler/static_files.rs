@@ -456,23 +456,23 @@ impl Pending {
                 ))
             }
         };
-        let persistence = pending.exchange.persistence;
         match answer {
-            Ok(status) => parts.record(Some(&pending.exchange), status, mark, context),
+            Ok(status) => {
+                parts.record(Some(&pending.exchange), status, mark, context);
+                Outcome::Responded(pending.exchange.persistence)
+            }
             Err(answer) => {
                 let field = answer.field.as_ref();
                 let extra = field.map(|(name, value)| (*name, &value[..]));
-                parts.answer_status(
-                    Some(&pending.exchange),
+                parts.answer(
+                    &pending.exchange,
                     Some(&route),
                     answer.status,
-                    persistence,
                     extra.as_slice(),
                     context,
-                );
+                )
             }
         }
-        Outcome::Responded(persistence)
     }
 }
 

@@ -14,7 +14,7 @@ use crate::config::{CgiSettings, Level};
 use crate::conn::handler::meta_variables;
 use crate::conn::handler::Routed;
 use crate::conn::upstream::{Connect, LinkId, ProgramStart, Timeouts};
-use crate::conn::{Conn, Context, Ending, Need, State};
+use crate::conn::{Conn, Context, Need};
 use crate::log::error::Throttle;
 use crate::programs::cgi::{Launch, LaunchFailure, Script as Program};
 use crate::response::Persistence;
@@ -177,16 +177,13 @@ impl Conn {
         extra: &[(&str, &[u8])],
         context: &mut Context<'_>,
     ) -> Step {
-        let body_unread = !proxy.request.done();
-        if body_unread {
+        if !proxy.request.done() {
             proxy.exchange.persistence = Persistence::Close;
+            self.linger = true;
         }
         let route = proxy.route.clone();
-        self.answer(&proxy.exchange, Some(&route), status, extra, context);
-        if body_unread {
-            self.state = State::Closing(Ending::Linger);
-        }
-        Step::Over
+        self.answer(&proxy.exchange, Some(&route), status, extra, context)
+            .map_or(Step::Over, Step::Job)
     }
 }
 

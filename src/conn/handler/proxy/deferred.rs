@@ -63,6 +63,11 @@ impl Conn {
         body: &ResponseBody,
         context: &mut Context<'_>,
     ) -> Result<Step, Box<Proxy>> {
+        // An error the location intercepts comes first, as in nginx.
+        let proxy = match self.intercept(proxy, head, body, context) {
+            Ok(answered) => return Ok(answered),
+            Err(proxy) => proxy,
+        };
         let (x_accel_redirect, x_sendfile_root) = proxy.handback();
         let accel = x_accel_redirect
             .then(|| head.header("x-accel-redirect"))
@@ -93,8 +98,8 @@ impl Conn {
             let target = match String::from_utf8(target) {
                 Ok(target) if target.starts_with('/') => target,
                 _ => {
-                    self.answer(&exchange, Some(&route), 502, &[], context);
-                    return Ok(Step::Over);
+                    let job = self.answer(&exchange, Some(&route), 502, &[], context);
+                    return Ok(job.map_or(Step::Over, Step::Job));
                 }
             };
             let job = self.route_again(exchange, &route, target, true, context);
@@ -116,8 +121,8 @@ impl Conn {
                     root.display()
                 ),
             );
-            self.answer(&exchange, Some(&route), 502, &[], context);
-            return Ok(Step::Over);
+            let job = self.answer(&exchange, Some(&route), 502, &[], context);
+            return Ok(job.map_or(Step::Over, Step::Job));
         };
         let (raw_path, query) = match split_target(&exchange.head.target) {
             Some((_, raw_path, query)) => (raw_path.to_owned(), query.map(str::to_owned)),

@@ -113,9 +113,10 @@ impl Conn {
     ) -> Step {
         self.log_failure(&proxy, why, &status.to_string());
         self.drop_link(Release::Close);
-        let body_unread = !proxy.request.done();
-        if body_unread {
+        if !proxy.request.done() {
+            // The client may still be sending the body this answer ends.
             proxy.exchange.persistence = Persistence::Close;
+            self.linger = true;
         }
         let route = proxy.route.clone();
         // A `503` is an upstream that cannot take the request now (an application's
@@ -125,12 +126,9 @@ impl Conn {
         } else {
             &[]
         };
-        self.answer(&proxy.exchange, Some(&route), status, extra, context);
-        if body_unread {
-            // The client may still be sending the body this answer ends.
-            self.state = State::Closing(Ending::Linger);
-        }
-        Step::Over
+        // An error page's request may need a job.
+        self.answer(&proxy.exchange, Some(&route), status, extra, context)
+            .map_or(Step::Over, Step::Job)
     }
 
     /// The response is under way and cannot be completed: send what is queued, then close, so
@@ -180,9 +178,9 @@ impl Conn {
         self.drop_link(Release::Close);
         proxy.exchange.persistence = Persistence::Close;
         let route = proxy.route.clone();
-        self.answer(&proxy.exchange, Some(&route), 400, &[], context);
-        self.state = State::Closing(Ending::Close);
-        Step::Over
+        // The client has finished sending: the connection closes at once after this.
+        self.answer(&proxy.exchange, Some(&route), 400, &[], context)
+            .map_or(Step::Over, Step::Job)
     }
 
     /// The client closed its side while the response was awaited, with no request of its own
@@ -211,10 +209,10 @@ impl Conn {
             return self.cut_short(proxy, "the client's body was refused", context);
         }
         proxy.exchange.persistence = Persistence::Close;
+        self.linger = true;
         let route = proxy.route.clone();
-        self.answer(&proxy.exchange, Some(&route), refused.0, &[], context);
-        self.state = State::Closing(Ending::Linger);
-        Step::Over
+        self.answer(&proxy.exchange, Some(&route), refused.0, &[], context)
+            .map_or(Step::Over, Step::Job)
     }
 
     fn log_failure(&self, proxy: &Proxy, why: &str, outcome: &str) {

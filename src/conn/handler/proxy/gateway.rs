@@ -82,8 +82,9 @@ impl Conn {
                         if !proxy.request.done() {
                             proxy.exchange.persistence = Persistence::Close;
                         }
-                        self.answer(&proxy.exchange, Some(&route), status, &[], context);
-                        return Step::Over;
+                        return self
+                            .answer(&proxy.exchange, Some(&route), status, &[], context)
+                            .map_or(Step::Over, Step::Job);
                     }
                 }
                 if empty && !ended {

@@ -22,6 +22,7 @@ mod failure;
 mod fastcgi;
 mod gateway;
 mod head;
+mod intercept;
 mod relay;
 mod tunnel;
 
