@@ -17,6 +17,7 @@ mod bench_scripts;
 mod caches;
 mod cgi;
 mod cli;
+mod compression_stream;
 mod concurrency;
 mod conditional;
 mod config_errors;
