@@ -261,13 +261,13 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// `/api/` compressed (`compress = true`), `/plain/` the same upstream with compression left
-/// at its default for a proxy (off); `more` further locations. One listener, `h2c`: it speaks
-/// HTTP/1.1 too.
-fn start(root: &TempRoot, arch: &str, upstream: &TextUpstream, more: &str) -> Server {
+/// at its default for a proxy (off); `top` server-wide sections, `more` further locations.
+/// One listener, `h2c`: it speaks HTTP/1.1 too.
+fn start(root: &TempRoot, arch: &str, upstream: &TextUpstream, top: &str, more: &str) -> Server {
     let head =
         config_head(arch).replace("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:0 h2c\"");
     let text = format!(
-        "{head}{}\n[[site]]\nroot = \"www\"\n\n{}\ncompress = true\n{}\n{more}\n",
+        "{head}{top}{}\n[[site]]\nroot = \"www\"\n\n{}\ncompress = true\n{}\n{more}\n",
         support::proxy::pool("text", &[upstream.addr], "keepalive = 4"),
         support::proxy::location("/api/", "text", ""),
         support::proxy::location("/plain/", "text", ""),
@@ -298,7 +298,7 @@ fn assert_compressed_head(response: &Response, coding: &str) {
 for_each_arch!(fn proxied_json_is_compressed_chunked(arch) {
     let root = TempRoot::new();
     let upstream = TextUpstream::start();
-    let server = start(&root, arch, &upstream, "");
+    let server = start(&root, arch, &upstream, "", "");
     let mut conn = Conn::open(server.addr());
     // Two on one connection: the chunked framing ends each, the connection stays.
     for path in ["/api/len", "/api/chunked"] {
@@ -325,7 +325,7 @@ for_each_arch!(fn proxied_json_is_compressed_chunked(arch) {
 default_arch!(fn what_is_not_compressed_passes_untouched(arch) {
     let root = TempRoot::new();
     let upstream = TextUpstream::start();
-    let server = start(&root, arch, &upstream, "");
+    let server = start(&root, arch, &upstream, "", "");
     let mut conn = Conn::open(server.addr());
     let gzip = [("Accept-Encoding", "gzip, br, zstd")];
 
@@ -389,7 +389,7 @@ impl ChunkedGet for Conn {
 default_arch!(fn an_http10_client_gets_a_compressed_body_ended_by_the_close(arch) {
     let root = TempRoot::new();
     let upstream = TextUpstream::start();
-    let server = start(&root, arch, &upstream, "");
+    let server = start(&root, arch, &upstream, "", "");
     for path in ["/api/len", "/api/chunked"] {
         let raw = send_raw_open(
             server.addr(),
@@ -407,7 +407,7 @@ default_arch!(fn an_http10_client_gets_a_compressed_body_ended_by_the_close(arch
 default_arch!(fn curl_and_python_decode_what_they_asked_for(arch) {
     let root = TempRoot::new();
     let upstream = TextUpstream::start();
-    let server = start(&root, arch, &upstream, "");
+    let server = start(&root, arch, &upstream, "", "");
     let addr = server.addr();
     let expected = support::bulk::sha256(&json_body());
 
@@ -562,7 +562,7 @@ impl StreamingReader {
 default_arch!(fn a_paused_upstream_s_first_part_arrives_before_its_end(arch) {
     let root = TempRoot::new();
     let upstream = TextUpstream::start();
-    let server = start(&root, arch, &upstream, "");
+    let server = start(&root, arch, &upstream, "", "");
     let (mut reader, head) = StreamingReader::get(server.addr(), "/api/paused");
     assert!(head.contains("content-encoding: gzip"), "{head}");
     assert!(head.contains("transfer-encoding: chunked"), "{head}");
@@ -594,7 +594,7 @@ default_arch!(fn a_100_mib_stream_is_compressed_in_bounded_memory(arch) {
     const LENGTH: u64 = 100 << 20;
     let root = TempRoot::new();
     let upstream = TextUpstream::start();
-    let server = start(&root, arch, &upstream, "");
+    let server = start(&root, arch, &upstream, "", "");
     // Warm up: the codec's code and the connection's buffers are in memory before measuring.
     let (mut warm, _) = StreamingReader::get(server.addr(), "/api/big/200000");
     warm.read_until(|_| false);
@@ -647,7 +647,7 @@ default_arch!(fn fastcgi_and_cgi_pages_are_compressed(arch) {
          [[site.location]]\npath = \"/cgi-bin/\"\nhandler = \"cgi\"\ncompress = true\n",
         fpm.address()
     );
-    let server = start(&root, arch, &upstream, &more);
+    let server = start(&root, arch, &upstream, "", &more);
     let mut conn = Conn::open(server.addr());
     for path in ["/page.php", "/cgi-bin/page.py"] {
         conn.send(http::build_request("GET", path, &[("Accept-Encoding", "gzip")]));
@@ -655,4 +655,30 @@ default_arch!(fn fastcgi_and_cgi_pages_are_compressed(arch) {
         assert_compressed_head(&response, "gzip");
         assert_eq!(String::from_utf8_lossy(&gunzip(&response.body)), page, "{path}");
     }
+});
+
+default_arch!(fn the_access_log_counts_the_compressed_bytes_sent(arch) {
+    let root = TempRoot::new();
+    let upstream = TextUpstream::start();
+    let log = root.outside_dir().join("access.log");
+    let server = start(&root, arch, &upstream, "[log]\naccess = \"access.log\"\nformat = \"combined\"\n", "");
+    let mut conn = Conn::open(server.addr());
+    conn.send(http::build_request("GET", "/api/chunked", &[("Accept-Encoding", "gzip")]));
+    let response = conn.read_proxied("GET");
+    assert_compressed_head(&response, "gzip");
+    let sent = response.body.len().to_string();
+    let deadline = Instant::now() + WAIT;
+    let line = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().find(|line| line.contains("/api/chunked")) {
+            break line.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no log line for /api/chunked: {text}");
+        thread::sleep(Duration::from_millis(20));
+    };
+    // `"GET /api/chunked HTTP/1.1" 200 BYTES`: the body bytes as sent, compressed.
+    let after_request = &line[line.find("HTTP/1.1\" ").expect("the request line") + 10..];
+    let mut fields = after_request.split_whitespace();
+    assert_eq!(fields.next(), Some("200"), "{line}");
+    assert_eq!(fields.next(), Some(sent.as_str()), "{line}");
 });
