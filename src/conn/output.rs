@@ -171,6 +171,13 @@ impl Output {
     /// Queue the head begun with `begin_head`, before any body bytes written after this:
     /// serialised for HTTP/1 with the fields `framing` calls for, or kept as data.
     pub fn end_head(&mut self, framing: Http1Framing) {
+        self.end_head_shaped(|_| framing);
+    }
+
+    /// `end_head`, with `shape` run on the head after the header rules and before it is
+    /// queued: the response stage's body transform chooses there, on the fields as they
+    /// will go out, and returns the framing its choice calls for.
+    pub fn end_head_shaped(&mut self, shape: impl FnOnce(&mut Head) -> Http1Framing) {
         // The commit point: every head but the fast path's passes here once, filled.
         if let Some(answer_as) = &self.answer_as {
             answer_as.apply(&mut self.building);
@@ -178,6 +185,7 @@ impl Output {
         if let Some(rules) = &self.rules {
             rules.apply(&mut self.building);
         }
+        let framing = shape(&mut self.building);
         if self.structured {
             self.seal();
             let spare = self.spare_heads.pop().unwrap_or_default();

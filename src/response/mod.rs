@@ -11,6 +11,7 @@
 //! itself).
 //! Must not touch: bodies of files, sockets, routing.
 
+pub mod body_stage;
 pub mod compress;
 pub mod status_page;
 

@@ -2,7 +2,7 @@
 //! that has no index file, and `examples/ampd.toml` (run as it is, only its port changed to 0)
 //! lists `/downloads/` and serves `/private/` to its example user and to no one else;
 //! `examples/proxy.toml` passes `/api/` to its application servers (the backup once the primary
-//! is gone) and serves the rest itself; every shipped `examples/*.toml` (`php-fpm.toml` and
+//! is gone), their text compressed on the fly, and serves the rest itself; every shipped `examples/*.toml` (`php-fpm.toml` and
 //! `cgi.toml` too) passes `ampd check` as it is (`tls.toml` and `http2.toml` once the
 //! certificates their comments have the reader make exist); `examples/http2.toml` has a TLS
 //! listener offering `h2` and an `h2c` one, with the `[http2]` keys it shows;
@@ -435,6 +435,28 @@ fn the_proxy_example_passes_api_to_its_pool_and_serves_files() {
         "primary GET /hello?x=1\n",
         "the prefix is replaced"
     );
+    // `compress = true`: the application's text comes compressed to a client that asks.
+    let mut conn = support::http::Conn::open(addr);
+    conn.send(support::http::build_request(
+        "GET",
+        "/api/text/4096",
+        &[("Accept-Encoding", "gzip")],
+    ));
+    let text = conn.read_proxied("GET");
+    assert_eq!(
+        text.header("content-encoding"),
+        Some("gzip"),
+        "{:?}",
+        text.headers
+    );
+    let mut decoded = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&text.body[..]),
+        &mut decoded,
+    )
+    .unwrap();
+    assert_eq!(decoded.len(), 4096);
+    assert!(decoded.starts_with("line 0\nline 1\n"), "{decoded}");
     let echo = request(addr, "POST", "/api/echo", &[("Content-Length", "0")]);
     assert_eq!(echo.status, 200, "{echo:?}");
     assert_eq!(

@@ -18,6 +18,7 @@ mod caches;
 mod cgi;
 mod cli;
 mod compression;
+mod compression_stream;
 mod concurrency;
 mod conditional;
 mod config_errors;

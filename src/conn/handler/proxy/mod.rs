@@ -44,7 +44,8 @@ use crate::content::file::Resolution;
 use crate::content::path::{self, CleanPath};
 use crate::content::path_cache::Lookup;
 use crate::content::sink::Sink;
-use crate::response::Persistence;
+use crate::response::body_stage::{BodyStage, Facts};
+use crate::response::{Http1Framing, Persistence};
 use crate::site::Route;
 use crate::upstream::{BalanceKey, Pick, Pool, Report, ServerId};
 use relay::{BodyEncoding, BodyRefused, RequestRelay, ResponseRelay};
@@ -717,10 +718,7 @@ impl Conn {
     ) -> Step {
         proxy.report(Report::Success);
         let client_http11 = proxy.exchange.head.version == Version::Http11;
-        let relay = ResponseRelay::new(body, client_http11);
-        if relay.framing == relay::ClientFraming::Close {
-            proxy.exchange.persistence = Persistence::Close;
-        }
+        let mut relay = ResponseRelay::new(body, client_http11);
         if !proxy.request.done() {
             // The upstream answered before the whole body arrived: the rest of it would have to
             // be read on the client's connection before another request; close instead.
@@ -741,7 +739,28 @@ impl Conn {
             relay.framing,
             &response.head,
         );
-        self.output.end_head(framing);
+        let facts = Facts {
+            location: &proxy.route.settings,
+            request: &proxy.exchange.head,
+        };
+        // The response stage: the body filters choose on the head as it goes out (after the
+        // header rules); one that transforms the body changes its framing.
+        self.output.end_head_shaped(|fields| {
+            let stage = BodyStage::select(&facts, fields, head.content_length());
+            relay.transform(stage, client_http11);
+            let close = relay.framing == relay::ClientFraming::Close;
+            Http1Framing {
+                persistence: if close {
+                    Persistence::Close
+                } else {
+                    framing.persistence
+                },
+                chunked: relay.framing == relay::ClientFraming::Chunked,
+            }
+        });
+        if relay.framing == relay::ClientFraming::Close {
+            proxy.exchange.persistence = Persistence::Close;
+        }
         let (head_bytes, _) = self.output.written_since(mark);
         proxy.stage = Stage::Body {
             relay,
@@ -974,10 +993,13 @@ fn relay_body(
             Ok(used) => {
                 input.drain(..used);
             }
-            Err(relay::BrokenBody) => return BodyNext::CutShort("invalid chunked body"),
+            Err(relay::BrokenBody(why)) => return BodyNext::CutShort(why),
         }
     }
     if relay.complete() {
+        if let Err(relay::BrokenBody(why)) = relay.end(output.bytes()) {
+            return BodyNext::CutShort(why);
+        }
         if let Backend::FastCgi(application) = backend {
             // Output past the announced length is not passed on; the connection is
             // reusable only after the application's `FCGI_END_REQUEST`.
@@ -989,14 +1011,22 @@ fn relay_body(
         return BodyNext::Complete;
     }
     if ended && input.is_empty() {
-        if relay.upstream_closed(output.bytes()) {
-            return BodyNext::Complete;
-        }
-        return BodyNext::CutShort("closed before the end of the body");
+        return match relay.upstream_closed(output.bytes()) {
+            Ok(true) => BodyNext::Complete,
+            Ok(false) => BodyNext::CutShort("closed before the end of the body"),
+            Err(relay::BrokenBody(why)) => BodyNext::CutShort(why),
+        };
     }
     if link.finished && link.input.is_empty() {
         // A FastCGI application that closed without ending its request.
         return BodyNext::CutShort("closed without FCGI_END_REQUEST");
+    }
+    if output.pending() < HIGH_WATER as u64 {
+        // Not held back by the client: the exchange waits for the upstream, which has paused
+        // (everything it sent is used), so the body filters give up what they hold of it.
+        if let Err(relay::BrokenBody(why)) = relay.upstream_paused(output.bytes()) {
+            return BodyNext::CutShort(why);
+        }
     }
     BodyNext::Wait
 }

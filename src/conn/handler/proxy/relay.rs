@@ -12,6 +12,7 @@ use ampd_http::fastcgi;
 use ampd_http::upstream::{write_chunk_header, ForwardBody, ResponseBody, LAST_CHUNK};
 
 use crate::conn::BodyLeft;
+use crate::response::body_stage::BodyStage;
 
 /// Request bytes (head and body as forwarded) kept to send again to the next server when an
 /// attempt fails before any response: past this, the request cannot be retried.
@@ -234,18 +235,28 @@ enum UpstreamBody {
     UntilClose,
 }
 
-/// The upstream's response body on its way to the client.
+/// The upstream's response body on its way to the client: de-framed from the upstream's
+/// framing, passed through the response stage's body filters (`BodyStage`, none for most
+/// responses), framed for the client.
 #[derive(Debug)]
 pub struct ResponseRelay {
     upstream: UpstreamBody,
     pub framing: ClientFraming,
-    /// Body bytes passed to the client (decoded, without chunk framing).
+    /// Body bytes passed to the client (as sent: transformed, without chunk framing).
     pub body_bytes: u64,
+    stage: BodyStage,
+    /// The end of the body has gone out (the filters' rest, the last chunk).
+    ended: bool,
+    /// The plain body taken from the upstream in one call, on its way into the filters.
+    plain: Vec<u8>,
+    /// What the filters made of it, on its way to the client's framing.
+    transformed: Vec<u8>,
 }
 
-/// The upstream's body broke its framing (bad chunking): the response cannot be completed.
+/// The upstream's body broke its framing (bad chunking), or a body filter failed: the
+/// response cannot be completed (why, for the error log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BrokenBody;
+pub struct BrokenBody(pub &'static str);
 
 impl ResponseRelay {
     pub fn new(body: &ResponseBody, client_http11: bool) -> ResponseRelay {
@@ -262,7 +273,23 @@ impl ResponseRelay {
             upstream,
             framing,
             body_bytes: 0,
+            stage: BodyStage::default(),
+            ended: false,
+            plain: Vec::new(),
+            transformed: Vec::new(),
         }
+    }
+
+    /// Pass the body through `stage`'s filters: its length is then unknown, so it goes out
+    /// chunked to an HTTP/1.1 client and delimited by the close otherwise (HTTP/1.0; an
+    /// HTTP/2 stream, whose DATA frames carry it as it is). A response without a body (to
+    /// HEAD, a 204) has nothing to transform: its head alone says what a GET would get.
+    pub fn transform(&mut self, stage: BodyStage, client_http11: bool) {
+        if !stage.is_active() || self.framing == ClientFraming::None {
+            return;
+        }
+        self.framing = chunked_or_close(client_http11);
+        self.stage = stage;
     }
 
     /// Whether the body is complete without the upstream closing.
@@ -282,8 +309,7 @@ impl ResponseRelay {
     }
 
     /// Move body bytes from `input` (the upstream's) to `out` (the client's), at most about
-    /// `room`. Returns the input bytes used. `finished`: the upstream has closed, which ends a
-    /// close-delimited body.
+    /// `room`. Returns the input bytes used; the body's end goes out with its last bytes.
     pub fn relay(
         &mut self,
         input: &[u8],
@@ -291,7 +317,19 @@ impl ResponseRelay {
         room: usize,
     ) -> Result<usize, BrokenBody> {
         let framing = self.framing;
+        let filtered = self.stage.is_active();
+        let plain = &mut self.plain;
+        plain.clear();
         let mut passed = 0u64;
+        // A piece of the plain body: to the filters, or framed for the client as it is.
+        let mut deliver = |data: &[u8], out: &mut Vec<u8>| {
+            if filtered {
+                plain.extend_from_slice(data);
+            } else {
+                emit(framing, data, out);
+                passed += data.len() as u64;
+            }
+        };
         let used = match &mut self.upstream {
             UpstreamBody::None => 0,
             UpstreamBody::Length(left) => {
@@ -299,47 +337,85 @@ impl ResponseRelay {
                     .unwrap_or(usize::MAX)
                     .min(input.len())
                     .min(room);
-                out.extend_from_slice(&input[..take]);
+                deliver(&input[..take], out);
                 *left -= take as u64;
-                passed = take as u64;
                 take
             }
             UpstreamBody::UntilClose => {
                 let take = input.len().min(room);
-                emit(framing, &input[..take], out);
-                passed = take as u64;
+                deliver(&input[..take], out);
                 take
             }
             UpstreamBody::Chunked(decoder) => {
                 let window = &input[..input.len().min(room.max(64))];
                 let progress = decoder
-                    .feed(window, &mut |data| {
-                        emit(framing, data, out);
-                        passed += data.len() as u64;
-                    })
-                    .map_err(|_| BrokenBody)?;
-                if progress.done && framing == ClientFraming::Chunked {
-                    out.extend_from_slice(LAST_CHUNK);
-                }
+                    .feed(window, &mut |data| deliver(data, out))
+                    .map_err(|_| BrokenBody("invalid chunked body"))?;
                 progress.consumed
             }
         };
         self.body_bytes += passed;
+        if filtered && !self.plain.is_empty() {
+            self.transformed.clear();
+            self.stage
+                .feed(&self.plain, &mut self.transformed)
+                .map_err(|_| BrokenBody("the body filter failed"))?;
+            self.pass_transformed(out);
+        }
+        if self.complete() {
+            self.end(out)?;
+        }
         Ok(used)
+    }
+
+    /// The upstream paused (everything it sent is used and more is awaited): what the filters
+    /// hold of the body so far goes out now, so a streamed response arrives live.
+    pub fn upstream_paused(&mut self, out: &mut Vec<u8>) -> Result<(), BrokenBody> {
+        if self.ended || !self.stage.is_active() {
+            return Ok(());
+        }
+        self.transformed.clear();
+        self.stage
+            .pause(&mut self.transformed)
+            .map_err(|_| BrokenBody("the body filter failed"))?;
+        self.pass_transformed(out);
+        Ok(())
+    }
+
+    /// The body is complete: the filters' rest and the last chunk, once.
+    pub fn end(&mut self, out: &mut Vec<u8>) -> Result<(), BrokenBody> {
+        if std::mem::replace(&mut self.ended, true) {
+            return Ok(());
+        }
+        if self.stage.is_active() {
+            self.transformed.clear();
+            self.stage
+                .finish(&mut self.transformed)
+                .map_err(|_| BrokenBody("the body filter failed"))?;
+            self.pass_transformed(out);
+        }
+        if self.framing == ClientFraming::Chunked {
+            out.extend_from_slice(LAST_CHUNK);
+        }
+        Ok(())
+    }
+
+    /// Frame what the filters made (`transformed`) for the client.
+    fn pass_transformed(&mut self, out: &mut Vec<u8>) {
+        emit(self.framing, &self.transformed, out);
+        self.body_bytes += self.transformed.len() as u64;
     }
 
     /// The upstream closed: a close-delimited body ends here (returns true); any other body
     /// that is not complete was cut short.
-    pub fn upstream_closed(&mut self, out: &mut Vec<u8>) -> bool {
+    pub fn upstream_closed(&mut self, out: &mut Vec<u8>) -> Result<bool, BrokenBody> {
         match self.upstream {
             UpstreamBody::UntilClose => {
-                if self.framing == ClientFraming::Chunked {
-                    out.extend_from_slice(LAST_CHUNK);
-                }
                 self.upstream = UpstreamBody::None;
-                true
+                self.end(out)?;
+                Ok(true)
             }
-            _ => self.complete(),
+            _ => Ok(self.complete()),
         }
     }
 }
@@ -423,7 +499,7 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(relay.relay(b"abc", &mut out, 100).unwrap(), 3);
         assert!(!relay.complete());
-        assert!(relay.upstream_closed(&mut out));
+        assert!(relay.upstream_closed(&mut out).unwrap());
         assert_eq!(out, b"3\r\nabc\r\n0\r\n\r\n");
         assert_eq!(relay.body_bytes, 3);
     }
@@ -445,7 +521,7 @@ mod tests {
         let mut relay = ResponseRelay::new(&ResponseBody::Length(5), true);
         let mut out = Vec::new();
         relay.relay(b"abc", &mut out, 100).unwrap();
-        assert!(!relay.upstream_closed(&mut out));
+        assert!(!relay.upstream_closed(&mut out).unwrap());
         assert_eq!(relay.relay(b"de", &mut out, 1).unwrap(), 1);
         assert!(!relay.complete());
     }
@@ -455,6 +531,9 @@ mod tests {
         let mut relay = ResponseRelay::new(&ResponseBody::Chunked, true);
         let mut out = Vec::new();
         assert_eq!(relay.relay(b"5\r\nab", &mut out, 100).unwrap(), 5);
-        assert_eq!(relay.relay(b"cdeXX", &mut out, 100), Err(BrokenBody));
+        assert_eq!(
+            relay.relay(b"cdeXX", &mut out, 100),
+            Err(BrokenBody("invalid chunked body"))
+        );
     }
 }
