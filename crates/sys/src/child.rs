@@ -231,9 +231,36 @@ pub fn set_parent_death_signal(signal: i32) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// `reap_any` waits for any child of the process: beside the tests that start children it
+    /// would take theirs (one killed `sleep` was reaped here, and its own test's `wait` then
+    /// failed). So it runs in a process of its own, this test binary started again for it.
     #[test]
-    fn reaping_without_children_is_none_and_kill_checks_its_pid() {
+    fn reaping_without_children_is_none() {
+        let run = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "child::tests::reaping_in_a_process_without_children",
+                "--exact",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            run.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+
+    #[test]
+    #[ignore = "run in a process of its own by reaping_without_children_is_none"]
+    fn reaping_in_a_process_without_children() {
         assert_eq!(reap_any().unwrap(), None);
+    }
+
+    #[test]
+    fn kill_checks_its_pid() {
         assert!(kill(0, libc::SIGTERM).is_err());
         assert!(kill(-1, libc::SIGTERM).is_err());
         // Signal 0 checks existence only.
