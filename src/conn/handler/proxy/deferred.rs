@@ -35,6 +35,23 @@ impl Conn {
         proxy: Box<Proxy>,
         release: Release,
     ) -> (Exchange, Arc<Route>) {
+        let (mut exchange, route, _) = self.take_back_exchange(proxy, release);
+        if exchange.head.method != Method::Head {
+            exchange.head.method = Method::Get;
+        }
+        exchange.head.body = BodyFraming::None;
+        (exchange, route)
+    }
+
+    /// Ends the exchange upstream (the socket released as `release` says) and takes the
+    /// request back for ampd to answer (a hand-back, an intercepted error): the connection
+    /// reads heads again, and ends after the answer if the client's body was not read whole.
+    /// Returns whether it was.
+    pub(super) fn take_back_exchange(
+        &mut self,
+        proxy: Box<Proxy>,
+        release: Release,
+    ) -> (Exchange, Arc<Route>, bool) {
         self.drop_link(release);
         let request_done = proxy.request.done();
         let Proxy {
@@ -46,12 +63,8 @@ impl Conn {
             // The rest of the client's body is never read: the connection ends after this.
             exchange.persistence = Persistence::Close;
         }
-        if exchange.head.method != Method::Head {
-            exchange.head.method = Method::Get;
-        }
-        exchange.head.body = BodyFraming::None;
         self.state = State::ReadingHead;
-        (exchange, route)
+        (exchange, route, request_done)
     }
 
     /// If the upstream's `head` hands the response back to ampd, serve it here; otherwise give

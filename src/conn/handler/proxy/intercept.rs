@@ -11,8 +11,7 @@
 use ampd_http::upstream::{ResponseBody, ResponseHead};
 
 use super::{Backend, Proxy, Step};
-use crate::conn::{Conn, Context, State};
-use crate::response::Persistence;
+use crate::conn::{Conn, Context};
 use crate::upstream::Report;
 
 /// The upstream's fields a status needs, kept on the page's response (RFC 9110 §10.2.3
@@ -61,18 +60,9 @@ impl Conn {
                 .as_ref()
                 .is_some_and(|link| link.input.is_empty() && !link.finished);
         let release = proxy.release(reusable);
-        self.drop_link(release);
-        let Proxy {
-            mut exchange,
-            route,
-            ..
-        } = *proxy;
-        if !request_done {
-            // The rest of the client's body is never read: the connection ends after the page.
-            exchange.persistence = Persistence::Close;
-            self.linger = true;
-        }
-        self.state = State::ReadingHead;
+        let (exchange, route, _) = self.take_back_exchange(proxy, release);
+        // The rest of the client's body may still be arriving: linger after the page.
+        self.linger |= !request_done;
         let fields: Vec<(&str, &[u8])> = STATUS_FIELDS
             .iter()
             .filter_map(|name| head.header(name).map(|value| (*name, value)))
